@@ -33,6 +33,10 @@ struct ElfImage {
   bool has_interp = false;
   uint64_t interp_offset = 0, interp_size = 0;  // PT_INTERP (size incl. NUL)
   bool exec_stack = false;  // PT_GNU_STACK with PF_X
+  bool has_gnu_stack = false;   // a PT_GNU_STACK was seen; without one,
+                                // exec_stack = false is a default, not a choice
+  bool has_phdr_vaddr = false;  // phdr_vaddr is valid (an ET_DYN with
+                                // e_phoff 0 legitimately has it at 0)
 };
 
 // Step 1: the 64-byte ELF header. `file_size` is the whole file's size.
@@ -40,6 +44,12 @@ struct ElfImage {
 int parse_elf_header(const uint8_t* data, size_t len, uint64_t file_size, ElfImage* out,
                      const char** why);
 // Step 2: the program header table (phnum * phentsize bytes read from phoff).
+// On success segs[0..nsegs) are sorted by vaddr with disjoint byte ranges
+// (they may share a page), each has memsz > 0, filesz <= memsz, its file
+// bytes inside file_size, vaddr + memsz <= 0x7ffffffff000, and vaddr and
+// offset congruent mod 4096; empty PT_LOADs are dropped, as Linux skips them.
+// The span max_vaddr - min_vaddr is at most 8 GiB, and an ET_EXEC starts at
+// or above 0x10000. The entry point is not checked, as Linux does not.
 int parse_elf_phdrs(const uint8_t* phdrs, size_t len, uint64_t file_size, ElfImage* out,
                     const char** why);
 // Both steps on a buffer holding the whole file (tests and the fuzzer).
