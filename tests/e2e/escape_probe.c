@@ -1,0 +1,255 @@
+// Tries to leave the guest root of `flatux run --root ROOT`.
+//
+// usage (inside the guest): /prog CASE [HOST_MARKER HOST_ROOT]
+//   CASE: dotdot | abs_symlink | rel_symlink | host_path | loop
+//
+// make_escape_root.py builds ROOT and puts a marker file next to it, in
+// ROOT's parent. Every way of naming that marker from inside must fail with
+// ENOENT; the equivalent in-root paths are opened too, to show the path
+// walk itself works. Reading the marker's contents exits 3, any other
+// failed check 1.
+//
+// There is no native run: without flatux this program would need chroot,
+// which takes root or a user namespace, and without chroot every absolute
+// path here would name the host's own files.
+#include "guest_check.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MARKER "flatux hostfs escape marker: this file lies outside the guest root\n"
+#define INSIDE "inside the guest root\n"
+
+static int escaped;
+
+static ssize_t slurp(int fd, char* buf, size_t cap) {
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + len, cap - 1 - len);
+    if (r < 0) return -1;
+    if (r == 0) break;
+    len += (size_t)r;
+    if (len == cap - 1) break;
+  }
+  buf[len] = '\0';
+  return (ssize_t)len;
+}
+
+// An in-root path that must open and hold INSIDE.
+static void reachable(int dirfd, const char* path) {
+  int fd = openat(dirfd, path, O_RDONLY);
+  if (fd < 0) {
+    CHECK(0, "%s: %s, want it to open (it names /inside)", path, strerror(errno));
+    return;
+  }
+  char buf[256];
+  ssize_t n = slurp(fd, buf, sizeof buf);
+  close(fd);
+  CHECK(n >= 0 && strcmp(buf, INSIDE) == 0, "%s holds \"%s\", want /inside's contents", path,
+        n >= 0 ? buf : strerror(errno));
+  printf("  reachable   %-48s ok\n", path);
+}
+
+// A path that names something outside the root, or nothing: open, stat and
+// access must all say ENOENT.
+static void unreachable(int dirfd, const char* path) {
+  int fd = openat(dirfd, path, O_RDONLY);
+  if (fd >= 0) {
+    char buf[256];
+    ssize_t n = slurp(fd, buf, sizeof buf);
+    close(fd);
+    if (n >= 0 && strcmp(buf, MARKER) == 0) {
+      printf("ESCAPED: %s opened the marker outside the root\n", path);
+      fprintf(stderr, "ESCAPED: %s opened the marker outside the root\n", path);
+      escaped++;
+    } else {
+      CHECK(0, "%s opened, holding \"%s\"; want ENOENT", path, n >= 0 ? buf : "?");
+    }
+    return;
+  }
+  CHECK(errno == ENOENT, "open %s: %s, want ENOENT", path, strerror(errno));
+  struct stat st;
+  errno = 0;
+  int r = fstatat(dirfd, path, &st, 0);
+  if (r == 0 && S_ISREG(st.st_mode) && st.st_size == (off_t)strlen(MARKER))
+    printf("  (stat %s found a file of the marker's size)\n", path);
+  CHECK(r == -1 && errno == ENOENT, "stat %s: %d %s, want ENOENT", path, r, strerror(errno));
+  errno = 0;
+  r = faccessat(dirfd, path, F_OK, 0);
+  CHECK(r == -1 && errno == ENOENT, "access %s: %d %s, want ENOENT", path, r, strerror(errno));
+  printf("  unreachable %-48s ENOENT\n", path);
+}
+
+static void looping(const char* path, int flags) {
+  errno = 0;
+  int fd = open(path, O_RDONLY | flags);
+  CHECK(fd == -1 && errno == ELOOP, "open %s%s: %d %s, want ELOOP", path,
+        flags ? " O_NOFOLLOW" : "", fd, strerror(errno));
+  if (fd >= 0) close(fd);
+  if (!flags) {
+    struct stat st;
+    errno = 0;
+    int r = stat(path, &st);
+    CHECK(r == -1 && errno == ELOOP, "stat %s: %d %s, want ELOOP", path, r, strerror(errno));
+  }
+  printf("  looping     %-48s ELOOP%s\n", path, flags ? " (O_NOFOLLOW)" : "");
+}
+
+static void check_cwd(const char* want) {
+  char cwd[PATH_MAX];
+  CHECK(getcwd(cwd, sizeof cwd) && strcmp(cwd, want) == 0, "getcwd()=\"%s\", want \"%s\"",
+        cwd, want);
+}
+
+static void dotdot(void) {
+  printf("'..' chains:\n");
+  reachable(AT_FDCWD, "/inside");
+  reachable(AT_FDCWD, "/d1/d2/d3/../../../inside");
+  // '..' at the root stays at the root.
+  reachable(AT_FDCWD, "/../inside");
+  reachable(AT_FDCWD, "/../../../../inside");
+  unreachable(AT_FDCWD, "/../escape-marker");
+  unreachable(AT_FDCWD, "/../../escape-marker");
+  unreachable(AT_FDCWD, "/d1/d2/d3/../../../../escape-marker");
+  unreachable(AT_FDCWD, "/d1/../../escape-marker");
+  unreachable(AT_FDCWD, "/d1/d2/../../../d1/../../escape-marker");
+  // The root's own name in its parent.
+  unreachable(AT_FDCWD, "/../escape-root/inside");
+  char deep[1024] = "/";
+  for (int i = 0; i < 100; i++) strcat(deep, "../");
+  strcat(deep, "escape-marker");
+  unreachable(AT_FDCWD, deep);
+
+  printf("relative to the working directory:\n");
+  CHECK_OK(chdir("/"));
+  unreachable(AT_FDCWD, "../escape-marker");
+  reachable(AT_FDCWD, "../inside");
+  CHECK_OK(chdir("/d1/d2/d3"));
+  check_cwd("/d1/d2/d3");
+  reachable(AT_FDCWD, "../../../inside");
+  unreachable(AT_FDCWD, "../../../../escape-marker");
+  unreachable(AT_FDCWD, deep + 1);
+  CHECK_OK(chdir("../../../.."));
+  check_cwd("/");
+  CHECK_OK(chdir(".."));
+  check_cwd("/");
+  reachable(AT_FDCWD, "inside");
+  unreachable(AT_FDCWD, "escape-marker");
+
+  printf("relative to directory descriptors:\n");
+  int root = open("/", O_RDONLY | O_DIRECTORY);
+  REQUIRE(root >= 0, "open /: %s", strerror(errno));
+  unreachable(root, "../escape-marker");
+  reachable(root, "../inside");
+  int up = openat(root, "..", O_RDONLY | O_DIRECTORY);
+  REQUIRE(up >= 0, "openat(/, ..): %s", strerror(errno));
+  struct stat a, b;
+  CHECK(fstat(root, &a) == 0 && fstat(up, &b) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev,
+        "'..' of the root is not the root");
+  unreachable(up, "escape-marker");
+  reachable(up, "inside");
+  CHECK_OK(fchdir(up));
+  check_cwd("/");
+  int d3 = open("/d1/d2/d3", O_RDONLY | O_DIRECTORY);
+  REQUIRE(d3 >= 0, "open /d1/d2/d3: %s", strerror(errno));
+  unreachable(d3, "../../../../escape-marker");
+  reachable(d3, "../../../../inside");
+  close(d3);
+  close(up);
+  close(root);
+}
+
+static void abs_symlink(void) {
+  printf("absolute symlinks:\n");
+  char target[PATH_MAX];
+  ssize_t n = readlink("/link-to-root", target, sizeof target - 1);
+  CHECK(n == 1 && target[0] == '/', "readlink /link-to-root = %zd", n);
+  reachable(AT_FDCWD, "/link-to-root/inside");
+  reachable(AT_FDCWD, "/link-to-root/link-to-root/inside");
+  reachable(AT_FDCWD, "/d1/rootlink/inside");
+  unreachable(AT_FDCWD, "/link-to-root/../escape-marker");
+  unreachable(AT_FDCWD, "/link-to-root/../../escape-marker");
+  unreachable(AT_FDCWD, "/link-to-root/link-to-root/../escape-marker");
+  unreachable(AT_FDCWD, "/d1/rootlink/../escape-marker");
+  unreachable(AT_FDCWD, "/d1/d2/d3/../../rootlink/../../escape-marker");
+  // Links whose text is a host path: inside, that path does not exist.
+  unreachable(AT_FDCWD, "/abs-marker");
+  unreachable(AT_FDCWD, "/abs-parent/escape-marker");
+  unreachable(AT_FDCWD, "/abs-parent/../escape-marker");
+  CHECK_OK(chdir("/link-to-root"));
+  unreachable(AT_FDCWD, "../escape-marker");
+  check_cwd("/");
+}
+
+static void rel_symlink(void) {
+  printf("relative symlinks:\n");
+  reachable(AT_FDCWD, "/up/inside");
+  reachable(AT_FDCWD, "/up/up/up/inside");
+  reachable(AT_FDCWD, "/d1/d2/d3/up4/inside");
+  unreachable(AT_FDCWD, "/up/escape-marker");
+  unreachable(AT_FDCWD, "/up/up/escape-marker");
+  unreachable(AT_FDCWD, "/up/../escape-marker");
+  unreachable(AT_FDCWD, "/d1/d2/d3/up4/escape-marker");
+  unreachable(AT_FDCWD, "/d1/d2/d3/up4/../escape-marker");
+  unreachable(AT_FDCWD, "/d1/esc");
+  CHECK_OK(chdir("/d1/d2/d3/up4"));
+  check_cwd("/");
+  unreachable(AT_FDCWD, "escape-marker");
+  CHECK_OK(chdir("/d1"));
+  unreachable(AT_FDCWD, "esc");
+  unreachable(AT_FDCWD, "../up/../escape-marker");
+}
+
+static void host_path(const char* host_marker, const char* host_root) {
+  printf("host paths (they mean nothing inside):\n");
+  char path[PATH_MAX];
+  unreachable(AT_FDCWD, host_marker);
+  snprintf(path, sizeof path, "%s/../escape-marker", host_root);
+  unreachable(AT_FDCWD, path);
+  snprintf(path, sizeof path, "%s/inside", host_root);
+  unreachable(AT_FDCWD, path);
+  snprintf(path, sizeof path, "/link-to-root%s", host_marker);
+  unreachable(AT_FDCWD, path);
+}
+
+static void loop(void) {
+  printf("symlink loops:\n");
+  struct stat st;
+  CHECK(lstat("/loop/a", &st) == 0 && S_ISLNK(st.st_mode), "lstat /loop/a: %s", strerror(errno));
+  looping("/loop/a", 0);
+  looping("/loop/b", 0);
+  looping("/loop/a/x", 0);
+  looping("/loop/a", O_NOFOLLOW);
+  // Linux follows at most 40 links in one lookup: /chain/l2 takes 40 to
+  // reach /inside, /chain/l1 takes 41.
+  reachable(AT_FDCWD, "/chain/l2");
+  looping("/chain/l1", 0);
+}
+
+int main(int argc, char** argv) {
+  guest_name = "escape_probe";
+  REQUIRE(argc >= 2, "usage: /prog CASE [HOST_MARKER HOST_ROOT]");
+  const char* which = argv[1];
+  if (strcmp(which, "dotdot") == 0) {
+    dotdot();
+  } else if (strcmp(which, "abs_symlink") == 0) {
+    abs_symlink();
+  } else if (strcmp(which, "rel_symlink") == 0) {
+    rel_symlink();
+  } else if (strcmp(which, "host_path") == 0) {
+    REQUIRE(argc == 4, "host_path needs HOST_MARKER HOST_ROOT");
+    host_path(argv[2], argv[3]);
+  } else if (strcmp(which, "loop") == 0) {
+    loop();
+  } else {
+    REQUIRE(0, "unknown case %s", which);
+  }
+  if (escaped) {
+    fprintf(stderr, "escape_probe: the marker outside the root was read %d time(s)\n", escaped);
+    return 3;
+  }
+  return guest_finish();
+}

@@ -1,0 +1,89 @@
+// Shared by the guest programs. They run natively and under flatux with
+// both musl and glibc, so they use only libc calls common to both and make
+// raw syscall() calls where libc might hide or pre-check what the kernel
+// does.
+#pragma once
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int guest_failures;
+static const char* guest_name = "guest";
+
+static void guest_vreport(const char* tag, const char* file, int line, const char* what,
+                          const char* fmt, va_list ap) {
+  // stdout carries the progress log; keep it ordered with stderr.
+  fflush(stdout);
+  fprintf(stderr, "%s: %s %s:%d: ", guest_name, tag, file, line);
+  if (what) fprintf(stderr, "!(%s) ", what);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+__attribute__((format(printf, 4, 5), unused)) static void guest_fail(const char* file, int line,
+                                                                    const char* what,
+                                                                    const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  guest_vreport("FAIL", file, line, what, fmt, ap);
+  va_end(ap);
+  guest_failures++;
+}
+
+__attribute__((format(printf, 4, 5), noreturn, unused)) static void guest_fatal(
+    const char* file, int line, const char* what, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  guest_vreport("FATAL", file, line, what, fmt, ap);
+  va_end(ap);
+  exit(2);
+}
+
+// A failed CHECK is recorded and the program goes on, so one run reports
+// every broken case; REQUIRE stops when later checks would only cascade.
+#define CHECK(cond, ...)                                               \
+  do {                                                                 \
+    if (!(cond)) guest_fail(__FILE__, __LINE__, #cond, "" __VA_ARGS__); \
+  } while (0)
+#define REQUIRE(cond, ...)                                              \
+  do {                                                                  \
+    if (!(cond)) guest_fatal(__FILE__, __LINE__, #cond, "" __VA_ARGS__); \
+  } while (0)
+
+// For raw syscalls expected to fail: result must be -1 with errno == want.
+#define CHECK_ERR(expr, want)                                               \
+  do {                                                                      \
+    errno = 0;                                                              \
+    long guest_r_ = (long)(expr);                                           \
+    int guest_e_ = errno;                                                   \
+    if (guest_r_ != -1 || guest_e_ != (want))                               \
+      guest_fail(__FILE__, __LINE__, NULL, "%s: got %ld errno %d (%s), want -1 %s", \
+                 #expr, guest_r_, guest_e_, strerror(guest_e_), #want);     \
+    else                                                                    \
+      printf("  %-60s -> -1 %s\n", #expr, #want);                           \
+  } while (0)
+
+// For calls expected to succeed: logs errno when they don't.
+#define CHECK_OK(expr)                                                      \
+  do {                                                                      \
+    errno = 0;                                                              \
+    long guest_r_ = (long)(expr);                                           \
+    if (guest_r_ < 0)                                                       \
+      guest_fail(__FILE__, __LINE__, NULL, "%s: got %ld errno %d (%s)", #expr, \
+                 guest_r_, errno, strerror(errno));                         \
+  } while (0)
+
+static int guest_finish(void) {
+  fflush(stdout);
+  if (guest_failures) {
+    fprintf(stderr, "%s: %d check(s) FAILED\n", guest_name, guest_failures);
+    return 1;
+  }
+  printf("%s: all checks passed\n", guest_name);
+  return 0;
+}
