@@ -1,0 +1,63 @@
+/* Host-facing entry and exit stubs of the trap path. */
+	.text
+
+/* void flatux_sigreturn_to(ucontext_t *uc)  -- noreturn.
+ * Enters guest code with the complete register state in *uc by asking the
+ * host kernel to "return" from a signal frame we built ourselves. */
+	.globl flatux_sigreturn_to
+	.type flatux_sigreturn_to, @function
+flatux_sigreturn_to:
+	mov %rdi, %rsp
+	mov $15, %eax          /* rt_sigreturn */
+	syscall
+	ud2
+	.size flatux_sigreturn_to, .-flatux_sigreturn_to
+
+/* Restorer for the kernel's own host signal handlers (SA_RESTORER). */
+	.globl flatux_restorer
+	.type flatux_restorer, @function
+flatux_restorer:
+	mov $15, %eax
+	syscall
+	ud2
+	.size flatux_restorer, .-flatux_restorer
+
+/* long flatux_clone_thread(unsigned long flags, void *stack_top, int *ctid,
+ *                          unsigned long tls, void (*fn)(void *), void *arg)
+ * A raw clone: the child runs fn(arg) on stack_top and then exits the host
+ * thread. No libc thread state is created, on purpose. */
+	.globl flatux_clone_thread
+	.type flatux_clone_thread, @function
+flatux_clone_thread:
+	sub $16, %rsi
+	mov %r8, 0(%rsi)
+	mov %r9, 8(%rsi)
+	mov %rdx, %r10         /* child_tid */
+	mov %rcx, %r8          /* tls */
+	xor %edx, %edx         /* parent_tid */
+	mov $56, %eax          /* clone */
+	syscall
+	test %rax, %rax
+	jnz 1f
+	xor %ebp, %ebp
+	pop %rax
+	pop %rdi
+	call *%rax
+	mov $60, %eax          /* exit (this thread only) */
+	xor %edi, %edi
+	syscall
+	ud2
+1:	ret
+	.size flatux_clone_thread, .-flatux_clone_thread
+
+/* void flatux_exit_thread_and_wake(void)  -- see task/exit.cpp.
+ * Exits the host thread with no stack use after the syscall. */
+	.globl flatux_exit_thread
+	.type flatux_exit_thread, @function
+flatux_exit_thread:
+	mov $60, %eax
+	syscall
+	ud2
+	.size flatux_exit_thread, .-flatux_exit_thread
+
+	.section .note.GNU-stack,"",@progbits

@@ -1,0 +1,212 @@
+#include "host/entry.h"
+
+#include <csignal>
+#include <cstring>
+#include <linux/errno.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "host/kstack.h"
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/lib/kfmt.h"
+#include "kernel/printk.h"
+#include "kernel/signal/signal.h"
+#include "kernel/syscall.h"
+
+extern "C" {
+void flatux_sigreturn_to(ucontext_t* uc) __attribute__((noreturn));
+void flatux_restorer();
+long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid, unsigned long tls,
+                         void (*fn)(void*), void* arg);
+}
+
+namespace flatux {
+namespace {
+
+// The host kernel's struct sigaction layout (not glibc's).
+struct HostSigaction {
+  void (*handler)(int, siginfo_t*, void*);
+  unsigned long flags;
+  void (*restorer)();
+  uint64_t mask;
+};
+constexpr unsigned long kSaRestorer = 0x04000000;
+constexpr unsigned long kUcSigcontextSS = 0x2, kUcStrictRestoreSS = 0x4;
+
+uint64_t bit(int sig) { return 1ull << (sig - 1); }
+constexpr int kSyncSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
+
+// Everything asynchronous is blocked while kernel code runs; synchronous
+// faults cannot be blocked usefully (the host would kill us instead).
+uint64_t kernel_mode_mask() {
+  uint64_t m = ~0ull;
+  for (int s : kSyncSignals) m &= ~bit(s);
+  return m;
+}
+
+bool in_kernel_text(const Kernel* k, uintptr_t ip) {
+  for (int i = 0; i < k->cfg.ntext; i++)
+    if (ip >= k->cfg.text[i].start && ip < k->cfg.text[i].end) return true;
+  return false;
+}
+
+void write_stderr(std::string_view s) { host::sys(SYS_write, 2, s.data(), s.size()); }
+
+const char* signal_abbrev(int sig) {
+  switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGTRAP: return "SIGTRAP";
+    default: return "signal";
+  }
+}
+
+// Walks the frame-pointer chain; kernel code keeps frame pointers.
+void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr_t image) {
+  for (int depth = 0; depth < 32 && rbp >= lo && rbp + 16 <= hi && (rbp & 7) == 0; depth++) {
+    uintptr_t next = reinterpret_cast<uintptr_t*>(rbp)[0];
+    uintptr_t ret = reinterpret_cast<uintptr_t*>(rbp)[1];
+    f.str("  #").udec(depth).ch(' ').hex(ret);
+    if (image && ret > image) f.str(" (flatux+").hex(ret - image).ch(')');
+    f.ch('\n');
+    if (next <= rbp) break;
+    rbp = next;
+  }
+}
+
+[[noreturn]] void oops(Kernel* k, KStackHeader* h, int sig, const siginfo_t* si, const ucontext_t* uc) {
+  char buf[2048];
+  KFmt f(buf, sizeof buf);
+  const greg_t* g = uc->uc_mcontext.gregs;
+  uintptr_t image = k ? k->cfg.image_base : 0;
+  f.str("flatux: kernel oops: ").str(signal_abbrev(sig)).str(" at rip=").hex(g[REG_RIP]);
+  if (image && (uintptr_t)g[REG_RIP] > image) f.str(" (flatux+").hex(g[REG_RIP] - image).ch(')');
+  f.str(" fault address=").hex((uintptr_t)si->si_addr);
+  if (h && h->task) f.str(" task=").dec(h->task->tid);
+  f.str("\nbacktrace:\n");
+  if (h) {
+    uintptr_t lo = (uintptr_t)h + kKStackUsable;
+    print_backtrace(f, g[REG_RBP], lo, lo - kKStackUsable + kKernelStackSize, image);
+  } else {
+    f.str("  (not on a kernel stack)\n");
+  }
+  f.str("flatux: halting.\n");
+  write_stderr(f.view());
+  host::sys(SYS_exit_group, 125);
+  __builtin_unreachable();
+}
+
+extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
+  Task* t = current_task();
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  greg_t* g = uc->uc_mcontext.gregs;
+  const uint64_t a[6] = {(uint64_t)g[REG_RDI], (uint64_t)g[REG_RSI], (uint64_t)g[REG_RDX],
+                         (uint64_t)g[REG_R10], (uint64_t)g[REG_R8],  (uint64_t)g[REG_R9]};
+  t->regs = uc;
+  g[REG_RAX] = syscall_entry(*t, (uint64_t)g[REG_RAX], a);
+  t->regs = nullptr;
+}
+
+extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  greg_t* g = uc->uc_mcontext.gregs;
+  uintptr_t rip = g[REG_RIP];
+  if (rip >= (uintptr_t)flatux_usercopy_begin && rip < (uintptr_t)flatux_usercopy_end) {
+    g[REG_RIP] = (greg_t)flatux_usercopy_fixup;
+    return;
+  }
+  KStackHeader* h = current_kstack_checked();
+  if (!h || !h->task || h->in_oops) oops(nullptr, h, sig, si, uc);
+  Task* t = h->task;
+  if (in_kernel_text(t->kernel, rip)) {
+    h->in_oops = 1;
+    oops(t->kernel, h, sig, si, uc);
+  }
+  t->regs = uc;
+  guest_fault(*t, sig, si);
+  t->regs = nullptr;
+}
+
+void task_thread_main(void* arg) {
+  Task* t = static_cast<Task*>(arg);
+  stack_t ss{};
+  ss.ss_sp = (char*)t->kstack + kKStackUsable;
+  ss.ss_size = kKernelStackSize - kKStackUsable;
+  host::sys(SYS_sigaltstack, &ss, nullptr);
+  enter_guest(*t, t->entry_regs);
+}
+
+}  // namespace
+
+long install_host_handlers() {
+  HostSigaction sa{};
+  sa.flags = SA_SIGINFO | SA_ONSTACK | kSaRestorer;
+  sa.restorer = flatux_restorer;
+  sa.mask = kernel_mode_mask();
+  sa.handler = flatux_on_sigsys;
+  long r = host::sys(SYS_rt_sigaction, SIGSYS, &sa, nullptr, 8);
+  if (r < 0) return r;
+  sa.handler = flatux_on_fault;
+  sa.flags |= SA_NODEFER;  // a fault while reporting a fault must still reach us
+  for (int s : kSyncSignals)
+    if ((r = host::sys(SYS_rt_sigaction, s, &sa, nullptr, 8)) < 0) return r;
+  return 0;
+}
+
+bool kstack_setup(Task& t) {
+  void* base = t.kernel->heap->alloc_kstack();
+  if (!base) return false;
+  auto* h = static_cast<KStackHeader*>(base);
+  h->task = &t;
+  h->magic = kKStackMagic;
+  h->in_oops = 0;
+  host::sys(SYS_mprotect, (uintptr_t)base + 4096, 4096, PROT_NONE);
+  t.kstack = base;
+  return true;
+}
+
+void kstack_release(Task& t) {
+  if (!t.kstack) return;
+  host::sys(SYS_mprotect, (uintptr_t)t.kstack + 4096, 4096, PROT_READ | PROT_WRITE);
+  t.kernel->heap->free_kstack(t.kstack);
+  t.kstack = nullptr;
+}
+
+long start_task_thread(Task& t, const greg_t (&regs)[NGREG]) {
+  memcpy(t.entry_regs, regs, sizeof t.entry_regs);
+  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_CHILD_CLEARTID;
+  t.host_tid.store(1);
+  long r = flatux_clone_thread(flags, (void*)kstack_top(t.kstack), &t.host_tid, t.guest_fs,
+                               task_thread_main, &t);
+  if (r < 0) t.host_tid.store(0);
+  else t.host_tid.store((uint32_t)r);
+  return r < 0 ? r : 0;
+}
+
+void enter_guest(Task& t, const greg_t (&regs)[NGREG]) {
+  ucontext_t uc;
+  memset(&uc, 0, sizeof uc);
+  uc.uc_flags = kUcSigcontextSS | kUcStrictRestoreSS;
+  uc.uc_stack.ss_sp = (char*)t.kstack + kKStackUsable;
+  uc.uc_stack.ss_size = kKernelStackSize - kKStackUsable;
+  memcpy(uc.uc_mcontext.gregs, regs, sizeof uc.uc_mcontext.gregs);
+  uc.uc_mcontext.gregs[REG_CSGSFS] = 0x33 | (0x2bll << 48);
+  uc.uc_mcontext.fpregs = nullptr;  // the host gives us a clean FPU state
+  flatux_sigreturn_to(&uc);
+}
+
+void kernel_panic(Kernel* k, const char* msg) {
+  char buf[512];
+  KFmt f(buf, sizeof buf);
+  f.str("flatux: kernel panic: ").str(msg).ch('\n');
+  write_stderr(f.view());
+  host::sys(SYS_exit_group, 125);
+  __builtin_unreachable();
+}
+
+}  // namespace flatux

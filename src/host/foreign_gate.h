@@ -1,0 +1,14 @@
+// The one gate through which kernel code may call foreign C code (code that
+// uses host TLS: libc's malloc, stdio, errno; libext2fs). It points FS at a
+// real host TLS block for the duration of the call and back at the guest's.
+#pragma once
+#include "kernel/kernel.h"
+
+namespace flatux {
+
+// Calls fn(arg) with host TLS. Calls are serialised: the TLS block belongs
+// to one parked host thread, and the libraries behind it are not
+// thread-safe anyway.
+long foreign_call(Kernel& k, long (*fn)(void*), void* arg);
+
+}  // namespace flatux

@@ -1,0 +1,148 @@
+#include "kernel/heap.h"
+
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "host/raw_syscall.h"
+
+namespace flatux {
+namespace {
+
+// Every block carries a header so free() needs no size; the magic catches
+// double frees and wild pointers early instead of corrupting lists.
+struct BlockHeader {
+  uint32_t magic;
+  int32_t cls;    // size class, or -1 for a large block
+  uint64_t size;  // usable bytes
+};
+static_assert(sizeof(BlockHeader) == 16);
+constexpr uint32_t kLiveMagic = 0x6b616c6c;  // "kall"
+constexpr uint32_t kFreeMagic = 0x6b667265;  // "kfre"
+constexpr size_t kPage = 4096;
+constexpr size_t kLargeThreshold = 4096;
+// Growth is committed in chunks: the reservation is PROT_NONE-free
+// MAP_NORESERVE shared memory, so only touched pages cost anything.
+constexpr size_t kClassSizes[] = {16,  32,  48,  64,   96,   128,  192,  256,
+                                  384, 512, 768, 1024, 1536, 2048, 3072, 4096};
+
+uintptr_t align_up(uintptr_t v, size_t a) { return (v + a - 1) & ~(uintptr_t)(a - 1); }
+
+}  // namespace
+
+int Heap::class_of(size_t n) {
+  for (int c = 0; c < kClasses; c++)
+    if (n <= kClassSizes[c]) return c;
+  return -1;
+}
+size_t Heap::class_size(int c) { return kClassSizes[c]; }
+
+Heap* Heap::create() {
+  long p = host::sys(SYS_mmap, kHeapBase, kHeapReserve, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p < 0 && p > -4096) return nullptr;
+  if ((uintptr_t)p != kHeapBase) {
+    host::sys(SYS_munmap, p, kHeapReserve);
+    return nullptr;
+  }
+  Heap* h = new ((void*)kHeapBase) Heap();
+  h->top_ = align_up(kHeapBase + sizeof(Heap), 64);
+  h->limit_ = kHeapBase + kHeapReserve;
+  return h;
+}
+
+void Heap::destroy() {
+  host::sys(SYS_munmap, kHeapBase, kHeapReserve);
+}
+
+void* Heap::bump(size_t n, size_t align) {
+  uintptr_t p = align_up(top_, align);
+  if (p + n > limit_ || p + n < p) return nullptr;
+  top_ = p + n;
+  return (void*)p;
+}
+
+void* Heap::alloc(size_t n) {
+  if (n == 0) n = 1;
+  if (n > kHeapReserve) return nullptr;
+  Guard g(lock_);
+  int c = class_of(n);
+  BlockHeader* h = nullptr;
+  if (c >= 0) {
+    if (FreeBlock* f = small_[c]) {
+      small_[c] = f->next;
+      h = reinterpret_cast<BlockHeader*>(f) - 1;
+    } else {
+      void* raw = bump(sizeof(BlockHeader) + class_size(c), 16);
+      if (!raw) return nullptr;
+      h = static_cast<BlockHeader*>(raw);
+    }
+    h->size = class_size(c);
+  } else {
+    size_t want = align_up(n, kPage);
+    LargeFree** link = &large_;
+    while (*link && (*link)->size < want) link = &(*link)->next;
+    if (LargeFree* f = *link) {
+      *link = f->next;
+      h = reinterpret_cast<BlockHeader*>(f) - 1;
+      want = f->size;  // no splitting: large blocks are rare and reused
+    } else {
+      // The header sits in the 16 bytes before a page boundary so the
+      // payload is page aligned (good for buffers handed to the host).
+      void* raw = bump(kPage + want, kPage);
+      if (!raw) return nullptr;
+      h = reinterpret_cast<BlockHeader*>((uintptr_t)raw + kPage) - 1;
+    }
+    h->size = want;
+  }
+  h->magic = kLiveMagic;
+  h->cls = c;
+  in_use_ += h->size;
+  void* p = h + 1;
+  memset(p, 0, h->size);
+  return p;
+}
+
+void Heap::free(void* p) {
+  if (!p) return;
+  BlockHeader* h = static_cast<BlockHeader*>(p) - 1;
+  Guard g(lock_);
+  if (h->magic != kLiveMagic) return;  // double free or foreign pointer: ignore, never corrupt
+  h->magic = kFreeMagic;
+  in_use_ -= h->size;
+  if (h->cls >= 0) {
+    auto* f = static_cast<FreeBlock*>(p);
+    f->next = small_[h->cls];
+    small_[h->cls] = f;
+  } else {
+    auto* f = static_cast<LargeFree*>(p);
+    f->size = h->size;
+    f->next = large_;
+    large_ = f;
+  }
+}
+
+void* Heap::alloc_kstack() {
+  Guard g(lock_);
+  void* p;
+  if (kstacks_) {
+    p = kstacks_;
+    kstacks_ = kstacks_->next;
+  } else {
+    p = bump(kKernelStackSize, kKernelStackSize);
+    if (!p) return nullptr;
+  }
+  in_use_ += kKernelStackSize;
+  return p;
+}
+
+void Heap::free_kstack(void* p) {
+  if (!p) return;
+  Guard g(lock_);
+  in_use_ -= kKernelStackSize;
+  auto* f = static_cast<FreeBlock*>(p);
+  f->next = kstacks_;
+  kstacks_ = f;
+}
+
+}  // namespace flatux

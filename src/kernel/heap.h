@@ -1,0 +1,83 @@
+// The kernel heap: one MAP_SHARED anonymous region at a fixed address.
+// Fixed, so that the pointers stored in it mean the same in every host
+// process that maps it; shared, so that later some guest processes can run
+// in separate host processes over the same kernel state. The Heap object
+// itself lives at the start of the region.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <new>
+
+#include "kernel/lib/sync.h"
+
+namespace flatux {
+
+constexpr uintptr_t kHeapBase = 0x7e0000000000ull;
+constexpr size_t kHeapReserve = 64ull << 30;  // address space only
+// Kernel stacks are aligned to their size so that the current task is
+// found from the stack pointer alone (no host TLS).
+constexpr size_t kKernelStackSize = 256 * 1024;
+
+inline bool in_kernel_heap(uintptr_t p, size_t n) {
+  return p < kHeapBase + kHeapReserve && p + n > kHeapBase;
+}
+
+class Heap {
+ public:
+  // Maps the region and constructs the heap in it; nullptr on failure.
+  static Heap* create();
+  // Unmaps everything; every pointer into the heap becomes invalid.
+  void destroy();
+
+  void* alloc(size_t n);  // 16-byte aligned, zeroed; nullptr when exhausted
+  void free(void* p);
+  void* alloc_kstack();   // kKernelStackSize bytes, aligned to that size
+  void free_kstack(void* p);
+
+  size_t bytes_in_use() const { return in_use_; }
+
+  template <typename T, typename... A>
+  T* make(A&&... a) {
+    void* p = alloc(sizeof(T));
+    return p ? new (p) T(static_cast<A&&>(a)...) : nullptr;
+  }
+  template <typename T>
+  void destroy_obj(T* p) {
+    if (!p) return;
+    p->~T();
+    free(p);
+  }
+
+ private:
+  static constexpr int kClasses = 16;
+  struct FreeBlock { FreeBlock* next; };
+  struct LargeFree { LargeFree* next; size_t size; };
+
+  void* bump(size_t n, size_t align);
+  static int class_of(size_t n);
+  static size_t class_size(int c);
+
+  KMutex lock_;
+  uintptr_t top_ = 0;   // first unused byte
+  uintptr_t limit_ = 0;
+  size_t in_use_ = 0;
+  FreeBlock* small_[kClasses]{};
+  LargeFree* large_ = nullptr;
+  FreeBlock* kstacks_ = nullptr;
+};
+
+// std-style allocator over the kernel heap, for containers.
+template <typename T>
+struct KAlloc {
+  using value_type = T;
+  Heap* heap;
+  explicit KAlloc(Heap* h) : heap(h) {}
+  template <typename U>
+  KAlloc(const KAlloc<U>& o) : heap(o.heap) {}
+  T* allocate(size_t n) { return static_cast<T*>(heap->alloc(n * sizeof(T))); }
+  void deallocate(T* p, size_t) { heap->free(p); }
+  template <typename U>
+  bool operator==(const KAlloc<U>& o) const { return heap == o.heap; }
+};
+
+}  // namespace flatux

@@ -1,0 +1,37 @@
+#include "kernel/kernel.h"
+
+#include <linux/errno.h>
+
+#include "kernel/fs/hostfs/hostfs.h"
+#include "kernel/fs/procfs/procfs.h"
+#include "kernel/time.h"
+#include "kernel/vfs/vfs.h"
+
+namespace flatux {
+
+Kernel* Kernel::create(const KernelConfig& cfg) {
+  Heap* heap = Heap::create();
+  if (!heap) return nullptr;
+  Kernel* k = heap->make<Kernel>();
+  if (!k) {
+    heap->destroy();
+    return nullptr;
+  }
+  k->heap = heap;
+  k->cfg = cfg;
+  k->boot_ns = monotonic_ns();
+  k->vfs = heap->make<Vfs>(heap);
+  Filesystem* root = nullptr;
+  Filesystem* proc = nullptr;
+  if (!k->vfs || hostfs_create(heap, cfg.root, cfg.root_readonly, &root) < 0 ||
+      procfs_create(heap, &proc) < 0 || k->vfs->mount("/", root) < 0 ||
+      k->vfs->mount("/proc", proc) < 0) {
+    heap->destroy();
+    return nullptr;
+  }
+  return k;
+}
+
+void Kernel::destroy() { heap->destroy(); }
+
+}  // namespace flatux

@@ -1,0 +1,59 @@
+// The one kernel object. Every piece of mutable kernel state hangs off it,
+// and it lives in the kernel heap (MAP_SHARED, fixed address): there are no
+// mutable static globals in kernel code.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#include "kernel/heap.h"
+#include "kernel/lib/sync.h"
+#include "kernel/task/task.h"
+
+namespace flatux {
+
+class Vfs;
+
+struct TextRange {
+  uintptr_t start, end;
+};
+
+// What the launcher hands the kernel at boot. Plain data: the launcher
+// fills it with host-libc help before anything runs in kernel mode.
+struct KernelConfig {
+  char root[kPathMax] = "/";  // hostfs root, a canonical host path
+  bool root_readonly = false;
+  int strace_fd = -1;         // host fd for --strace output, -1 when off
+  TextRange text[32]{};       // the host executable code the filter allows
+  int ntext = 0;
+  uint64_t host_fs = 0;       // TLS block the foreign-code gate borrows
+  uint64_t vdso_base = 0;     // AT_SYSINFO_EHDR handed to guests
+  uint64_t hwcap = 0, hwcap2 = 0, minsigstksz = 0;
+  bool fsgsbase = false;
+  uintptr_t image_base = 0;   // flatux's own load address (oops messages)
+};
+
+constexpr int kMaxTasks = 4096;
+
+struct Kernel {
+  Heap* heap;
+  KernelConfig cfg;
+  Vfs* vfs = nullptr;
+  uint64_t boot_ns = 0;
+
+  KMutex tasks_lock;
+  int next_pid = 1;
+  Process* init = nullptr;  // the first guest process
+  Task* tasks[kMaxTasks]{};
+
+  KMutex log_lock;
+  KMutex gate_lock;
+
+  // Set when the kernel stops; the launcher's thread waits on it.
+  std::atomic<uint32_t> halted{0};
+  int exit_wait_status = 0;  // the first process's wait status
+
+  static Kernel* create(const KernelConfig& cfg);  // also creates the heap
+  void destroy();
+};
+
+}  // namespace flatux

@@ -1,0 +1,30 @@
+// Guest memory management in the no-MMU model: the host kernel chooses
+// addresses in the one shared address space, and each process records the
+// ranges it owns (RegionList) so it can only ever change its own memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernel/task/task.h"
+
+namespace flatux {
+
+constexpr uintptr_t kPageSize = 4096;
+inline uintptr_t page_down(uintptr_t v) { return v & ~(kPageSize - 1); }
+inline uintptr_t page_up(uintptr_t v) { return (v + kPageSize - 1) & ~(kPageSize - 1); }
+
+// Size of the address range reserved (not committed) for each process's brk.
+constexpr size_t kBrkReserve = 1ull << 30;
+
+// Maps memory for the process; `hint` is only a preference unless `fixed`
+// (then the range must be the process's own or free). Returns the address
+// or -errno.
+long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int host_fd,
+            uint64_t off, RegionKind kind, bool fixed);
+long mm_unmap(Mm& mm, uintptr_t addr, size_t len);
+// Reserves the brk range, preferably right after `after`.
+long mm_setup_brk(Mm& mm, uintptr_t after);
+// Releases every region of the process back to the host.
+void mm_release(Mm& mm);
+
+}  // namespace flatux

@@ -1,0 +1,46 @@
+// futex: guest futex words live in the one shared address space, so the
+// host's futex serves them directly once the arguments are checked and any
+// timeout has been copied into kernel memory. Each guest task is a host
+// thread, so a waiting task blocks exactly its own thread.
+#include <ctime>
+#include <linux/errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/syscalls.h"
+
+namespace flatux {
+
+long sys_futex(Task&, SyscallArgs a) {
+  uint64_t uaddr = a[0], val = a[2], utime = a[3], uaddr2 = a[4], val3 = a[5];
+  int op = (int)a[1];
+  int cmd = op & FUTEX_CMD_MASK;
+  if (!access_ok((void*)uaddr, 4)) return -EFAULT;
+  timespec ts;
+  timespec* tsp = nullptr;
+  switch (cmd) {
+    case FUTEX_WAIT:
+    case FUTEX_WAIT_BITSET:
+      if (utime) {
+        if (copy_from_user(&ts, (const void*)utime, sizeof ts) < 0) return -EFAULT;
+        if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000) return -EINVAL;
+        tsp = &ts;
+      }
+      return host::sys(SYS_futex, uaddr, op, val, tsp, 0, val3);
+    case FUTEX_WAKE:
+    case FUTEX_WAKE_BITSET:
+      return host::sys(SYS_futex, uaddr, op, val, 0, 0, val3);
+    case FUTEX_REQUEUE:
+    case FUTEX_CMP_REQUEUE:
+    case FUTEX_WAKE_OP:
+      // For these the "timeout" argument is a count, passed by value.
+      if (!access_ok((void*)uaddr2, 4)) return -EFAULT;
+      return host::sys(SYS_futex, uaddr, op, val, utime, uaddr2, val3);
+    default:
+      return -ENOSYS;  // PI futexes are not supported yet
+  }
+}
+
+}  // namespace flatux

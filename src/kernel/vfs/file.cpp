@@ -1,0 +1,97 @@
+#include "kernel/vfs/file.h"
+
+#include <linux/errno.h>
+#include <sys/syscall.h>
+
+#include "host/raw_syscall.h"
+#include "kernel/heap.h"
+
+namespace flatux {
+
+File* file_alloc(Heap* heap, const FileOps* ops, uint32_t flags, int host_fd) {
+  File* f = heap->make<File>();
+  if (!f) return nullptr;
+  f->ops = ops;
+  f->heap = heap;
+  f->flags = flags;
+  f->host_fd = host_fd;
+  return f;
+}
+
+void File::put() {
+  if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (ops && ops->release) ops->release(*this);
+  if (host_fd >= 0) host::sys(SYS_close, host_fd);
+  heap->destroy_obj(this);
+}
+
+int FdTable::install(File* f, bool cloexec, int min_fd) {
+  Guard g(lock_);
+  for (int fd = min_fd < 0 ? 0 : min_fd; fd < limit_; fd++) {
+    if (!files_[fd]) {
+      f->get();
+      files_[fd] = f;
+      if (cloexec) cloexec_[fd / 64] |= 1ull << (fd % 64);
+      else cloexec_[fd / 64] &= ~(1ull << (fd % 64));
+      return fd;
+    }
+  }
+  return -EMFILE;
+}
+
+int FdTable::install_at(int fd, File* f, bool cloexec) {
+  if (fd < 0 || fd >= limit_) return -EBADF;
+  File* old;
+  {
+    Guard g(lock_);
+    f->get();
+    old = files_[fd];
+    files_[fd] = f;
+    if (cloexec) cloexec_[fd / 64] |= 1ull << (fd % 64);
+    else cloexec_[fd / 64] &= ~(1ull << (fd % 64));
+  }
+  if (old) old->put();
+  return fd;
+}
+
+File* FdTable::get(int fd) {
+  if (fd < 0 || fd >= kMaxFds) return nullptr;
+  Guard g(lock_);
+  File* f = files_[fd];
+  if (f) f->get();
+  return f;
+}
+
+int FdTable::close(int fd) {
+  if (fd < 0 || fd >= kMaxFds) return -EBADF;
+  File* f;
+  {
+    Guard g(lock_);
+    f = files_[fd];
+    files_[fd] = nullptr;
+  }
+  if (!f) return -EBADF;
+  f->put();
+  return 0;
+}
+
+bool FdTable::cloexec(int fd) {
+  Guard g(lock_);
+  return fd >= 0 && fd < kMaxFds && (cloexec_[fd / 64] >> (fd % 64)) & 1;
+}
+
+int FdTable::set_cloexec(int fd, bool on) {
+  if (fd < 0 || fd >= kMaxFds) return -EBADF;
+  Guard g(lock_);
+  if (!files_[fd]) return -EBADF;
+  if (on) cloexec_[fd / 64] |= 1ull << (fd % 64);
+  else cloexec_[fd / 64] &= ~(1ull << (fd % 64));
+  return 0;
+}
+
+void FdTable::close_all() {
+  for (int fd = 0; fd < kMaxFds; fd++)
+    if (files_[fd]) close(fd);
+}
+
+}  // namespace flatux

@@ -1,0 +1,75 @@
+// Open file descriptions and per-process descriptor tables.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernel/lib/sync.h"
+
+struct stat;
+
+namespace flatux {
+
+class Heap;
+struct File;
+struct Task;
+struct Filesystem;
+
+// Operations of one kind of open file. A null entry means the operation is
+// not supported by that kind (the syscall layer turns it into the right errno).
+struct FileOps {
+  long (*read)(Task&, File&, void* guest_buf, size_t n);
+  long (*write)(Task&, File&, const void* guest_buf, size_t n);
+  long (*pread)(Task&, File&, void* guest_buf, size_t n, int64_t off);
+  long (*pwrite)(Task&, File&, const void* guest_buf, size_t n, int64_t off);
+  long (*lseek)(Task&, File&, int64_t off, int whence);
+  long (*stat)(Task&, File&, struct stat* out);  // out is kernel memory
+  long (*getdents64)(Task&, File&, void* guest_buf, size_t n);
+  long (*ioctl)(Task&, File&, unsigned cmd, uint64_t arg);
+  long (*readlink)(Task&, File&, char* buf, size_t n);  // for O_PATH symlinks
+  void (*release)(File&);
+};
+
+struct File {
+  const FileOps* ops;
+  Heap* heap;
+  std::atomic<int> refs{1};
+  uint32_t flags = 0;  // O_ACCMODE | O_APPEND | O_NONBLOCK | O_PATH ...
+  int host_fd = -1;    // the host open file description backing it, if any
+  Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
+  void* priv = nullptr;
+  uint64_t priv_word = 0;
+
+  void get() { refs.fetch_add(1, std::memory_order_relaxed); }
+  void put();
+};
+
+File* file_alloc(Heap* heap, const FileOps* ops, uint32_t flags, int host_fd);
+
+class FdTable {
+ public:
+  static constexpr int kMaxFds = 1024;
+
+  explicit FdTable(Heap* h) : heap_(h) {}
+  ~FdTable() { close_all(); }
+
+  // Takes a reference to f on success; returns the fd or -EMFILE.
+  int install(File* f, bool cloexec, int min_fd = 0);
+  int install_at(int fd, File* f, bool cloexec);  // dup2 semantics
+  File* get(int fd);                               // new reference or nullptr
+  int close(int fd);
+  bool cloexec(int fd);
+  int set_cloexec(int fd, bool on);
+  void close_all();
+  int limit() const { return limit_; }
+  void set_limit(int n) { limit_ = n < kMaxFds ? n : kMaxFds; }
+
+ private:
+  Heap* heap_;
+  KMutex lock_;
+  int limit_ = kMaxFds;
+  File* files_[kMaxFds]{};
+  uint64_t cloexec_[kMaxFds / 64]{};
+};
+
+}  // namespace flatux

@@ -1,0 +1,63 @@
+#include <cstring>
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <sys/stat.h>
+
+#include "host/usercopy.h"
+#include "kernel/kernel.h"
+#include "kernel/lib/kstring.h"
+#include "kernel/syscalls.h"
+#include "kernel/vfs/fdref.h"
+#include "kernel/vfs/ops.h"
+
+namespace flatux {
+namespace {
+
+// Makes `dir` (an open directory) the cwd, recording its canonical path.
+long set_cwd_from(Task& t, File& dir) {
+  struct stat st;
+  if (!dir.ops->stat || dir.ops->stat(t, dir, &st) < 0) return -ENOTDIR;
+  if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
+  char path[kPathMax];
+  long r = vfs_of(t).file_guest_path(t, dir, path, sizeof path);
+  if (r < 0) return r;
+  return copy_cstr(t.proc->fs->cwd, sizeof t.proc->fs->cwd, path) ? 0 : -ENAMETOOLONG;
+}
+
+}  // namespace
+
+long sys_getdents64(Task& t, SyscallArgs a) {
+  FdRef f(t, a[0]);
+  if (!f || (f->flags & O_PATH)) return -EBADF;
+  if (!f->ops->getdents64) return -ENOTDIR;
+  return f->ops->getdents64(t, *f, (void*)a[1], a[2]);
+}
+
+long sys_getcwd(Task& t, SyscallArgs a) {
+  const char* cwd = t.proc->fs->cwd;
+  size_t len = strlen(cwd) + 1;
+  if (a[1] < len) return -ERANGE;
+  if (copy_to_user((void*)a[0], cwd, len) < 0) return -EFAULT;
+  return (long)len;
+}
+
+long sys_chdir(Task& t, SyscallArgs a) {
+  char path[kPathMax];
+  long r = strncpy_from_user(path, (const char*)a[0], sizeof path);
+  if (r < 0) return r;
+  if (r == 0) return -ENOENT;
+  File* dir = nullptr;
+  r = vfs_open(t, AT_FDCWD, path, O_PATH | O_DIRECTORY, 0, &dir);
+  if (r < 0) return r;
+  r = set_cwd_from(t, *dir);
+  dir->put();
+  return r;
+}
+
+long sys_fchdir(Task& t, SyscallArgs a) {
+  FdRef f(t, a[0]);
+  if (!f) return -EBADF;
+  return set_cwd_from(t, *f);
+}
+
+}  // namespace flatux

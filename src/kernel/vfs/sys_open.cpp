@@ -1,0 +1,93 @@
+#include <fcntl.h>
+#include <linux/errno.h>
+
+#include <sys/syscall.h>
+
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/kernel.h"
+#include "kernel/syscalls.h"
+#include "kernel/vfs/fdref.h"
+#include "kernel/vfs/ops.h"
+
+namespace flatux {
+namespace {
+
+long do_open(Task& t, int dirfd, uint64_t guest_path, uint64_t flags, uint64_t mode) {
+  char path[kPathMax];
+  long r = strncpy_from_user(path, (const char*)guest_path, sizeof path);
+  if (r < 0) return r;
+  if (r == 0) return -ENOENT;
+  if (flags & (O_CREAT | __O_TMPFILE)) mode &= ~(uint64_t)t.proc->fs->umask;
+  File* f = nullptr;
+  r = vfs_open(t, dirfd, path, (int)flags, (int)mode, &f);
+  if (r < 0) return r;
+  long fd = t.proc->files->install(f, flags & O_CLOEXEC);
+  f->put();
+  return fd;
+}
+
+}  // namespace
+
+long sys_open(Task& t, SyscallArgs a) { return do_open(t, AT_FDCWD, a[0], a[1], a[2]); }
+long sys_openat(Task& t, SyscallArgs a) { return do_open(t, (int)a[0], a[1], a[2], a[3]); }
+long sys_creat(Task& t, SyscallArgs a) {
+  return do_open(t, AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, a[1]);
+}
+
+long sys_close(Task& t, SyscallArgs a) {
+  if (a[0] > (uint64_t)FdTable::kMaxFds) return -EBADF;
+  return t.proc->files->close((int)a[0]);
+}
+
+long sys_dup(Task& t, SyscallArgs a) {
+  FdRef f(t, a[0]);
+  if (!f) return -EBADF;
+  return t.proc->files->install(&*f, false);
+}
+
+long sys_dup3(Task& t, SyscallArgs a) {
+  if (a[0] == a[1]) return -EINVAL;
+  if (a[2] & ~(uint64_t)O_CLOEXEC) return -EINVAL;
+  FdRef f(t, a[0]);
+  if (!f) return -EBADF;
+  if (a[1] >= (uint64_t)t.proc->files->limit()) return -EBADF;
+  return t.proc->files->install_at((int)a[1], &*f, a[2] & O_CLOEXEC);
+}
+
+long sys_dup2(Task& t, SyscallArgs a) {
+  if (a[0] == a[1]) {
+    FdRef f(t, a[0]);
+    return f ? (long)a[1] : -EBADF;
+  }
+  const uint64_t args[6] = {a[0], a[1], 0, 0, 0, 0};
+  return sys_dup3(t, args);
+}
+
+long sys_fcntl(Task& t, SyscallArgs a) {
+  FdRef f(t, a[0]);
+  if (!f) return -EBADF;
+  int fd = (int)a[0];
+  // Flags F_SETFL may change; the access mode and creation flags stay.
+  constexpr uint32_t kSettable = O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME;
+  switch ((int)a[1]) {
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC:
+      if (a[2] >= (uint64_t)t.proc->files->limit()) return -EINVAL;
+      return t.proc->files->install(&*f, (int)a[1] == F_DUPFD_CLOEXEC, (int)a[2]);
+    case F_GETFD: return t.proc->files->cloexec(fd) ? FD_CLOEXEC : 0;
+    case F_SETFD: return t.proc->files->set_cloexec(fd, a[2] & FD_CLOEXEC);
+    case F_GETFL: return f->flags | (f->flags & O_PATH ? 0 : O_LARGEFILE);
+    case F_SETFL: {
+      if (f->host_fd >= 0) {
+        long r = host::sys(SYS_fcntl, f->host_fd, F_SETFL, a[2] & kSettable);
+        if (r < 0) return r;
+      }
+      f->flags = (f->flags & ~kSettable) | ((uint32_t)a[2] & kSettable);
+      return 0;
+    }
+    default: return -EINVAL;
+  }
+}
+
+}  // namespace flatux

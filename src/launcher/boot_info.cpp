@@ -1,0 +1,55 @@
+#include "launcher/boot_info.h"
+
+#include <asm/prctl.h>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace flatux::launcher {
+
+bool gather_boot_info(KernelConfig& cfg) {
+  FILE* maps = fopen("/proc/self/maps", "r");
+  if (!maps) {
+    perror("flatux: /proc/self/maps");
+    return false;
+  }
+  char exe[PATH_MAX] = "";
+  ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (el > 0) exe[el] = 0;
+  char line[PATH_MAX + 256];
+  cfg.ntext = 0;
+  while (fgets(line, sizeof line, maps)) {
+    unsigned long start, end, off;
+    char perms[8], path[PATH_MAX] = "";
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %4095[^\n]", &start, &end, perms, &off, path) < 4)
+      continue;
+    const char* p = path;
+    while (*p == ' ') p++;
+    if (!cfg.image_base && el > 0 && strcmp(p, exe) == 0 && off == 0) cfg.image_base = start;
+    // Executable host code at boot is the kernel's (flatux, libc, libstdc++,
+    // ld.so); the vDSO is left out so guest vDSO fallbacks trap to us.
+    if (perms[2] != 'x' || strcmp(p, "[vdso]") == 0 || strcmp(p, "[vsyscall]") == 0) continue;
+    if (cfg.ntext > 0 && cfg.text[cfg.ntext - 1].end == start) {
+      cfg.text[cfg.ntext - 1].end = end;
+    } else if (cfg.ntext < (int)(sizeof cfg.text / sizeof cfg.text[0])) {
+      cfg.text[cfg.ntext++] = {start, end};
+    }
+  }
+  fclose(maps);
+  cfg.vdso_base = getauxval(AT_SYSINFO_EHDR);
+  cfg.hwcap = getauxval(AT_HWCAP);
+  cfg.hwcap2 = getauxval(AT_HWCAP2);
+  cfg.minsigstksz = getauxval(AT_MINSIGSTKSZ);
+  cfg.fsgsbase = cfg.hwcap2 & (1 << 1);  // HWCAP2_FSGSBASE
+  unsigned long fs = 0;
+  syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
+  cfg.host_fs = fs;
+  return true;
+}
+
+}  // namespace flatux::launcher

@@ -1,0 +1,143 @@
+// flatux launcher: parses the command line, gathers host facts, boots the
+// kernel and waits for it to halt. Runs with the host C library; nothing
+// here runs once guest code has started, except the final wait.
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+#include "host/entry.h"
+#include "host/seccomp.h"
+#include "kernel/kernel.h"
+#include "kernel/task/process.h"
+#include "launcher/boot_info.h"
+
+extern char** environ;
+
+namespace {
+
+struct RunOptions {
+  std::string root = "/";
+  bool readonly = false;
+  std::string strace;  // "" off, "-" stderr, else a file
+  std::vector<std::string> argv;
+};
+
+// PROG without a slash is looked up in the guest's PATH, inside the root.
+std::string find_program(const RunOptions& o) {
+  const std::string& prog = o.argv[0];
+  if (prog.find('/') != std::string::npos) return prog;
+  const char* path = getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= dirs.size()) {
+    size_t colon = dirs.find(':', pos);
+    std::string dir = dirs.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+    pos = colon == std::string::npos ? dirs.size() + 1 : colon + 1;
+    if (dir.empty() || dir[0] != '/') continue;
+    std::string guest = dir + "/" + prog;
+    std::string host = (o.root == "/" ? "" : o.root) + guest;
+    if (access(host.c_str(), X_OK) == 0) return guest;
+  }
+  return prog;
+}
+
+const char* signal_report(int sig) {
+  // What a shell prints for a child killed by a signal.
+  switch (sig) {
+    case SIGINT: return nullptr;
+    case SIGPIPE: return nullptr;
+    default: return strsignal(sig);
+  }
+}
+
+int run(const RunOptions& o) {
+  flatux::KernelConfig cfg;
+  char root[PATH_MAX];
+  if (!realpath(o.root.c_str(), root)) {
+    fprintf(stderr, "flatux: --root %s: %s\n", o.root.c_str(), strerror(errno));
+    return 125;
+  }
+  struct stat st;
+  if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    fprintf(stderr, "flatux: --root %s: Not a directory\n", o.root.c_str());
+    return 125;
+  }
+  snprintf(cfg.root, sizeof cfg.root, "%s", root);
+  cfg.root_readonly = o.readonly;
+  if (!o.strace.empty()) {
+    cfg.strace_fd = o.strace == "-" ? fcntl(2, F_DUPFD_CLOEXEC, 3)
+                                    : open(o.strace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (cfg.strace_fd < 0) {
+      fprintf(stderr, "flatux: --strace=%s: %s\n", o.strace.c_str(), strerror(errno));
+      return 125;
+    }
+  }
+  if (!flatux::launcher::gather_boot_info(cfg)) return 125;
+  umask(0);  // the guest's umask is applied by the kernel
+
+  flatux::Kernel* k = flatux::Kernel::create(cfg);
+  if (!k) {
+    fprintf(stderr, "flatux: cannot create the kernel (heap or root filesystem)\n");
+    return 125;
+  }
+  if (long r = flatux::install_host_handlers(); r < 0) {
+    fprintf(stderr, "flatux: installing signal handlers: %s\n", strerror((int)-r));
+    return 125;
+  }
+  if (long r = flatux::install_syscall_filter(k->cfg.text, k->cfg.ntext); r < 0) {
+    fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
+    return 125;
+  }
+
+  std::string prog = find_program(o);
+  std::vector<const char*> argv;
+  for (const auto& a : o.argv) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
+  const char* why = nullptr;
+  long r = flatux::spawn_init(*k, prog.c_str(), argv.data(), environ, &why);
+  if (r < 0) {
+    int err = (int)-r;
+    const char* msg = (err == ENOEXEC && why) ? why : strerror(err);
+    fprintf(stderr, "flatux: %s: %s\n", o.argv[0].c_str(), msg);
+    return err == ENOENT ? 127 : 126;
+  }
+  while (k->halted.load() == 0) flatux::futex_wait(&k->halted, 0);
+  int status = k->exit_wait_status;
+  if (WIFSIGNALED(status)) {
+    if (const char* what = signal_report(WTERMSIG(status)))
+      fprintf(stderr, "%s%s\n", what, WCOREDUMP(status) ? " (core dumped)" : "");
+    return 128 + WTERMSIG(status);
+  }
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"flatux: a user-mode no-MMU Linux kernel for unmodified x86_64 programs"};
+  app.require_subcommand(1);
+  RunOptions o;
+  CLI::App* run_cmd = app.add_subcommand("run", "Run one program under flatux");
+  run_cmd->add_option("--root", o.root, "Host folder (or image) used as the guest's root (default /)");
+  run_cmd->add_flag("--ro", o.readonly, "Mount the root read-only");
+  run_cmd->add_option("--strace", o.strace, "Print one line per guest syscall (to FILE, default stderr)")
+      ->expected(0, 1)
+      ->default_str("-");
+  run_cmd->add_option("prog", o.argv, "Program and its arguments")->required();
+  run_cmd->prefix_command();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return run(o);
+}
