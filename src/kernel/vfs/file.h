@@ -7,6 +7,7 @@
 #include "kernel/lib/sync.h"
 
 struct stat;
+struct statfs;
 
 namespace flatux {
 
@@ -26,7 +27,7 @@ struct FileOps {
   long (*stat)(Task&, File&, struct stat* out);  // out is kernel memory
   long (*getdents64)(Task&, File&, void* guest_buf, size_t n);
   long (*ioctl)(Task&, File&, unsigned cmd, uint64_t arg);
-  long (*readlink)(Task&, File&, char* buf, size_t n);  // for O_PATH symlinks
+  long (*statfs)(Task&, File&, struct statfs* out);
   void (*release)(File&);
 };
 

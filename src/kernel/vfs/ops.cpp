@@ -37,3 +37,15 @@ long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow) {
 }
 
 }  // namespace flatux
+
+namespace flatux {
+
+long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out) {
+  ResolvedPath rp;
+  long r = vfs_of(t).resolve(t, dirfd, path, &rp);
+  if (r < 0) return r;
+  if (!rp.fs->ops->statfs) return -ENOSYS;
+  return rp.fs->ops->statfs(t, *rp.fs, rp.path, out);
+}
+
+}  // namespace flatux

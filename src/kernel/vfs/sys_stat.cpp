@@ -3,6 +3,7 @@
 #include <linux/errno.h>
 #include <linux/stat.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
@@ -126,6 +127,27 @@ long sys_statx(Task& t, SyscallArgs a) {
 long sys_access(Task& t, SyscallArgs a) { return do_access(t, AT_FDCWD, a[0], a[1], 0); }
 long sys_faccessat(Task& t, SyscallArgs a) { return do_access(t, (int)a[0], a[1], a[2], 0); }
 long sys_faccessat2(Task& t, SyscallArgs a) { return do_access(t, (int)a[0], a[1], a[2], a[3]); }
+
+long sys_statfs(Task& t, SyscallArgs a) {
+  char path[kPathMax];
+  long r = strncpy_from_user(path, (const char*)a[0], sizeof path);
+  if (r < 0) return r;
+  if (r == 0) return -ENOENT;
+  struct statfs sf;
+  r = vfs_statfs(t, AT_FDCWD, path, &sf);
+  if (r < 0) return r;
+  return copy_to_user((void*)a[1], &sf, sizeof sf);
+}
+
+long sys_fstatfs(Task& t, SyscallArgs a) {
+  FdRef f(t, a[0]);
+  if (!f) return -EBADF;
+  if (!f->ops->statfs) return -ENOSYS;
+  struct statfs sf;
+  long r = f->ops->statfs(t, *f, &sf);
+  if (r < 0) return r;
+  return copy_to_user((void*)a[1], &sf, sizeof sf);
+}
 
 long sys_readlink(Task& t, SyscallArgs a) { return do_readlink(t, AT_FDCWD, a[0], a[1], a[2]); }
 long sys_readlinkat(Task& t, SyscallArgs a) { return do_readlink(t, (int)a[0], a[1], a[2], a[3]); }

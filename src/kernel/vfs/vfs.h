@@ -9,6 +9,7 @@
 #include "kernel/vfs/file.h"
 
 struct stat;
+struct statfs;
 
 namespace flatux {
 
@@ -22,6 +23,7 @@ struct FsOps {
   long (*access)(Task&, Filesystem&, const char* path, int mode, bool follow);
   // The canonical path (inside this filesystem) of an open directory.
   long (*dir_path)(Task&, Filesystem&, File& dir, char* out, size_t n);
+  long (*statfs)(Task&, Filesystem&, const char* path, struct statfs* out);
 };
 
 struct Filesystem {

@@ -94,6 +94,8 @@ long file_ioctl(Task&, File& f, unsigned cmd, uint64_t arg) {
   return r;
 }
 
+long file_statfs(Task&, File& f, struct statfs* out) { return host::sys(SYS_fstatfs, f.host_fd, out); }
+
 const FileOps kHostFileOps = {
     .read = file_read,
     .write = file_write,
@@ -103,7 +105,7 @@ const FileOps kHostFileOps = {
     .stat = file_stat,
     .getdents64 = file_getdents64,
     .ioctl = file_ioctl,
-    .readlink = nullptr,
+    .statfs = file_statfs,
     .release = nullptr,
 };
 
@@ -171,6 +173,14 @@ long fs_dir_path(Task&, Filesystem& fs, File& f, char* out, size_t n) {
   return copy_cstr(out, n, rest.empty() ? std::string_view("/") : rest) ? 0 : -ENAMETOOLONG;
 }
 
+long fs_statfs(Task&, Filesystem& fs, const char* path, struct statfs* out) {
+  long fd = host_open(hostfs_of(fs), path, O_PATH, 0);
+  if (fd < 0) return fd;
+  long r = host::sys(SYS_fstatfs, fd, out);
+  host::sys(SYS_close, fd);
+  return r;
+}
+
 const FsOps kHostFsOps = {
     .name = "hostfs",
     .open = fs_open,
@@ -178,6 +188,7 @@ const FsOps kHostFsOps = {
     .readlink = fs_readlink,
     .access = fs_access,
     .dir_path = fs_dir_path,
+    .statfs = fs_statfs,
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
@@ -111,6 +112,18 @@ long proc_access(Task& t, Filesystem& fs, const char* path, int mode, bool follo
 
 long proc_dir_path(Task&, Filesystem&, File&, char*, size_t) { return -ENOTDIR; }
 
+long proc_statfs(Task& t, Filesystem& fs, const char* path, struct statfs* out) {
+  struct stat st;
+  long r = proc_stat(t, fs, path, true, &st);
+  if (r < 0) return r;
+  memset(out, 0, sizeof *out);
+  out->f_type = 0x9fa0;  // PROC_SUPER_MAGIC
+  out->f_bsize = 4096;
+  out->f_namelen = 255;
+  out->f_frsize = 4096;
+  return 0;
+}
+
 const FsOps kProcFsOps = {
     .name = "proc",
     .open = proc_open,
@@ -118,6 +131,7 @@ const FsOps kProcFsOps = {
     .readlink = proc_readlink,
     .access = proc_access,
     .dir_path = proc_dir_path,
+    .statfs = proc_statfs,
 };
 
 }  // namespace
