@@ -150,6 +150,10 @@ long install_host_handlers() {
   sa.handler = flatux_on_sigsys;
   long r = host::sys(SYS_rt_sigaction, SIGSYS, &sa, nullptr, 8);
   if (r < 0) return r;
+  // A guest's broken pipe is the guest's SIGPIPE, never the host process's.
+  HostSigaction ign{};
+  ign.handler = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(SIG_IGN);
+  if ((r = host::sys(SYS_rt_sigaction, SIGPIPE, &ign, nullptr, 8)) < 0) return r;
   sa.handler = flatux_on_fault;
   sa.flags |= SA_NODEFER;  // a fault while reporting a fault must still reach us
   for (int s : kSyncSignals)

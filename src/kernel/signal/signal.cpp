@@ -10,4 +10,8 @@ void guest_fault(Task& t, int sig, const siginfo_t*) {
   process_exit(t, sig & 0x7f);
 }
 
+void raise_sigpipe(Task& t) {
+  if (t.proc->sigactions[SIGPIPE - 1].handler == (uint64_t)SIG_DFL) process_exit(t, SIGPIPE);
+}
+
 }  // namespace flatux

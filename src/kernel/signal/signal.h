@@ -12,4 +12,8 @@ namespace flatux {
 // guest code running on task t.
 void guest_fault(Task& t, int sig, const siginfo_t* si);
 
+// A write hit a pipe or socket with no reader (EPIPE): SIGPIPE's default
+// action ends the process; an ignored or caught SIGPIPE leaves just EPIPE.
+void raise_sigpipe(Task& t);
+
 }  // namespace flatux

@@ -3,6 +3,7 @@
 #include <sys/uio.h>
 
 #include "host/usercopy.h"
+#include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
 
@@ -35,6 +36,11 @@ long for_each_iov(uint64_t iov_ptr, uint64_t cnt, Op one) {
   return total;
 }
 
+long check_epipe(Task& t, long r) {
+  if (r == -EPIPE) raise_sigpipe(t);
+  return r;
+}
+
 }  // namespace
 
 long sys_read(Task& t, SyscallArgs a) {
@@ -48,7 +54,7 @@ long sys_write(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   if (!f || !writable(*f)) return -EBADF;
   if (!f->ops->write) return -EINVAL;
-  return f->ops->write(t, *f, (const void*)a[1], clamp(a[2]));
+  return check_epipe(t, f->ops->write(t, *f, (const void*)a[1], clamp(a[2])));
 }
 
 long sys_pread64(Task& t, SyscallArgs a) {
@@ -78,7 +84,7 @@ long sys_writev(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   if (!f || !writable(*f)) return -EBADF;
   if (!f->ops->write) return -EINVAL;
-  return for_each_iov(a[1], a[2], [&](void* b, size_t n) { return f->ops->write(t, *f, b, n); });
+  return check_epipe(t, for_each_iov(a[1], a[2], [&](void* b, size_t n) { return f->ops->write(t, *f, b, n); }));
 }
 
 long sys_lseek(Task& t, SyscallArgs a) {

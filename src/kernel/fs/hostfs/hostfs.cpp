@@ -216,12 +216,16 @@ long hostfs_create(Heap* heap, const char* host_root, bool readonly, Filesystem*
   return 0;
 }
 
+File* hostfs_adopt_host_fd(Heap* heap, int host_fd, uint32_t flags) {
+  File* f = file_alloc(heap, &kHostFileOps, flags, host_fd);
+  if (!f) host::sys(SYS_close, host_fd);
+  return f;
+}
+
 File* hostfs_wrap_host_fd(Heap* heap, int host_fd, uint32_t flags) {
   long fd = host::sys(SYS_fcntl, host_fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) return nullptr;
-  File* f = file_alloc(heap, &kHostFileOps, flags, (int)fd);
-  if (!f) host::sys(SYS_close, fd);
-  return f;
+  return hostfs_adopt_host_fd(heap, (int)fd, flags);
 }
 
 }  // namespace flatux

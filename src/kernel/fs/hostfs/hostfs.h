@@ -7,7 +7,9 @@ namespace flatux {
 // Opens `host_root` (a canonical host path) and returns a filesystem for it.
 long hostfs_create(Heap* heap, const char* host_root, bool readonly, Filesystem** out);
 
-// A File over an existing host descriptor (the guest's stdin/out/err).
+// A File over a duplicate of an existing host descriptor (stdin/out/err).
 File* hostfs_wrap_host_fd(Heap* heap, int host_fd, uint32_t flags);
+// A File that takes ownership of `host_fd` (closed with the File).
+File* hostfs_adopt_host_fd(Heap* heap, int host_fd, uint32_t flags);
 
 }  // namespace flatux
