@@ -1,5 +1,7 @@
 #include "kernel/signal/signal.h"
 
+#include <linux/errno.h>
+
 #include "kernel/task/process.h"
 
 namespace flatux {
@@ -12,6 +14,28 @@ void guest_fault(Task& t, int sig, const siginfo_t*) {
 
 void raise_sigpipe(Task& t) {
   if (t.proc->sigactions[SIGPIPE - 1].handler == (uint64_t)SIG_DFL) process_exit(t, SIGPIPE);
+}
+
+namespace {
+
+bool default_ignored(int sig) {
+  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+bool default_stops(int sig) {
+  return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+}  // namespace
+
+long send_signal_self(Task& t, int sig) {
+  if (sig == 0) return 0;
+  uint64_t handler = t.proc->sigactions[sig - 1].handler;
+  bool blocked = (t.sigmask >> (sig - 1)) & 1;
+  if (sig != SIGKILL && handler == (uint64_t)SIG_IGN) return 0;
+  if (sig != SIGKILL && (blocked || handler != (uint64_t)SIG_DFL)) return -ENOSYS;
+  if (default_ignored(sig)) return 0;
+  if (default_stops(sig)) return -ENOSYS;
+  process_exit(t, sig);
 }
 
 }  // namespace flatux

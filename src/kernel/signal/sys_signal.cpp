@@ -2,6 +2,7 @@
 #include <linux/errno.h>
 
 #include "host/usercopy.h"
+#include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/task.h"
 
@@ -12,7 +13,30 @@ constexpr uint64_t sigbit(int sig) { return 1ull << (sig - 1); }
 // SIGKILL and SIGSTOP can never be blocked or caught.
 constexpr uint64_t kUnblockable = sigbit(SIGKILL) | sigbit(SIGSTOP);
 
+bool valid_sig(uint64_t sig) { return sig <= (uint64_t)kNSig; }
+
 }  // namespace
+
+// Only the calling process exists as a target so far (one process per
+// kernel until clone arrives); other pids are ESRCH.
+long sys_kill(Task& t, SyscallArgs a) {
+  if (!valid_sig(a[1])) return -EINVAL;
+  int pid = (int)a[0];
+  if (pid != t.proc->pid && pid != 0 && pid != -1 && pid != -t.proc->pgid) return -ESRCH;
+  return send_signal_self(t, (int)a[1]);
+}
+
+long sys_tkill(Task& t, SyscallArgs a) {
+  if (!valid_sig(a[1]) || (int)a[0] <= 0) return -EINVAL;
+  if ((int)a[0] != t.tid) return -ESRCH;
+  return send_signal_self(t, (int)a[1]);
+}
+
+long sys_tgkill(Task& t, SyscallArgs a) {
+  if (!valid_sig(a[2]) || (int)a[0] <= 0 || (int)a[1] <= 0) return -EINVAL;
+  if ((int)a[0] != t.proc->pid || (int)a[1] != t.tid) return -ESRCH;
+  return send_signal_self(t, (int)a[2]);
+}
 
 long sys_rt_sigaction(Task& t, SyscallArgs a) {
   int sig = (int)a[0];
