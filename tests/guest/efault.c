@@ -76,6 +76,23 @@ int main(int argc, char** argv) {
     CHECK(lseek(dir, 0, SEEK_SET) == 0, "rewinding /");
   }
 
+  // flatux keeps its own heap at 0x7e0000000000, mapped in the same host
+  // process as the guest: a kernel that checked only "is it mapped" would
+  // read or overwrite its own data here. Natively nothing lives there.
+  {
+    char* const kern = (char*)0x7e0000001000;
+    printf("kernel heap (%p):\n", (void*)kern);
+    REQUIRE(write(p[1], "abcdefgh", 8) == 8, "write to pipe");
+    CHECK_ERR(syscall(SYS_read, p[0], kern, 8), EFAULT);
+    drain(p[0]);
+    CHECK_ERR(syscall(SYS_read, file, kern, 4), EFAULT);
+    CHECK_ERR(syscall(SYS_write, p[1], kern, 8), EFAULT);
+    CHECK_ERR(syscall(SYS_openat, AT_FDCWD, kern, O_RDONLY), EFAULT);
+    CHECK_ERR(syscall(SYS_openat, dir, kern, O_RDONLY), EFAULT);
+    CHECK_ERR(syscall(SYS_fstat, file, kern), EFAULT);
+    drain(p[0]);
+  }
+
   // Nothing above left damage behind: the same calls with good pointers work.
   printf("good pointers afterwards:\n");
   char buf[256];
