@@ -14,6 +14,11 @@ inline bool copy_cstr(char* dst, size_t cap, std::string_view s) {
   return true;
 }
 
-inline bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+// string_view::substr throws, which kernel code cannot; these clamp instead.
+inline std::string_view head(std::string_view s, size_t n) { return {s.data(), n < s.size() ? n : s.size()}; }
+inline std::string_view tail(std::string_view s, size_t pos) {
+  return pos < s.size() ? std::string_view(s.data() + pos, s.size() - pos) : std::string_view();
+}
+inline bool starts_with(std::string_view s, std::string_view p) { return head(s, p.size()) == p; }
 
 }  // namespace flatux

@@ -267,6 +267,9 @@ long exec_depth(Task& t, Mm& mm, const char* path, const char* const* argv, cons
     return r;
   }
 
+  // Neither a script nor ELF: the shell's "Exec format error".
+  if (n < 4 || memcmp(head, ELFMAG, SELFMAG) != 0) return -ENOEXEC;
+
   loader::ElfImage img;
   uintptr_t bias = 0, interp_bias = 0;
   r = load_elf_file(t, mm, ef, head, (size_t)n, &img, &bias, &out->why);

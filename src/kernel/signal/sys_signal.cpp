@@ -71,8 +71,15 @@ long sys_rt_sigprocmask(Task& t, SyscallArgs a) {
       default: t.sigmask = set; break;
     }
     t.sigmask &= ~kUnblockable;
+    if (t.sigpending & ~t.sigmask) recheck_pending(t);
   }
   return 0;
+}
+
+long sys_rt_sigpending(Task& t, SyscallArgs a) {
+  if (a[1] > 8) return -EINVAL;
+  uint64_t pending = t.sigpending & t.sigmask;
+  return copy_to_user((void*)a[0], &pending, a[1]);
 }
 
 long sys_sigaltstack(Task& t, SyscallArgs a) {

@@ -64,6 +64,7 @@ struct Task {
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0, robust_len = 0;
   uint64_t sigmask = 0;       // the guest's (virtual) blocked set
+  uint64_t sigpending = 0;    // raised while blocked, acted on when unblocked
   uint64_t altstack_sp = 0, altstack_size = 0;
   int altstack_flags = 2;     // SS_DISABLE
   std::atomic<uint32_t> host_tid{0};  // cleared by the host when the thread dies

@@ -169,7 +169,7 @@ long fs_dir_path(Task&, Filesystem& fs, File& f, char* out, size_t n) {
   std::string_view hp(host_path, (size_t)len);
   std::string_view root(h.root, h.root_len);
   if (!starts_with(hp, root) || (hp.size() > root.size() && hp[root.size()] != '/')) return -ENOENT;
-  std::string_view rest = hp.substr(root.size());
+  std::string_view rest = tail(hp, root.size());
   return copy_cstr(out, n, rest.empty() ? std::string_view("/") : rest) ? 0 : -ENAMETOOLONG;
 }
 

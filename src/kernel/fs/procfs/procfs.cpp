@@ -35,8 +35,8 @@ Lookup lookup(Task& t, const char* path) {
   while (!p.empty() && p.front() == '/') p.remove_prefix(1);
   if (p.empty()) return {Node::kRoot, nullptr};
   size_t slash = p.find('/');
-  std::string_view first = p.substr(0, slash);
-  std::string_view rest = slash == std::string_view::npos ? "" : p.substr(slash + 1);
+  std::string_view first = head(p, slash);
+  std::string_view rest = slash == std::string_view::npos ? "" : tail(p, slash + 1);
   if (first == "self") {
     l.proc = t.proc;
     if (rest.empty()) return {Node::kSelf, t.proc};
