@@ -338,7 +338,10 @@ constexpr XVal kCloneItems[] = {
     {0x00000080, "CLONE_NEWTIME"},     {0x100000000ull, "CLONE_CLEAR_SIGHAND"},
     {0x200000000ull, "CLONE_INTO_CGROUP"},
 };
-constexpr Xlat kCloneFlags = Xlat{kCloneItems, 23, "CLONE_???"};
+// clone(2) knows the entries up to CLONE_IO; the clone3-only ones follow it.
+constexpr size_t kCloneLegacyItems = 23;
+static_assert(kCloneItems[kCloneLegacyItems - 1].val == 0x80000000);
+constexpr Xlat kCloneFlags = Xlat{kCloneItems, kCloneLegacyItems, "CLONE_???"};
 constexpr Xlat kClone3Flags = make_xlat(kCloneItems, "CLONE_???");
 
 constexpr XVal kClockItems[] = {
@@ -519,7 +522,7 @@ struct IoctlCmd {
   const char* name;
   IoctlArg arg;
 };
-// Terminal and generic file requests, the ones ordinary programs issue.
+// Terminal and generic file requests, the ones ordinary programs make.
 constexpr IoctlCmd kIoctlCmds[] = {
     {0x5401, "TCGETS", IoctlArg::kPtr},        {0x5402, "TCSETS", IoctlArg::kPtr},
     {0x5403, "TCSETSW", IoctlArg::kPtr},       {0x5404, "TCSETSF", IoctlArg::kPtr},

@@ -394,15 +394,12 @@ void print_arg(KFmt& f, const Ctx& c, int i, Arg kind) {
     case ARG_STR: print_guest_str(f, v); break;
     case ARG_BUF_IN: print_guest_bytes(f, v, next); break;
     case ARG_BUF_OUT:
+    case ARG_STR_OUT:
       if (c.ok) print_guest_bytes(f, v, produced(c));
       else print_ptr(f, v);
       break;
     case ARG_RANDOM_OUT:
       if (c.ok) print_guest_bytes(f, v, produced(c), true);
-      else print_ptr(f, v);
-      break;
-    case ARG_STR_OUT:
-      if (c.ok) print_guest_bytes(f, v, produced(c));
       else print_ptr(f, v);
       break;
     case ARG_PATH_OUT:
