@@ -60,4 +60,32 @@ flatux_exit_thread:
 	ud2
 	.size flatux_exit_thread, .-flatux_exit_thread
 
+/* long flatux_isyscall(const uint32_t *notify, long nr, long a1, long a2,
+ *                      long a3, long a4, long a5, long a6)
+ * A host syscall that a pending guest signal can interrupt. The kick
+ * handler moves a thread whose RIP is in [window, done) to the EINTR exit,
+ * so a signal that arrives after the check but before the syscall instruction
+ * is not lost; one that arrives during the syscall makes it return -EINTR. */
+	.globl flatux_isyscall, flatux_isyscall_window, flatux_isyscall_done, flatux_isyscall_eintr
+	.type flatux_isyscall, @function
+flatux_isyscall:
+	mov %rdi, %r11
+	mov %rsi, %rax
+	mov %rdx, %rdi
+	mov %rcx, %rsi
+	mov %r8, %rdx
+	mov %r9, %r10
+	mov 8(%rsp), %r8
+	mov 16(%rsp), %r9
+flatux_isyscall_window:
+	cmpl $0, (%r11)
+	jne flatux_isyscall_eintr
+	syscall
+flatux_isyscall_done:
+	ret
+flatux_isyscall_eintr:
+	mov $-4, %rax
+	ret
+	.size flatux_isyscall, .-flatux_isyscall
+
 	.section .note.GNU-stack,"",@progbits

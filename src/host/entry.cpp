@@ -16,6 +16,7 @@
 #include "kernel/syscall.h"
 
 extern "C" {
+extern const char flatux_isyscall_window[], flatux_isyscall_done[], flatux_isyscall_eintr[];
 void flatux_sigreturn_to(ucontext_t* uc) __attribute__((noreturn));
 void flatux_restorer();
 long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid, unsigned long tls,
@@ -38,12 +39,24 @@ constexpr unsigned long kUcSigcontextSS = 0x2, kUcStrictRestoreSS = 0x4;
 uint64_t bit(int sig) { return 1ull << (sig - 1); }
 constexpr int kSyncSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
 
-// Everything asynchronous is blocked while kernel code runs; synchronous
+// Everything asynchronous is blocked while kernel code runs, except the
+// kick (it must be able to interrupt a blocking isys() call); synchronous
 // faults cannot be blocked usefully (the host would kill us instead).
 uint64_t kernel_mode_mask() {
   uint64_t m = ~0ull;
   for (int s : kSyncSignals) m &= ~bit(s);
-  return m;
+  return m & ~bit(kKickSignal);
+}
+
+// While guest code runs, host signals other than SIGSYS, faults and the
+// kick stay blocked on task threads: asynchronous host signals (^C, a
+// resize) are the launcher thread's business, which turns them into guest
+// signals.
+uint64_t guest_mode_mask() { return kernel_mode_mask() & ~bit(SIGSYS); }
+
+Task* current_task_or_null() {
+  KStackHeader* h = current_kstack_checked();
+  return h ? h->task : nullptr;
 }
 
 bool in_kernel_text(const Kernel* k, uintptr_t ip) {
@@ -107,7 +120,36 @@ extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
   const uint64_t a[6] = {(uint64_t)g[REG_RDI], (uint64_t)g[REG_RSI], (uint64_t)g[REG_RDX],
                          (uint64_t)g[REG_R10], (uint64_t)g[REG_R8],  (uint64_t)g[REG_R9]};
   t->regs = uc;
-  g[REG_RAX] = syscall_entry(*t, (uint64_t)g[REG_RAX], a);
+  long nr = (long)g[REG_RAX];
+  long ret = syscall_entry(*t, (uint64_t)nr, a);
+  if (ret != kRegsAlreadySet) g[REG_RAX] = ret;
+  // Signals to deliver, or an interrupted call to restart (-ERESTART*).
+  if (t->notify.load(std::memory_order_acquire) || (ret <= -512 && ret >= -516)) [[unlikely]]
+    handle_signals(*t, ret == kRegsAlreadySet ? -1 : nr);
+  t->regs = nullptr;
+}
+
+extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
+  KStackHeader* h = current_kstack_checked();
+  if (!h || !h->task) return;
+  Task* t = h->task;
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  greg_t* g = uc->uc_mcontext.gregs;
+  uintptr_t rip = g[REG_RIP];
+  if (rip >= (uintptr_t)flatux_isyscall_window && rip < (uintptr_t)flatux_isyscall_done) {
+    g[REG_RIP] = (greg_t)flatux_isyscall_eintr;  // not yet blocked: don't
+    return;
+  }
+  if (in_kernel_text(t->kernel, rip)) {
+    // Kernel code will look at `notify` on its way out, but it may already
+    // have looked. Keep one kick pending until the thread is back in guest
+    // mode (the interrupted frame's mask blocks it until then).
+    reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] |= bit(kKickSignal);
+    host::sys(SYS_tgkill, t->kernel->host_pid, t->host_tid.load(), kKickSignal);
+    return;
+  }
+  t->regs = uc;
+  handle_signals(*t, -1);
   t->regs = nullptr;
 }
 
@@ -128,6 +170,7 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
   }
   t->regs = uc;
   guest_fault(*t, sig, si);
+  handle_signals(*t, -1);
   t->regs = nullptr;
 }
 
@@ -137,8 +180,13 @@ void task_thread_main(void* arg) {
   ss.ss_sp = (char*)t->kstack + kKStackUsable;
   ss.ss_size = kKernelStackSize - kKStackUsable;
   host::sys(SYS_sigaltstack, &ss, nullptr);
-  enter_guest(*t, t->entry_regs);
+  void* fp = t->entry_fpstate;
+  t->entry_fpstate = nullptr;
+  enter_guest(*t, t->entry_regs, fp);
 }
+
+// Room for the host's largest xstate (AVX-512 is ~2.7 KiB, AMX ~11 KiB).
+constexpr size_t kMaxFpstate = 16384;
 
 }  // namespace
 
@@ -158,7 +206,28 @@ long install_host_handlers() {
   sa.flags |= SA_NODEFER;  // a fault while reporting a fault must still reach us
   for (int s : kSyncSignals)
     if ((r = host::sys(SYS_rt_sigaction, s, &sa, nullptr, 8)) < 0) return r;
-  return 0;
+  // No SA_RESTART: a kicked blocking host call must return EINTR.
+  HostSigaction kick{};
+  kick.handler = flatux_on_kick;
+  kick.flags = SA_SIGINFO | SA_ONSTACK | kSaRestorer;
+  kick.restorer = flatux_restorer;
+  kick.mask = ~0ull & ~bit(SIGSYS);
+  for (int s : kSyncSignals) kick.mask &= ~bit(s);
+  return host::sys(SYS_rt_sigaction, kKickSignal, &kick, nullptr, 8);
+}
+
+void kick_task(Task& t) {
+  uint32_t tid = t.host_tid.load();
+  if (tid > 1 && &t != current_task_or_null())
+    host::sys(SYS_tgkill, t.kernel->host_pid, tid, kKickSignal);
+}
+
+size_t fpstate_size(const void* fpstate) {
+  // fpx_sw_bytes live in the legacy area's software-reserved bytes.
+  const uint32_t* sw = reinterpret_cast<const uint32_t*>((const char*)fpstate + 464);
+  if (sw[0] != 0x46505853u) return 512;  // FP_XSTATE_MAGIC1
+  size_t ext = sw[1];
+  return ext > kMaxFpstate ? kMaxFpstate : ext;
 }
 
 bool kstack_setup(Task& t) {
@@ -180,8 +249,7 @@ void kstack_release(Task& t) {
   t.kstack = nullptr;
 }
 
-long start_task_thread(Task& t, const greg_t (&regs)[NGREG]) {
-  memcpy(t.entry_regs, regs, sizeof t.entry_regs);
+long start_task_thread(Task& t) {
   unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
                         CLONE_SYSVSEM | CLONE_SETTLS | CLONE_CHILD_CLEARTID;
   t.host_tid.store(1);
@@ -192,15 +260,22 @@ long start_task_thread(Task& t, const greg_t (&regs)[NGREG]) {
   return r < 0 ? r : 0;
 }
 
-void enter_guest(Task& t, const greg_t (&regs)[NGREG]) {
+void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {
   ucontext_t uc;
   memset(&uc, 0, sizeof uc);
-  uc.uc_flags = kUcSigcontextSS | kUcStrictRestoreSS;
+  alignas(64) char fpbuf[kMaxFpstate];
+  if (fpstate) {
+    memcpy(fpbuf, fpstate, fpstate_size(fpstate));
+    uc.uc_flags |= 0x1;  // UC_FP_XSTATE
+  }
+  uc.uc_flags |= kUcSigcontextSS | kUcStrictRestoreSS;
   uc.uc_stack.ss_sp = (char*)t.kstack + kKStackUsable;
   uc.uc_stack.ss_size = kKernelStackSize - kKStackUsable;
   memcpy(uc.uc_mcontext.gregs, regs, sizeof uc.uc_mcontext.gregs);
   uc.uc_mcontext.gregs[REG_CSGSFS] = 0x33 | (0x2bll << 48);
-  uc.uc_mcontext.fpregs = nullptr;  // the host gives us a clean FPU state
+  // Without an FPU state the host gives the thread a clean one.
+  uc.uc_mcontext.fpregs = fpstate ? reinterpret_cast<fpregset_t>(fpbuf) : nullptr;
+  reinterpret_cast<uint64_t*>(&uc.uc_sigmask)[0] = guest_mode_mask();
   flatux_sigreturn_to(&uc);
 }
 

@@ -5,10 +5,22 @@
 
 #include "kernel/kernel.h"
 
+extern "C" long flatux_isyscall(const std::atomic<uint32_t>* notify, long nr, long a1, long a2,
+                                long a3, long a4, long a5, long a6);
+
 namespace flatux {
 
-// Installs the kernel's host handlers (SIGSYS, synchronous faults) for the
-// whole host process. Call once, before the seccomp filter.
+// The host signal used to make a task look at its guest signals now
+// ("kick"): it interrupts guest code, and blocking host calls made with
+// isys(). Guests can neither see nor block it.
+constexpr int kKickSignal = 62;
+
+// A syscall handler's result meaning "the handler already set every guest
+// register itself" (rt_sigreturn): the dispatcher leaves RAX alone.
+constexpr long kRegsAlreadySet = -(1l << 62);
+
+// Installs the kernel's host handlers (SIGSYS, faults, kick) for the whole
+// host process. Call once, before the seccomp filter.
 long install_host_handlers();
 
 // Allocates and initialises a kernel stack for t; false when out of memory.
@@ -16,15 +28,29 @@ bool kstack_setup(Task& t);
 // Returns t's kernel stack to the heap; its thread must be gone.
 void kstack_release(Task& t);
 
-// Starts a new host thread for t that enters guest mode with `regs`
-// (a full gregs set; FPU state starts clean). Returns 0 or -errno.
-long start_task_thread(Task& t, const greg_t (&regs)[NGREG]);
+// Starts a new host thread for t that enters guest mode with t.entry_regs
+// (and t.entry_fpstate, or a clean FPU). Returns 0 or -errno.
+long start_task_thread(Task& t);
 
-// Replaces the current (trapped) guest context with `regs` and a clean FPU
-// state, on the calling task's thread. Used by execve. Never returns.
-[[noreturn]] void enter_guest(Task& t, const greg_t (&regs)[NGREG]);
+// Replaces the current guest context with `regs` on the calling task's
+// thread (clean FPU unless fpstate is given). Used by execve. Never returns.
+[[noreturn]] void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate);
 
-// A fatal kernel error: message, backtrace, clean exit.
+// Makes task t look at its signals soon (it may be running guest code).
+void kick_task(Task& t);
+
+// A host syscall that returns -EINTR as soon as t has a signal to handle.
+template <typename... A>
+long isys(Task& t, long nr, A... args) {
+  long v[6] = {(long)args...};
+  return flatux_isyscall(&t.notify, nr, v[0], v[1], v[2], v[3], v[4], v[5]);
+}
+
+// Size of the FPU/xstate area in the host's signal frames (from its
+// fpx_sw_bytes), or 512 when only the legacy area is present.
+size_t fpstate_size(const void* fpstate);
+
+// A fatal kernel error: message, clean exit.
 [[noreturn]] void kernel_panic(Kernel* k, const char* msg);
 
 }  // namespace flatux

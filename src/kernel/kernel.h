@@ -12,6 +12,7 @@
 namespace flatux {
 
 class Vfs;
+struct TimerService;
 
 struct TextRange {
   uintptr_t start, end;
@@ -21,6 +22,7 @@ struct TextRange {
 // fills it with host-libc help before anything runs in kernel mode.
 struct KernelConfig {
   char root[kPathMax] = "/";  // hostfs root, a canonical host path
+  char cwd[kPathMax] = "/";   // the first process's working directory (guest path)
   bool root_readonly = false;
   int strace_fd = -1;         // host fd for --strace output, -1 when off
   TextRange text[32]{};       // the host executable code the filter allows
@@ -38,12 +40,16 @@ struct Kernel {
   Heap* heap;
   KernelConfig cfg;
   Vfs* vfs = nullptr;
+  TimerService* timers = nullptr;
   uint64_t boot_ns = 0;
 
   KMutex tasks_lock;
   int next_pid = 1;
   Process* init = nullptr;  // the first guest process
-  Task* tasks[kMaxTasks]{};
+  Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid
+  int ntasks = 0;
+  Task* dead_tasks = nullptr; // exited, kernel stack freed once the host thread is gone
+  int host_pid = 0;
 
   KMutex log_lock;
   KMutex gate_lock;

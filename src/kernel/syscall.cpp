@@ -26,6 +26,10 @@ long syscall_entry(Task& t, uint64_t nr, SyscallArgs a) {
   return ret;
 }
 
+void strace_result(Task& t, uint64_t nr, SyscallArgs a, long ret) {
+  if (t.kernel->cfg.strace_fd >= 0) strace_write(t, nr, a, ret, true);
+}
+
 void strace_noreturn(Task& t, uint64_t nr, SyscallArgs a) {
   if (t.kernel->cfg.strace_fd >= 0) strace_write(t, nr, a, 0, false);
 }

@@ -21,7 +21,10 @@ long syscall_entry(Task& t, uint64_t nr, SyscallArgs a);
 // Table lookup: nullptr for numbers flatux does not implement.
 SyscallFn syscall_lookup(uint64_t nr);
 
-// Writes the --strace line for a call that will not return (exit, execve).
+// Writes the --strace line for a call that will not return (exit).
 void strace_noreturn(Task& t, uint64_t nr, SyscallArgs a);
+// Writes the --strace line for a call that returns elsewhere (a successful
+// execve, while its arguments are still readable).
+void strace_result(Task& t, uint64_t nr, SyscallArgs a, long ret);
 
 }  // namespace flatux

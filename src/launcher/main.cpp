@@ -72,6 +72,14 @@ int run(const RunOptions& o) {
     return 125;
   }
   snprintf(cfg.root, sizeof cfg.root, "%s", root);
+  // The guest starts where we are, when that is inside its root.
+  char here[PATH_MAX];
+  if (getcwd(here, sizeof here)) {
+    size_t rl = strlen(root);
+    if (strcmp(root, "/") == 0) snprintf(cfg.cwd, sizeof cfg.cwd, "%s", here);
+    else if (strncmp(here, root, rl) == 0 && (here[rl] == '/' || here[rl] == 0))
+      snprintf(cfg.cwd, sizeof cfg.cwd, "%s", here[rl] ? here + rl : "/");
+  }
   cfg.root_readonly = o.readonly;
   if (!o.strace.empty()) {
     cfg.strace_fd = o.strace == "-" ? fcntl(2, F_DUPFD_CLOEXEC, 3)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -19,7 +20,6 @@ namespace flatux {
 namespace {
 
 constexpr int kMaxScriptDepth = 4;
-constexpr size_t kStackSize = 8ull << 20;
 constexpr size_t kMaxArgBytes = 2ull << 20;  // argv + envp strings, like Linux's ARG_MAX
 constexpr int kMaxArgs = 65536;
 
@@ -148,10 +148,9 @@ long build_stack(Task& t, Mm& mm, const char* execfn, const char* const* argv,
   for (int i = 0; i < envc; i++) bytes += strlen(envp[i]) + 1;
   if (bytes > kMaxArgBytes || argc + envc > kMaxArgs) return -E2BIG;
 
-  long r = mm_map(mm, 0, kStackSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                  -1, 0, kRegionStack, false);
+  long r = mm_setup_stack(mm, t.proc->rlimits[RLIMIT_STACK][0]);
   if (r < 0) return r;
-  StackBuilder sb((uintptr_t)r + kStackSize);
+  StackBuilder sb(mm.stack_top);
   uintptr_t execfn_p = sb.push_str(execfn);
   uintptr_t platform_p = sb.push_str("x86_64");
   uint8_t rnd[16];

@@ -57,6 +57,43 @@ long mm_setup_brk(Mm& mm, uintptr_t after) {
   return 0;
 }
 
+namespace {
+
+uintptr_t stack_low_for(const Mm& mm, uint64_t limit) {
+  uint64_t usable = kStackReserve - kStackGuard;
+  if (limit < usable) usable = limit < (128u << 10) ? (128u << 10) : limit;
+  return page_down(mm.stack_top - usable);
+}
+
+}  // namespace
+
+long mm_setup_stack(Mm& mm, uint64_t limit) {
+  long r = mm_map(mm, 0, kStackReserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                  -1, 0, kRegionStack, false);
+  if (r < 0) return r;
+  mm.stack_floor = (uintptr_t)r;
+  mm.stack_top = mm.stack_floor + kStackReserve;
+  mm.stack_low = mm.stack_top;
+  mm_set_stack_limit(mm, limit, mm.stack_top);
+  return mm.stack_low < mm.stack_top ? 0 : -ENOMEM;
+}
+
+void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp) {
+  if (!mm.stack_top) return;
+  uintptr_t want = stack_low_for(mm, limit);
+  if (want > page_down(sp) && sp > mm.stack_floor && sp <= mm.stack_top) want = page_down(sp);
+  if (want < mm.stack_low) {
+    if (host::sys(SYS_mprotect, want, mm.stack_low - want, PROT_READ | PROT_WRITE) == 0) {
+      mm.regions.set_prot(want, mm.stack_low, PROT_READ | PROT_WRITE);
+      mm.stack_low = want;
+    }
+  } else if (want > mm.stack_low) {
+    host::sys(SYS_mprotect, mm.stack_low, want - mm.stack_low, PROT_NONE);
+    mm.regions.set_prot(mm.stack_low, want, PROT_NONE);
+    mm.stack_low = want;
+  }
+}
+
 void mm_release(Mm& mm) {
   Guard g(mm.lock);
   for (const Region* r = mm.regions.first(); r; r = r->next)

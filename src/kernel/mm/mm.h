@@ -24,6 +24,14 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
 long mm_unmap(Mm& mm, uintptr_t addr, size_t len);
 // Reserves the brk range, preferably right after `after`.
 long mm_setup_brk(Mm& mm, uintptr_t after);
+// Main stack: reserved size, and the guard that always stays inaccessible.
+constexpr size_t kStackReserve = 64ull << 20;
+constexpr size_t kStackGuard = 64ull << 10;
+// Reserves the main stack with `limit` bytes (RLIMIT_STACK) usable.
+long mm_setup_stack(Mm& mm, uint64_t limit);
+// Applies a new RLIMIT_STACK: the usable part grows or shrinks (never
+// below `sp`, the part in use).
+void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp);
 // Releases every region of the process back to the host.
 void mm_release(Mm& mm);
 

@@ -1,56 +1,291 @@
 #include "kernel/signal/signal.h"
 
+#include <cstring>
 #include <linux/errno.h>
+#include <sys/syscall.h>
 
-#include "kernel/task/process.h"
+#include "host/entry.h"
+#include "host/raw_syscall.h"
+#include "kernel/kernel.h"
+#include "kernel/signal/frame.h"
+#include "kernel/task/exit.h"
 
 namespace flatux {
-
-void guest_fault(Task& t, int sig, const siginfo_t*) {
-  // Core-dumping signals would set 0x80 only when a core is written;
-  // flatux writes none, like a process with RLIMIT_CORE 0.
-  process_exit(t, sig & 0x7f);
-}
-
-void raise_sigpipe(Task& t) {
-  if (t.proc->sigactions[SIGPIPE - 1].handler == (uint64_t)SIG_DFL) process_exit(t, SIGPIPE);
-}
-
 namespace {
 
-bool default_ignored(int sig) {
-  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
-}
-bool default_stops(int sig) {
-  return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+constexpr uint64_t kUnblockable = (1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1));
+constexpr uint64_t kStopMask = (1ull << (SIGSTOP - 1)) | (1ull << (SIGTSTP - 1)) |
+                               (1ull << (SIGTTIN - 1)) | (1ull << (SIGTTOU - 1));
+// Synchronous signals go first, as on Linux.
+constexpr uint64_t kSyncMask = (1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) |
+                               (1ull << (SIGILL - 1)) | (1ull << (SIGTRAP - 1)) |
+                               (1ull << (SIGFPE - 1)) | (1ull << (SIGSYS - 1));
+
+bool is_rt(int sig) { return sig >= 32; }
+
+void drop_from(Heap* h, SigPending& p, uint64_t mask) {
+  SigQueued** link = &p.head;
+  while (SigQueued* q = *link) {
+    if (mask & sigbit(q->info.si_signo)) {
+      *link = q->next;
+      h->free(q);
+    } else {
+      link = &q->next;
+    }
+  }
+  p.set &= ~mask;
 }
 
 }  // namespace
 
-long send_signal_self(Task& t, int sig) {
-  if (sig == 0) return 0;
-  uint64_t handler = t.proc->sigactions[sig - 1].handler;
-  if (sig != SIGKILL && handler == (uint64_t)SIG_IGN) return 0;
-  if (sig != SIGKILL && ((t.sigmask >> (sig - 1)) & 1)) {
-    t.sigpending |= 1ull << (sig - 1);
-    return 0;
+void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info) {
+  SigQueued** link = &p.head;
+  bool more = false, found = false;
+  while (SigQueued* q = *link) {
+    if (q->info.si_signo == sig) {
+      if (!found) {
+        *info = q->info;
+        *link = q->next;
+        h->free(q);
+        found = true;
+        continue;
+      }
+      more = true;
+    }
+    link = &q->next;
   }
-  if (sig != SIGKILL && handler != (uint64_t)SIG_DFL) return -ENOSYS;
-  if (default_ignored(sig)) return 0;
-  if (default_stops(sig)) return -ENOSYS;
-  process_exit(t, sig);
+  if (!more) p.set &= ~sigbit(sig);
+  if (!found) {  // queue was full when it was sent: still deliver, bare
+    memset(info, 0, sizeof *info);
+    info->si_signo = sig;
+  }
 }
 
-void recheck_pending(Task& t) {
-  uint64_t ready = t.sigpending & ~t.sigmask;
-  for (int sig = 1; ready && sig <= kNSig; sig++) {
-    uint64_t bit = 1ull << (sig - 1);
-    if (!(ready & bit)) continue;
-    ready &= ~bit;
-    // A caught signal stays pending until handlers can be run.
-    if (t.proc->sigactions[sig - 1].handler != (uint64_t)SIG_DFL) continue;
-    t.sigpending &= ~bit;
-    send_signal_self(t, sig);
+namespace {
+
+int pick(uint64_t set) {
+  if (!set) return 0;
+  if (set & sigbit(SIGKILL)) return SIGKILL;
+  uint64_t sync = set & kSyncMask;
+  return __builtin_ctzll(sync ? sync : set) + 1;
+}
+
+bool ignored(Process& p, int sig) {
+  uint64_t h = p.sighand->action[sig - 1].handler;
+  return h == (uint64_t)SIG_IGN || (h == (uint64_t)SIG_DFL && sig_default_ignore(sig));
+}
+
+// SIGCONT and stop signals cancel each other when sent; SIGCONT resumes a
+// stopped process even when blocked or ignored.
+void prepare(Process& p, int sig) {
+  Heap* h = p.kernel->heap;
+  if (sig == SIGCONT || sig == SIGKILL) {
+    drop_from(h, p.shared_pending, kStopMask);
+    for (Task* t = p.threads; t; t = t->next_thread) drop_from(h, t->pending, kStopMask);
+    if (p.stopped) {
+      p.stopped = false;
+      if (sig == SIGCONT) continue_process(p);
+      p.cont_seq.fetch_add(1);
+      futex_wake(&p.cont_seq, 1 << 30);
+    }
+  } else if (kStopMask & sigbit(sig)) {
+    drop_from(h, p.shared_pending, sigbit(SIGCONT));
+    for (Task* t = p.threads; t; t = t->next_thread) drop_from(h, t->pending, sigbit(SIGCONT));
+  }
+}
+
+}  // namespace
+
+bool sig_default_ignore(int sig) {
+  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+bool sig_default_stop(int sig) { return kStopMask & sigbit(sig); }
+bool sig_default_core(int sig) {
+  switch (sig) {
+    case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT: case SIGBUS: case SIGFPE:
+    case SIGSEGV: case SIGXCPU: case SIGXFSZ: case SIGSYS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool has_deliverable_locked(Task& t) {
+  return ((t.pending.set | t.proc->shared_pending.set) & ~t.sigmask) != 0;
+}
+
+void recalc_notify_locked(Task& t) {
+  t.notify.store(t.exit_requested || has_deliverable_locked(t) ? 1 : 0, std::memory_order_release);
+}
+
+siginfo_t user_siginfo(Task& t, int sig, int code) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = code;
+  si.si_pid = t.proc->pid;
+  si.si_uid = t.proc->creds.uid;
+  return si;
+}
+
+long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
+  if (sig == 0) return 0;
+  Kernel& k = *p.kernel;
+  Task* wake = nullptr;
+  bool wake_all = false;
+  {
+    Guard g(p.siglock);
+    if (p.state != ProcState::kRunning) return 0;
+    prepare(p, sig);
+    Task* probe = target ? target : p.threads;
+    bool blocked = probe && (probe->sigmask & sigbit(sig));
+    if (sig != SIGKILL && !blocked && ignored(p, sig)) return 0;
+    SigPending& q = target ? target->pending : p.shared_pending;
+    if (!is_rt(sig) && (q.set & sigbit(sig))) return 0;  // standard signals coalesce
+    if (auto* e = static_cast<SigQueued*>(k.heap->alloc(sizeof(SigQueued)))) {
+      e->info = info;
+      e->info.si_signo = sig;
+      SigQueued** link = &q.head;
+      while (*link) link = &(*link)->next;
+      *link = e;
+    } else if (is_rt(sig)) {
+      return -EAGAIN;
+    }
+    q.set |= sigbit(sig);
+    if (sig == SIGKILL) {
+      wake_all = true;
+    } else if (target) {
+      if (!(target->sigmask & sigbit(sig))) wake = target;
+    } else {
+      for (Task* t = p.threads; t; t = t->next_thread)
+        if (!(t->sigmask & sigbit(sig))) { wake = t; break; }
+    }
+    if (wake_all) {
+      for (Task* t = p.threads; t; t = t->next_thread) t->notify.store(1);
+    } else if (wake) {
+      wake->notify.store(1);
+    }
+  }
+  if (wake_all) {
+    for (Task* t = p.threads; t; t = t->next_thread) kick_task(*t);
+  } else if (wake) {
+    kick_task(*wake);
+  }
+  return 0;
+}
+
+void set_sigmask(Task& t, uint64_t mask) {
+  Guard g(t.proc->siglock);
+  t.sigmask = mask & ~kUnblockable;
+  recalc_notify_locked(t);
+}
+
+void guest_fault(Task& t, int sig, const siginfo_t* si) {
+  Process& p = *t.proc;
+  {
+    Guard g(p.siglock);
+    GuestSigaction& act = p.sighand->action[sig - 1];
+    bool blocked = t.sigmask & sigbit(sig);
+    // A fault that cannot be handled must not loop: it kills.
+    if (blocked || act.handler == (uint64_t)SIG_IGN) {
+      act.handler = (uint64_t)SIG_DFL;
+      t.sigmask &= ~sigbit(sig);
+    }
+    if (auto* e = static_cast<SigQueued*>(t.kernel->heap->alloc(sizeof(SigQueued)))) {
+      e->info = *si;
+      e->next = t.pending.head;  // synchronous: ahead of everything queued
+      t.pending.head = e;
+    }
+    t.pending.set |= sigbit(sig);
+    t.notify.store(1);
+  }
+}
+
+void handle_signals(Task& t, long syscall_nr) {
+  Process& p = *t.proc;
+  greg_t* g = t.regs->uc_mcontext.gregs;
+  long ret = syscall_nr >= 0 ? (long)g[REG_RAX] : 0;
+  bool restartable = syscall_nr >= 0 && ret <= -512 && ret >= -516;
+  for (;;) {
+    if (t.exit_requested) exit_thread(t);
+    if (p.stopped) {
+      do_stop_wait(t);
+      continue;
+    }
+    siginfo_t info;
+    int sig;
+    GuestSigaction act;
+    {
+      Guard lk(p.siglock);
+      sig = pick(t.pending.set & ~t.sigmask);
+      SigPending* from = &t.pending;
+      if (!sig) {
+        sig = pick(p.shared_pending.set & ~t.sigmask);
+        from = &p.shared_pending;
+      }
+      if (!sig) {
+        if (t.restore_sigmask) {
+          t.sigmask = t.saved_sigmask;
+          t.restore_sigmask = false;
+        }
+        recalc_notify_locked(t);
+        if (!t.notify.load()) break;
+        continue;
+      }
+      dequeue_signal_locked(t.kernel->heap, *from, sig, &info);
+      act = p.sighand->action[sig - 1];
+      if (act.handler > (uint64_t)SIG_IGN && (act.flags & SA_RESETHAND))
+        p.sighand->action[sig - 1].handler = (uint64_t)SIG_DFL;
+    }
+    if (sig == SIGKILL) do_group_exit(t, SIGKILL);
+    if (act.handler == (uint64_t)SIG_IGN) continue;
+    if (act.handler == (uint64_t)SIG_DFL) {
+      if (sig_default_ignore(sig)) continue;
+      if (sig_default_stop(sig)) {
+        do_group_stop(t, sig);
+        continue;
+      }
+      // No core file is written (as with RLIMIT_CORE 0), so no 0x80 bit.
+      do_group_exit(t, sig);
+    }
+    // A handler runs: settle the interrupted syscall's fate first.
+    if (restartable) {
+      bool restart = ret == -513 /*ERESTARTNOINTR*/ ||
+                     (ret == -512 /*ERESTARTSYS*/ && (act.flags & SA_RESTART));
+      if (restart) {
+        g[REG_RAX] = syscall_nr;
+        g[REG_RIP] -= 2;
+      } else {
+        g[REG_RAX] = -EINTR;
+      }
+      restartable = false;
+    }
+    uint64_t old_mask;
+    {
+      Guard lk(p.siglock);
+      old_mask = t.restore_sigmask ? t.saved_sigmask : t.sigmask;
+      t.restore_sigmask = false;
+    }
+    if (setup_frame(t, sig, info, act, old_mask) < 0) {
+      // No room for the frame (bad stack): Linux forces SIGSEGV.
+      do_group_exit(t, SIGSEGV);
+    }
+    uint64_t nm = old_mask | act.mask;
+    if (!(act.flags & SA_NODEFER)) nm |= sigbit(sig);
+    set_sigmask(t, nm);
+    // Further signals wait for the handler's return or its next syscall;
+    // a pending one that is still deliverable gets a kick so it is taken
+    // at once, like Linux's nested frames.
+    if (t.notify.load()) host::sys(SYS_tgkill, t.kernel->host_pid, t.host_tid.load(), kKickSignal);
+    return;
+  }
+  if (restartable) {  // interrupted, but no handler ran: restart silently
+    if (ret == -516 /*ERESTART_RESTARTBLOCK*/) {
+      g[REG_RAX] = SYS_restart_syscall;
+    } else {
+      g[REG_RAX] = syscall_nr;
+    }
+    g[REG_RIP] -= 2;
   }
 }
 

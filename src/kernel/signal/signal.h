@@ -1,6 +1,5 @@
-// Guest signal state. Delivery (handlers, frames) comes with the
-// processes work; for now a fault in guest code ends the process with that
-// signal, as the default action would.
+// Guest signals: sending, queueing, and delivery on the way back to guest
+// code (a Linux rt_sigframe on the guest's stack).
 #pragma once
 #include <csignal>
 
@@ -8,22 +7,46 @@
 
 namespace flatux {
 
-// A synchronous fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) raised by
-// guest code running on task t.
+// Kernel-internal restart codes (never seen by the guest): the signal code
+// turns them into EINTR or a restart of the interrupted syscall.
+constexpr long ERESTARTSYS = 512;
+constexpr long ERESTARTNOINTR = 513;
+constexpr long ERESTARTNOHAND = 514;
+constexpr long ERESTART_RESTARTBLOCK = 516;
+
+// Queues `sig` for process p (target == nullptr) or for one of its threads,
+// and makes a thread that can take it look at it. Returns 0 or -errno.
+long send_signal(Process& p, Task* target, int sig, const siginfo_t& info);
+
+// A siginfo for kill()-style sends from task t (SI_USER, or `code`).
+siginfo_t user_siginfo(Task& t, int sig, int code);
+
+// Delivers what is pending for t (t.regs must be set). `syscall_nr` is the
+// call being returned from (for restarts), or -1.
+void handle_signals(Task& t, long syscall_nr);
+
+// A synchronous fault in guest code: forced on the task like Linux's
+// force_sig (unblocked and un-ignored if needed).
 void guest_fault(Task& t, int sig, const siginfo_t* si);
 
-// A write hit a pipe or socket with no reader (EPIPE): SIGPIPE's default
-// action ends the process; an ignored or caught SIGPIPE leaves just EPIPE.
-void raise_sigpipe(Task& t);
+// Recomputes t.notify from its mask and the pending sets (siglock held).
+void recalc_notify_locked(Task& t);
 
-// Sends `sig` to the calling task's own process. A blocked signal becomes
-// pending. Returns 0 when the signal was discarded (ignored) or left
-// pending, does not return when its default action ends the process, and
-// -ENOSYS when it would need delivery to a handler or stopping, which come
-// with full signal support.
-long send_signal_self(Task& t, int sig);
+// Is `sig` deliverable to t now (pending and unblocked)? (siglock held)
+bool has_deliverable_locked(Task& t);
 
-// Acts on pending signals that are no longer blocked (after a mask change).
-void recheck_pending(Task& t);
+// Takes the first queued instance of `sig` out of p (siglock held).
+void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info);
+
+// Changes t's blocked set (SIGKILL/SIGSTOP stay unblocked) and rechecks.
+void set_sigmask(Task& t, uint64_t mask);
+
+// Default-action classes.
+bool sig_default_ignore(int sig);
+bool sig_default_stop(int sig);
+bool sig_default_core(int sig);
+
+// Guest rt_sigreturn: restores the context saved in the guest's frame.
+long sigreturn(Task& t);
 
 }  // namespace flatux

@@ -5,6 +5,8 @@
 
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "host/entry.h"
+#include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/task.h"
 
@@ -29,6 +31,7 @@ long map_clock(uint64_t id) {
 bool valid_ts(const timespec& ts) { return ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000; }
 
 }  // namespace
+
 
 long sys_clock_gettime(Task&, SyscallArgs a) {
   long c = map_clock(a[0]);
@@ -69,27 +72,64 @@ long sys_time(Task&, SyscallArgs a) {
   return ts.tv_sec;
 }
 
-// Sleeps on the host with the guest's request copied into kernel memory.
-// (Interruption by guest signals arrives with signal delivery.)
-long sys_nanosleep(Task&, SyscallArgs a) {
-  timespec req, rem{};
-  if (copy_from_user(&req, (const void*)a[0], sizeof req) < 0) return -EFAULT;
-  if (!valid_ts(req)) return -EINVAL;
-  long r = host::sys(SYS_nanosleep, &req, &rem);
-  if (r == -EINTR && a[1]) copy_to_user((void*)a[1], &rem, sizeof rem);
-  return r;
+namespace {
+
+// Sleeps until an absolute time on `clock`, interruptibly. An interrupted
+// relative sleep reports what is left and can be resumed by
+// restart_syscall; an absolute one is simply restarted.
+long sleep_until(Task& t, int clock, uint64_t deadline, uint64_t rem_guest, bool absolute) {
+  timespec abs{(time_t)(deadline / 1000000000ull), (long)(deadline % 1000000000ull)};
+  long r;
+  do {
+    r = isys(t, SYS_clock_nanosleep, clock, TIMER_ABSTIME, &abs, 0);
+  } while (r == -EINTR && !t.notify.load());  // a kick that was not for us
+  if (r != -EINTR) return r;
+  if (absolute) return -ERESTARTNOHAND;
+  timespec now;
+  host::sys(SYS_clock_gettime, clock, &now);
+  uint64_t n = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+  uint64_t left = deadline > n ? deadline - n : 0;
+  if (rem_guest) {
+    timespec rem{(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+    if (copy_to_user((void*)rem_guest, &rem, sizeof rem) < 0) return -EFAULT;
+  }
+  t.restart_deadline_ns = deadline;
+  t.restart_clock = clock;
+  return -ERESTART_RESTARTBLOCK;
 }
 
-long sys_clock_nanosleep(Task&, SyscallArgs a) {
+long relative_sleep(Task& t, int clock, uint64_t req_guest, uint64_t rem_guest) {
+  timespec req;
+  if (copy_from_user(&req, (const void*)req_guest, sizeof req) < 0) return -EFAULT;
+  if (!valid_ts(req)) return -EINVAL;
+  timespec now;
+  host::sys(SYS_clock_gettime, clock, &now);
+  uint64_t deadline = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec +
+                      (uint64_t)req.tv_sec * 1000000000ull + (uint64_t)req.tv_nsec;
+  return sleep_until(t, clock, deadline, rem_guest, false);
+}
+
+}  // namespace
+
+long sys_nanosleep(Task& t, SyscallArgs a) { return relative_sleep(t, CLOCK_MONOTONIC, a[0], a[1]); }
+
+long sys_clock_nanosleep(Task& t, SyscallArgs a) {
   long c = map_clock(a[0]);
   if (c < 0 || c == CLOCK_THREAD_CPUTIME_ID) return c < 0 ? c : -EINVAL;
   if (a[1] & ~(uint64_t)TIMER_ABSTIME) return -EINVAL;
-  timespec req, rem{};
+  if (!(a[1] & TIMER_ABSTIME)) return relative_sleep(t, (int)c, a[2], a[3]);
+  timespec req;
   if (copy_from_user(&req, (const void*)a[2], sizeof req) < 0) return -EFAULT;
   if (!valid_ts(req)) return -EINVAL;
-  long r = host::sys(SYS_clock_nanosleep, c, a[1], &req, &rem);
-  if (r == -EINTR && a[3] && !(a[1] & TIMER_ABSTIME)) copy_to_user((void*)a[3], &rem, sizeof rem);
-  return r;
+  return sleep_until(t, (int)c, (uint64_t)req.tv_sec * 1000000000ull + (uint64_t)req.tv_nsec, 0, true);
+}
+
+// Resumes a sleep interrupted by a signal that ran no handler.
+long sys_restart_syscall(Task& t, SyscallArgs) {
+  if (!t.restart_deadline_ns) return -EINTR;
+  uint64_t deadline = t.restart_deadline_ns;
+  t.restart_deadline_ns = 0;
+  return sleep_until(t, t.restart_clock, deadline, 0, false);
 }
 
 }  // namespace flatux

@@ -12,11 +12,13 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/loader/exec.h"
 #include "kernel/mm/mm.h"
-
-extern "C" void flatux_exit_thread() __attribute__((noreturn));
+#include "kernel/task/exit.h"
+#include "kernel/time.h"
 
 namespace flatux {
 namespace {
+
+constexpr int kPidMax = 4194304;
 
 void default_rlimits(Process& p) {
   for (auto& r : p.rlimits) r[0] = r[1] = RLIM_INFINITY;
@@ -27,75 +29,143 @@ void default_rlimits(Process& p) {
   p.rlimits[RLIMIT_NPROC][0] = p.rlimits[RLIMIT_NPROC][1] = kMaxTasks;
 }
 
-long install_stdio(Kernel& k, Process& p) {
+void install_stdio(Kernel& k, Process& p) {
   for (int fd = 0; fd < 3; fd++) {
     // The guest sees the host streams with their real access modes.
     long fl = host::sys(SYS_fcntl, fd, F_GETFL);
     if (fl < 0) continue;  // a closed host stdio stream stays closed in the guest
     File* f = hostfs_wrap_host_fd(k.heap, fd, (uint32_t)fl & (O_ACCMODE | O_APPEND | O_NONBLOCK));
-    if (!f) continue;  // a closed host stdio stream stays closed in the guest
+    if (!f) continue;
     p.files->install_at(fd, f, false);
     f->put();
   }
-  return 0;
+}
+
+bool pid_in_use_locked(Kernel& k, int pid) {
+  for (Task* t : k.tasks)
+    if (t && (t->tid == pid || t->proc->pid == pid || t->proc->pgid == pid || t->proc->sid == pid))
+      return true;
+  return false;
 }
 
 }  // namespace
 
-Process* process_create(Kernel& k, int ppid) {
-  Heap* h = k.heap;
-  Process* p = h->make<Process>();
+int alloc_pid_locked(Kernel& k) {
+  for (int tries = 0; tries < kPidMax; tries++) {
+    int pid = k.next_pid++;
+    if (k.next_pid >= kPidMax) k.next_pid = 2;
+    if (!pid_in_use_locked(k, pid)) return pid;
+  }
+  return -EAGAIN;
+}
+
+Process* process_create_locked(Kernel& k, Process* parent, int pid) {
+  Process* p = k.heap->make<Process>();
   if (!p) return nullptr;
   p->kernel = &k;
-  p->mm = h->make<Mm>(h);
-  p->files = h->make<FdTable>(h);
-  p->fs = h->make<FsContext>();
-  if (!p->mm || !p->files || !p->fs) {
-    h->destroy_obj(p->mm);
-    h->destroy_obj(p->files);
-    h->destroy_obj(p->fs);
-    h->destroy_obj(p);
-    return nullptr;
+  p->pid = pid;
+  p->pgid = parent ? parent->pgid : pid;
+  p->sid = parent ? parent->sid : pid;
+  p->parent = parent;
+  p->start_ns = monotonic_ns();
+  if (parent) {
+    p->sibling = parent->children;
+    parent->children = p;
+    p->creds = parent->creds;
+    memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
+    memcpy(p->exe, parent->exe, sizeof p->exe);
+    memcpy(p->comm, parent->comm, sizeof p->comm);
+  } else {
+    default_rlimits(*p);
   }
-  {
-    Guard g(k.tasks_lock);
-    p->pid = k.next_pid++;
-  }
-  p->ppid = ppid;
-  p->pgid = p->sid = p->pid;
-  default_rlimits(*p);
   return p;
 }
 
-Task* task_create(Kernel& k, Process* proc) {
+Task* task_create_locked(Kernel& k, Process& p, int tid) {
+  reap_dead_tasks(k);
+  if (k.ntasks >= kMaxTasks) return nullptr;
   Task* t = k.heap->make<Task>();
   if (!t) return nullptr;
   t->kernel = &k;
-  t->proc = proc;
-  t->tid = proc->pid;
+  t->proc = &p;
+  t->tid = tid;
+  t->start_ns = monotonic_ns();
   if (!kstack_setup(*t)) {
     k.heap->destroy_obj(t);
     return nullptr;
   }
-  Guard g(k.tasks_lock);
   for (Task*& slot : k.tasks) {
     if (!slot) {
       slot = t;
-      proc->nthreads++;
-      return t;
+      k.ntasks++;
+      break;
     }
   }
+  {
+    Guard g(p.siglock);
+    Task** link = &p.threads;
+    while (*link) link = &(*link)->next_thread;
+    *link = t;
+  }
+  p.nthreads++;
   return t;
+}
+
+void discard_unstarted_task_locked(Task& t) {
+  Kernel& k = *t.kernel;
+  Process& p = *t.proc;
+  {
+    Guard g(p.siglock);
+    Task** link = &p.threads;
+    while (*link && *link != &t) link = &(*link)->next_thread;
+    if (*link) *link = t.next_thread;
+  }
+  p.nthreads--;
+  for (Task*& slot : k.tasks)
+    if (slot == &t) { slot = nullptr; k.ntasks--; break; }
+  k.heap->free(t.entry_fpstate);
+  kstack_release(t);
+  k.heap->destroy_obj(&t);
+  if (p.nthreads == 0) {
+    release_vfork_waiter(p);
+    p.state = ProcState::kZombie;
+    discard_process_resources(p);
+    release_zombie(p);
+  }
+}
+
+Process* find_process_locked(Kernel& k, int pid) {
+  for (Task* t : k.tasks)
+    if (t && t->proc->pid == pid && t->proc->state == ProcState::kRunning) return t->proc;
+  return nullptr;
+}
+
+Task* find_task_locked(Kernel& k, int tid) {
+  for (Task* t : k.tasks)
+    if (t && t->tid == tid) return t;
+  return nullptr;
 }
 
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
                 const char** why) {
-  Process* p = process_create(k, 0);
-  if (!p) return -ENOMEM;
+  Process* p;
+  Task* t;
+  {
+    Guard g(k.tasks_lock);
+    int pid = alloc_pid_locked(k);
+    p = pid < 0 ? nullptr : process_create_locked(k, nullptr, pid);
+    if (!p) return -ENOMEM;
+    p->mm = k.heap->make<Mm>(k.heap);
+    p->files = k.heap->make<FdTable>(k.heap);
+    p->fs = k.heap->make<FsContext>();
+    p->sighand = k.heap->make<SigHand>();
+    if (!p->mm || !p->files || !p->fs || !p->sighand) return -ENOMEM;
+    t = task_create_locked(k, *p, p->pid);
+    if (!t) return -ENOMEM;
+    k.init = p;
+    copy_cstr(p->fs->cwd, sizeof p->fs->cwd, k.cfg.cwd);
+  }
   install_stdio(k, *p);
-  Task* t = task_create(k, p);
-  if (!t) return -ENOMEM;
-  k.init = p;
   ExecResult* res = k.heap->make<ExecResult>();
   if (!res) return -ENOMEM;
   // The loader runs on the launcher's thread here, before any guest code.
@@ -108,24 +178,9 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
   }
   copy_cstr(p->exe, sizeof p->exe, res->exe);
   copy_cstr(p->comm, sizeof p->comm, res->comm);
-  r = start_task_thread(*t, res->regs);
+  memcpy(t->entry_regs, res->regs, sizeof t->entry_regs);
   k.heap->destroy_obj(res);
-  return r;
-}
-
-void process_exit(Task& t, int wait_status) {
-  Kernel& k = *t.kernel;
-  Process& p = *t.proc;
-  // The process's memory and files go now; task structures stay until
-  // their host threads are gone (the kernel stack is in use until then).
-  p.files->close_all();
-  mm_release(*p.mm);
-  if (&p == k.init) {
-    k.exit_wait_status = wait_status;
-    k.halted.store(1);
-    futex_wake(&k.halted, 1 << 30);
-  }
-  flatux_exit_thread();
+  return start_task_thread(*t);
 }
 
 }  // namespace flatux

@@ -1,19 +1,27 @@
-// Creating the first process and ending processes.
+// Creating processes and tasks, and finding them.
 #pragma once
 #include "kernel/kernel.h"
 
 namespace flatux {
 
-// Creates process + task structures (no host thread yet).
-Task* task_create(Kernel& k, Process* proc);
-Process* process_create(Kernel& k, int ppid);
+// A new process `pid` (from alloc_pid_locked), child of `parent` (nullptr
+// for the first one); its mm/files/fs/sighand are left for the caller to
+// fill. The caller holds tasks_lock.
+Process* process_create_locked(Kernel& k, Process* parent, int pid);
+// Undoes task_create_locked for a task whose thread never started (and its
+// process, if it was the only task). The caller holds tasks_lock.
+void discard_unstarted_task_locked(Task& t);
+// A new task in p with its kernel stack (tid == pid for the first one);
+// added to the kernel's table. The caller holds tasks_lock.
+Task* task_create_locked(Kernel& k, Process& p, int tid);
+int alloc_pid_locked(Kernel& k);
+
+Process* find_process_locked(Kernel& k, int pid);
+Task* find_task_locked(Kernel& k, int tid);
 
 // Loads `path` into a new first process and starts its thread.
 // On failure returns -errno and, for ENOEXEC, sets *why.
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
                 const char** why);
-
-// Ends the calling task's whole process with a wait status; never returns.
-[[noreturn]] void process_exit(Task& t, int wait_status);
 
 }  // namespace flatux

@@ -7,7 +7,9 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
+#include "kernel/task/process.h"
 
 namespace flatux {
 namespace {
@@ -18,13 +20,15 @@ long put_ids(uint64_t a, uint64_t b, uint64_t c, uint32_t x, uint32_t y, uint32_
   return 0;
 }
 
-constexpr int kNumRlimits = 16;
 
 }  // namespace
 
 long sys_getpid(Task& t, SyscallArgs) { return t.proc->pid; }
 long sys_gettid(Task& t, SyscallArgs) { return t.tid; }
-long sys_getppid(Task& t, SyscallArgs) { return t.proc->ppid; }
+long sys_getppid(Task& t, SyscallArgs) {
+  Guard g(t.kernel->tasks_lock);
+  return t.proc->parent ? t.proc->parent->pid : 0;
+}
 long sys_getuid(Task& t, SyscallArgs) { return t.proc->creds.uid; }
 long sys_geteuid(Task& t, SyscallArgs) { return t.proc->creds.euid; }
 long sys_getgid(Task& t, SyscallArgs) { return t.proc->creds.gid; }
@@ -47,13 +51,47 @@ long sys_getgroups(Task& t, SyscallArgs a) {
 }
 
 long sys_getpgid(Task& t, SyscallArgs a) {
-  if (a[0] == 0 || (int)a[0] == t.proc->pid) return t.proc->pgid;
-  return -ESRCH;
+  Guard g(t.kernel->tasks_lock);
+  Process* p = a[0] == 0 ? t.proc : find_process_locked(*t.kernel, (int)a[0]);
+  return p ? p->pgid : -ESRCH;
 }
 
 long sys_getsid(Task& t, SyscallArgs a) {
-  if (a[0] == 0 || (int)a[0] == t.proc->pid) return t.proc->sid;
-  return -ESRCH;
+  Guard g(t.kernel->tasks_lock);
+  Process* p = a[0] == 0 ? t.proc : find_process_locked(*t.kernel, (int)a[0]);
+  return p ? p->sid : -ESRCH;
+}
+
+// setpgid(2): the caller or one of its children, within one session; a
+// group to join must already exist in that session.
+long sys_setpgid(Task& t, SyscallArgs a) {
+  Kernel& k = *t.kernel;
+  int pid = (int)a[0], pgid = (int)a[1];
+  if (pgid < 0) return -EINVAL;
+  Guard g(k.tasks_lock);
+  Process* p = pid == 0 ? t.proc : find_process_locked(k, pid);
+  if (!p || (p != t.proc && p->parent != t.proc)) return -ESRCH;
+  if (p->sid != t.proc->sid) return -EPERM;
+  if (p->pid == p->sid) return -EPERM;  // a session leader stays put
+  if (pgid == 0) pgid = p->pid;
+  if (pgid != p->pid) {
+    bool exists = false;
+    for (Task* x : k.tasks)
+      if (x && x->proc->pgid == pgid && x->proc->sid == t.proc->sid) exists = true;
+    if (!exists) return -EPERM;
+  }
+  p->pgid = pgid;
+  return 0;
+}
+
+long sys_setsid(Task& t, SyscallArgs) {
+  Kernel& k = *t.kernel;
+  Guard g(k.tasks_lock);
+  Process& p = *t.proc;
+  for (Task* x : k.tasks)
+    if (x && x->proc->pgid == p.pid) return -EPERM;  // already a group leader
+  p.sid = p.pgid = p.pid;
+  return p.pid;
 }
 
 long sys_umask(Task& t, SyscallArgs a) {
@@ -96,6 +134,11 @@ long sys_prlimit64(Task& t, SyscallArgs a) {
     lim[0] = nw[0];
     lim[1] = nw[1];
     if (a[1] == RLIMIT_NOFILE) t.proc->files->set_limit(nw[0] > (uint64_t)FdTable::kMaxFds ? FdTable::kMaxFds : (int)nw[0]);
+    if (a[1] == RLIMIT_STACK && t.regs) {
+      Mm& mm = *t.proc->mm;
+      Guard g(mm.lock);
+      mm_set_stack_limit(mm, nw[0], (uintptr_t)t.regs->uc_mcontext.gregs[REG_RSP]);
+    }
   }
   return 0;
 }

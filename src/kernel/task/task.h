@@ -1,6 +1,11 @@
 // Tasks (host threads running guest code) and processes.
+//
+// Locking: Kernel::tasks_lock guards the process tree (parents, children,
+// thread lists, states, pid allocation). Process::siglock guards signal
+// state: the shared and per-thread pending sets and every thread's mask.
 #pragma once
 #include <atomic>
+#include <csignal>
 #include <cstdint>
 #include <ucontext.h>
 
@@ -12,9 +17,13 @@ namespace flatux {
 
 struct Kernel;
 struct Process;
+struct Task;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
+constexpr int kNumRlimits = 16;
+
+inline uint64_t sigbit(int sig) { return 1ull << (sig - 1); }
 
 struct GuestSigaction {
   uint64_t handler;
@@ -23,14 +32,40 @@ struct GuestSigaction {
   uint64_t mask;
 };
 
+// Shared by tasks cloned with CLONE_SIGHAND (all threads of a process).
+struct SigHand {
+  std::atomic<int> refs{1};
+  GuestSigaction action[kNSig]{};
+};
+
+// A queued signal with its siginfo. Standard signals coalesce (at most one
+// queued each); real-time signals queue every instance in order.
+struct SigQueued {
+  siginfo_t info;
+  SigQueued* next;
+};
+
+struct SigPending {
+  uint64_t set = 0;
+  SigQueued* head = nullptr;
+};
+
+// Memory ownership; shared by CLONE_VM (threads, and a vfork child until it
+// execs or exits).
 struct Mm {
   explicit Mm(Heap* h) : regions(h) {}
+  std::atomic<int> refs{1};
   KMutex lock;
   RegionList regions;
   uintptr_t brk_start = 0, brk_cur = 0, brk_mapped = 0, brk_limit = 0;
+  // The main stack: [stack_floor, stack_top) is reserved, [stack_low,
+  // stack_top) usable; below stack_low is PROT_NONE so an overflow faults
+  // instead of running into another mapping (there is no MMU to grow it).
+  uintptr_t stack_floor = 0, stack_low = 0, stack_top = 0;
 };
 
 struct FsContext {
+  std::atomic<int> refs{1};
   char cwd[kPathMax] = "/";
   uint32_t umask = 022;
 };
@@ -40,35 +75,81 @@ struct Creds {
   uint32_t gid = 0, egid = 0, sgid = 0, fsgid = 0;
 };
 
+enum class ProcState : uint8_t { kRunning, kZombie };
+
 struct Process {
   Kernel* kernel;
-  int pid, ppid, pgid, sid;
-  Mm* mm;
-  FdTable* files;
-  FsContext* fs;
-  GuestSigaction sigactions[kNSig]{};
+  int pid, pgid, sid;
+  Process* parent = nullptr;
+  Process* children = nullptr;  // singly linked through `sibling`
+  Process* sibling = nullptr;
+  Task* threads = nullptr;      // singly linked through Task::next_thread
+  int nthreads = 0;
+  ProcState state = ProcState::kRunning;
+
+  Mm* mm = nullptr;
+  FdTable* files = nullptr;
+  FsContext* fs = nullptr;
+  SigHand* sighand = nullptr;
   Creds creds;
+  uint64_t rlimits[kNumRlimits][2]{};
   char exe[kPathMax] = "";
   char comm[16] = "";
-  uint64_t rlimits[16][2]{};
-  std::atomic<int> nthreads{0};
+
+  // Signals directed at the whole process.
+  KMutex siglock;
+  SigPending shared_pending;
+  int exit_signal = SIGCHLD;  // what the parent gets when we die
+
+  // Exit, stop and wait bookkeeping (under tasks_lock).
+  bool group_exit = false;
+  int wait_status = 0;        // valid once a zombie, or for a stop/continue report
+  bool stopped = false;
+  bool report_stopped = false, report_continued = false;
+  std::atomic<uint32_t> cont_seq{0};     // bumped by SIGCONT / SIGKILL: wakes stopped threads
+  std::atomic<uint32_t> child_event{0};  // bumped when a child changes state: wakes waiters
+  std::atomic<uint32_t> threads_gone{0}; // bumped when a thread leaves: wakes execve
+  Task* vfork_waiter = nullptr;  // the parent task sleeping in vfork()
+
+  uint64_t start_ns = 0;
+  uint64_t cpu_ns = 0;           // CPU time of threads that have exited
+  uint64_t children_cpu_ns = 0;  // of reaped children
 };
 
 struct Task {
   Kernel* kernel;
   Process* proc;
+  Task* next_thread = nullptr;
   int tid;
   void* kstack;               // base of the kernel stack (see host/kstack.h)
   ucontext_t* regs = nullptr; // the guest's registers during a trap
   uint64_t guest_fs = 0;
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0, robust_len = 0;
-  uint64_t sigmask = 0;       // the guest's (virtual) blocked set
-  uint64_t sigpending = 0;    // raised while blocked, acted on when unblocked
+
+  // Signal state; the mask and pending set are guarded by proc->siglock.
+  uint64_t sigmask = 0;
+  SigPending pending;
+  uint64_t saved_sigmask = 0;    // restored after a sigsuspend-style wait
+  bool restore_sigmask = false;
   uint64_t altstack_sp = 0, altstack_size = 0;
-  int altstack_flags = 2;     // SS_DISABLE
+  int altstack_flags = SS_DISABLE;
+  // Set when something needs the task's attention on its way back to guest
+  // code: a deliverable signal, or a request to exit. Blocking waits in the
+  // kernel watch it too (host/entry.h: interruptible host calls).
+  std::atomic<uint32_t> notify{0};
+  bool exit_requested = false;   // group exit or exec in another thread
+
+  // For syscalls restarted after a handler-less interruption (nanosleep).
+  uint64_t restart_deadline_ns = 0;
+  int restart_clock = 0;
+
+  std::atomic<uint32_t> vfork_done{0};  // our vfork child has exec'd or exited
   std::atomic<uint32_t> host_tid{0};  // cleared by the host when the thread dies
   greg_t entry_regs[NGREG]{};         // registers the thread starts guest code with
+  void* entry_fpstate = nullptr;      // FPU state it starts with (kernel heap), or clean
+  uint64_t start_ns = 0;
+  Task* dead_next = nullptr;          // on Kernel::dead_tasks until its thread is gone
 };
 
 }  // namespace flatux

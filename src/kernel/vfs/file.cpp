@@ -1,5 +1,6 @@
 #include "kernel/vfs/file.h"
 
+#include <cstring>
 #include <linux/errno.h>
 #include <sys/syscall.h>
 
@@ -87,6 +88,26 @@ int FdTable::set_cloexec(int fd, bool on) {
   if (on) cloexec_[fd / 64] |= 1ull << (fd % 64);
   else cloexec_[fd / 64] &= ~(1ull << (fd % 64));
   return 0;
+}
+
+FdTable* FdTable::clone() const {
+  FdTable* n = heap_->make<FdTable>(heap_);
+  if (!n) return nullptr;
+  Guard g(const_cast<KMutex&>(lock_));
+  n->limit_ = limit_;
+  for (int fd = 0; fd < kMaxFds; fd++) {
+    if (File* f = files_[fd]) {
+      f->get();
+      n->files_[fd] = f;
+    }
+  }
+  memcpy(n->cloexec_, cloexec_, sizeof cloexec_);
+  return n;
+}
+
+void FdTable::close_on_exec() {
+  for (int fd = 0; fd < kMaxFds; fd++)
+    if (files_[fd] && cloexec(fd)) close(fd);
 }
 
 void FdTable::close_all() {

@@ -54,6 +54,14 @@ class FdTable {
   explicit FdTable(Heap* h) : heap_(h) {}
   ~FdTable() { close_all(); }
 
+  std::atomic<int> refs{1};  // shared by CLONE_FILES
+
+  // A copy sharing every open file description (fork/vfork without
+  // CLONE_FILES, or unsharing before exec). nullptr when out of memory.
+  FdTable* clone() const;
+  // Closes every descriptor marked close-on-exec.
+  void close_on_exec();
+
   // Takes a reference to f on success; returns the fd or -EMFILE.
   int install(File* f, bool cloexec, int min_fd = 0);
   int install_at(int fd, File* f, bool cloexec);  // dup2 semantics

@@ -36,8 +36,9 @@ long for_each_iov(uint64_t iov_ptr, uint64_t cnt, Op one) {
   return total;
 }
 
+// Writing to a pipe or socket nobody reads: SIGPIPE to the writing thread.
 long check_epipe(Task& t, long r) {
-  if (r == -EPIPE) raise_sigpipe(t);
+  if (r == -EPIPE) send_signal(*t.proc, &t, SIGPIPE, user_siginfo(t, SIGPIPE, SI_USER));
   return r;
 }
 

@@ -1,0 +1,297 @@
+#include "kernel/task/exit.h"
+
+#include <cstring>
+#include <ctime>
+#include <linux/errno.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "host/entry.h"
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/kernel.h"
+#include "kernel/mm/mm.h"
+#include "kernel/signal/signal.h"
+#include "kernel/task/process.h"
+#include "kernel/time.h"
+#include "kernel/timer/timer.h"
+
+extern "C" void flatux_exit_thread() __attribute__((noreturn));
+
+namespace flatux {
+namespace {
+
+uint64_t thread_cpu_ns() {
+  timespec ts;
+  host::sys(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+// Linux's robust futex protocol: locks a dying thread still holds get
+// FUTEX_OWNER_DIED and one waiter is woken.
+void release_robust_list(Task& t) {
+  if (!t.robust_list) return;
+  struct { uint64_t next; int64_t offset; uint64_t pending; } head;
+  if (copy_from_user(&head, (const void*)t.robust_list, sizeof head) < 0) return;
+  uint64_t entry = head.next;
+  for (int n = 0; entry && entry != t.robust_list && n < 2048; n++) {
+    uint64_t next;
+    if (copy_from_user(&next, (const void*)entry, 8) < 0) return;
+    uint64_t word_addr = entry + head.offset;
+    uint32_t word;
+    if (get_user(word, (const void*)word_addr) == 0 && (word & FUTEX_TID_MASK) == (uint32_t)t.tid) {
+      uint32_t nw = (word & FUTEX_WAITERS) | FUTEX_OWNER_DIED;
+      put_user((void*)word_addr, nw);
+      if (word & FUTEX_WAITERS) host::sys(SYS_futex, word_addr, FUTEX_WAKE, 1, 0, 0, 0);
+    }
+    entry = next;
+  }
+}
+
+void drop_mm(Mm* mm, Heap* h) {
+  if (mm && mm->refs.fetch_sub(1) == 1) {
+    mm_release(*mm);
+    h->destroy_obj(mm);
+  }
+}
+
+void drop_files(FdTable* f, Heap* h) {
+  if (f && f->refs.fetch_sub(1) == 1) h->destroy_obj(f);
+}
+
+void drop_fs(FsContext* fs, Heap* h) {
+  if (fs && fs->refs.fetch_sub(1) == 1) h->destroy_obj(fs);
+}
+
+void drop_sighand(SigHand* s, Heap* h) {
+  if (s && s->refs.fetch_sub(1) == 1) h->destroy_obj(s);
+}
+
+bool parent_autoreaps(Process& parent) {
+  const GuestSigaction& a = parent.sighand->action[SIGCHLD - 1];
+  return a.handler == (uint64_t)SIG_IGN || (a.flags & SA_NOCLDWAIT);
+}
+
+void notify_parent(Process& p, int code, int status) {
+  Process* parent = p.parent;
+  if (!parent) return;
+  parent->child_event.fetch_add(1);
+  futex_wake(&parent->child_event, 1 << 30);
+  int sig = code == CLD_EXITED || code == CLD_KILLED || code == CLD_DUMPED ? p.exit_signal : SIGCHLD;
+  if (!sig) return;
+  if (code != CLD_EXITED && code != CLD_KILLED && code != CLD_DUMPED &&
+      (parent->sighand->action[SIGCHLD - 1].flags & SA_NOCLDSTOP))
+    return;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = code;
+  si.si_pid = p.pid;
+  si.si_uid = p.creds.uid;
+  si.si_status = status;
+  send_signal(*parent, nullptr, sig, si);
+}
+
+// The last thread has gone: the process becomes a zombie (or vanishes).
+void exit_process(Task& t) {
+  Kernel& k = *t.kernel;
+  Process& p = *t.proc;
+  discard_process_resources(p);
+  timers_release_process(k, p);
+  release_vfork_waiter(p);
+  if (&p == k.init) {
+    k.exit_wait_status = p.wait_status;
+    k.halted.store(1);
+    futex_wake(&k.halted, 1 << 30);
+  }
+  // Orphans go to the first process, as they would to init.
+  while (Process* c = p.children) {
+    p.children = c->sibling;
+    Process* adopter = (k.init && k.init != &p) ? k.init : nullptr;
+    c->parent = adopter;
+    if (adopter) {
+      c->sibling = adopter->children;
+      adopter->children = c;
+      if (c->state == ProcState::kZombie) notify_parent(*c, CLD_EXITED, 0);
+    } else if (c->state == ProcState::kZombie) {
+      release_zombie(*c);
+    }
+  }
+  p.state = ProcState::kZombie;
+  int status = p.wait_status;
+  int code = WIFSIGNALED(status) ? (WCOREDUMP(status) ? CLD_DUMPED : CLD_KILLED) : CLD_EXITED;
+  int value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+  if (p.parent && parent_autoreaps(*p.parent) && p.exit_signal == SIGCHLD) {
+    Process* parent = p.parent;
+    release_zombie(p);
+    parent->child_event.fetch_add(1);
+    futex_wake(&parent->child_event, 1 << 30);
+    return;
+  }
+  notify_parent(p, code, value);
+}
+
+}  // namespace
+
+void discard_process_resources(Process& p) {
+  Heap* h = p.kernel->heap;
+  drop_files(p.files, h);
+  drop_fs(p.fs, h);
+  drop_mm(p.mm, h);
+  p.files = nullptr;
+  p.fs = nullptr;
+  p.mm = nullptr;
+}
+
+void release_vfork_waiter(Process& p) {
+  if (Task* w = p.vfork_waiter) {
+    p.vfork_waiter = nullptr;
+    w->vfork_done.store(1);
+    futex_wake(&w->vfork_done, 1);
+  }
+}
+
+void release_zombie(Process& p) {
+  Kernel& k = *p.kernel;
+  if (Process* parent = p.parent) {
+    Process** link = &parent->children;
+    while (*link && *link != &p) link = &(*link)->sibling;
+    if (*link) *link = p.sibling;
+    parent->children_cpu_ns += p.cpu_ns + p.children_cpu_ns;
+  }
+  drop_sighand(p.sighand, k.heap);
+  p.sighand = nullptr;
+  {
+    Guard g(p.siglock);
+    for (SigQueued* q = p.shared_pending.head; q;) {
+      SigQueued* n = q->next;
+      k.heap->free(q);
+      q = n;
+    }
+  }
+  k.heap->destroy_obj(&p);
+}
+
+void reap_dead_tasks(Kernel& k) {
+  Task** link = &k.dead_tasks;
+  while (Task* t = *link) {
+    if (t->host_tid.load() == 0) {
+      *link = t->dead_next;
+      kstack_release(*t);
+      k.heap->destroy_obj(t);
+    } else {
+      link = &t->dead_next;
+    }
+  }
+}
+
+void exit_thread(Task& t) {
+  Kernel& k = *t.kernel;
+  Process& p = *t.proc;
+  if (t.clear_child_tid) {
+    // The pthread_join protocol: zero the tid word and wake a joiner.
+    if (put_user((void*)t.clear_child_tid, (uint32_t)0) == 0)
+      host::sys(SYS_futex, t.clear_child_tid, FUTEX_WAKE, 1, 0, 0, 0);
+  }
+  release_robust_list(t);
+  uint64_t cpu = thread_cpu_ns();
+  {
+    Guard g(k.tasks_lock);
+    {
+      Guard s(p.siglock);
+      Task** link = &p.threads;
+      while (*link && *link != &t) link = &(*link)->next_thread;
+      if (*link) *link = t.next_thread;
+      for (SigQueued* q = t.pending.head; q;) {
+        SigQueued* n = q->next;
+        k.heap->free(q);
+        q = n;
+      }
+      t.pending = {};
+    }
+    p.nthreads--;
+    p.cpu_ns += cpu;
+    for (Task*& slot : k.tasks)
+      if (slot == &t) { slot = nullptr; k.ntasks--; break; }
+    t.dead_next = k.dead_tasks;
+    k.dead_tasks = &t;
+    p.threads_gone.fetch_add(1);
+    futex_wake(&p.threads_gone, 1 << 30);
+    if (p.nthreads == 0) exit_process(t);
+  }
+  flatux_exit_thread();
+}
+
+void do_exit(Task& t, int wait_status) {
+  {
+    Guard g(t.kernel->tasks_lock);
+    if (!t.proc->group_exit && t.proc->nthreads == 1) t.proc->wait_status = wait_status;
+  }
+  exit_thread(t);
+}
+
+void do_group_exit(Task& t, int wait_status) {
+  Process& p = *t.proc;
+  {
+    Guard g(t.kernel->tasks_lock);
+    if (!p.group_exit) {
+      p.group_exit = true;
+      p.wait_status = wait_status;
+    }
+    Guard s(p.siglock);
+    for (Task* o = p.threads; o; o = o->next_thread) {
+      if (o == &t) continue;
+      o->exit_requested = true;
+      o->notify.store(1);
+      kick_task(*o);
+    }
+    if (p.stopped) {  // stopped threads wake up to die
+      p.stopped = false;
+      p.cont_seq.fetch_add(1);
+      futex_wake(&p.cont_seq, 1 << 30);
+    }
+  }
+  exit_thread(t);
+}
+
+void do_group_stop(Task& t, int sig) {
+  Process& p = *t.proc;
+  {
+    Guard g(t.kernel->tasks_lock);
+    Guard s(p.siglock);
+    if (p.group_exit) return;
+    if (!p.stopped) {
+      p.stopped = true;
+      p.report_stopped = true;
+      p.report_continued = false;
+      p.wait_status = (sig << 8) | 0x7f;
+      for (Task* o = p.threads; o; o = o->next_thread) {
+        if (o == &t) continue;
+        o->notify.store(1);
+        kick_task(*o);
+      }
+      notify_parent(p, CLD_STOPPED, sig);
+    }
+  }
+  do_stop_wait(t);
+}
+
+void do_stop_wait(Task& t) {
+  Process& p = *t.proc;
+  while (p.stopped && !t.exit_requested) {
+    uint32_t seq = p.cont_seq.load();
+    if (!p.stopped) break;
+    host::sys(SYS_futex, &p.cont_seq, FUTEX_WAIT, seq, 0, 0, 0);
+    Guard s(p.siglock);
+    if (t.pending.set & sigbit(SIGKILL) || p.shared_pending.set & sigbit(SIGKILL)) break;
+  }
+}
+
+void continue_process(Process& p) {
+  p.report_continued = true;
+  p.report_stopped = false;
+  notify_parent(p, CLD_CONTINUED, SIGCONT);
+}
+
+}  // namespace flatux

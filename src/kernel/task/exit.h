@@ -1,0 +1,31 @@
+// Ending threads and processes, stopping and continuing.
+#pragma once
+#include "kernel/task/task.h"
+
+namespace flatux {
+
+// Ends the calling task's thread; the last thread out ends the process
+// with its group exit status (or `status` when it is the only thread).
+[[noreturn]] void exit_thread(Task& t);
+// exit(2): status as a wait status.
+[[noreturn]] void do_exit(Task& t, int wait_status);
+// exit_group(2) or a fatal signal: every thread of the process ends.
+[[noreturn]] void do_group_exit(Task& t, int wait_status);
+
+// A stop signal's default action: the whole process stops.
+void do_group_stop(Task& t, int sig);
+// Parks a thread of a stopped process until SIGCONT or SIGKILL.
+void do_stop_wait(Task& t);
+// SIGCONT resumed process p (siglock held): tell the parent.
+void continue_process(Process& p);
+
+// Frees zombies' and dead tasks' memory once their host threads are gone.
+void reap_dead_tasks(Kernel& k);
+// Wakes the parent sleeping in vfork(): the child exec'd or is exiting.
+void release_vfork_waiter(Process& p);
+// Drops the process's mm, files and fs (its last thread has gone).
+void discard_process_resources(Process& p);
+// Removes a reaped zombie from its parent and frees it (tasks_lock held).
+void release_zombie(Process& p);
+
+}  // namespace flatux

@@ -1,0 +1,138 @@
+// clone, vfork, fork. Every new task is a host thread in this one host
+// process; CLONE_VM is therefore the only kind of child we can make (plain
+// fork needs a copy of the address space, which has no place here yet).
+#include <cstring>
+#include <linux/errno.h>
+#include <linux/sched.h>
+#include <sys/syscall.h>
+
+#include "host/entry.h"
+#include "host/usercopy.h"
+#include "kernel/kernel.h"
+#include "kernel/syscalls.h"
+#include "kernel/task/exit.h"
+#include "kernel/task/process.h"
+
+namespace flatux {
+namespace {
+
+constexpr uint64_t kUnsupported = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |
+                                  CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_PIDFD |
+                                  CLONE_PTRACE;
+
+// Gives the child what it shares or copies of its parent (not CLONE_THREAD).
+bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
+  Process& p = *t.proc;
+  p.mm->refs.fetch_add(1);
+  c.mm = p.mm;
+  if (flags & CLONE_FILES) {
+    p.files->refs.fetch_add(1);
+    c.files = p.files;
+  } else {
+    c.files = p.files->clone();
+  }
+  if (flags & CLONE_FS) {
+    p.fs->refs.fetch_add(1);
+    c.fs = p.fs;
+  } else if ((c.fs = k.heap->make<FsContext>())) {
+    memcpy(c.fs->cwd, p.fs->cwd, sizeof c.fs->cwd);
+    c.fs->umask = p.fs->umask;
+  }
+  if (flags & CLONE_SIGHAND) {
+    p.sighand->refs.fetch_add(1);
+    c.sighand = p.sighand;
+  } else if ((c.sighand = k.heap->make<SigHand>())) {
+    memcpy(c.sighand->action, p.sighand->action, sizeof c.sighand->action);
+  }
+  return c.files && c.fs && c.sighand;
+}
+
+// The child starts where the parent trapped, with RAX = 0 and the parent's
+// FPU state.
+bool prepare_child_entry(Task& t, Task& child, uint64_t flags, uint64_t newsp, uint64_t tls) {
+  const greg_t* g = t.regs->uc_mcontext.gregs;
+  memcpy(child.entry_regs, g, sizeof child.entry_regs);
+  child.entry_regs[REG_RAX] = 0;
+  if (newsp) child.entry_regs[REG_RSP] = (greg_t)newsp;
+  child.guest_fs = (flags & CLONE_SETTLS) ? tls : t.guest_fs;
+  if (const void* fp = t.regs->uc_mcontext.fpregs) {
+    size_t n = fpstate_size(fp);
+    child.entry_fpstate = t.kernel->heap->alloc(n);
+    if (!child.entry_fpstate) return false;
+    memcpy(child.entry_fpstate, fp, n);
+  }
+  return true;
+}
+
+}  // namespace
+
+long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t ctid, uint64_t tls) {
+  if (flags & kUnsupported) return -EINVAL;
+  if ((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) return -EINVAL;
+  if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return -EINVAL;
+  if (!(flags & CLONE_VM)) return -ENOSYS;  // a real fork(): not in a single address space
+  Kernel& k = *t.kernel;
+  Task* child;
+  {
+    Guard g(k.tasks_lock);
+    if (t.proc->group_exit) return -EINTR;
+    if (k.ntasks >= (int)t.proc->rlimits[6 /*RLIMIT_NPROC*/][0] || k.ntasks >= kMaxTasks) return -EAGAIN;
+    int tid = alloc_pid_locked(k);
+    if (tid < 0) return tid;
+    Process* proc = t.proc;
+    if (!(flags & CLONE_THREAD)) {
+      Process* parent = (flags & CLONE_PARENT) && t.proc->parent ? t.proc->parent : t.proc;
+      proc = process_create_locked(k, parent, tid);
+      if (!proc) return -EAGAIN;
+      proc->exit_signal = (int)(flags & CSIGNAL);
+      if (!share_or_copy(k, t, *proc, flags)) {
+        proc->state = ProcState::kZombie;
+        discard_process_resources(*proc);
+        release_zombie(*proc);
+        return -ENOMEM;
+      }
+      tid = proc->pid;
+    }
+    child = task_create_locked(k, *proc, tid);
+    if (!child) {
+      if (proc != t.proc) {
+        proc->state = ProcState::kZombie;
+        discard_process_resources(*proc);
+        release_zombie(*proc);
+      }
+      return -EAGAIN;
+    }
+    child->sigmask = t.sigmask;
+    if (!(flags & CLONE_VM) || (flags & CLONE_VFORK)) {
+      child->altstack_sp = t.altstack_sp;
+      child->altstack_size = t.altstack_size;
+      child->altstack_flags = t.altstack_flags;
+    }
+    if (flags & CLONE_CHILD_CLEARTID) child->clear_child_tid = ctid;
+    if (flags & CLONE_VFORK) {
+      t.vfork_done.store(0);
+      proc->vfork_waiter = &t;
+    }
+  }
+  // Linux ignores a bad tid pointer here: the child exists all the same.
+  if (flags & CLONE_PARENT_SETTID) put_user((void*)ptid, (int)child->tid);
+  if (flags & CLONE_CHILD_SETTID) put_user((void*)ctid, (int)child->tid);
+  int tid = child->tid;
+  if (!prepare_child_entry(t, *child, flags, newsp, tls) || start_task_thread(*child) < 0) {
+    Guard g(k.tasks_lock);
+    discard_unstarted_task_locked(*child);
+    return -EAGAIN;
+  }
+  if (flags & CLONE_VFORK) {
+    // The parent sleeps until the child has exec'd or exited: they share
+    // the stack the child is running on.
+    while (t.vfork_done.load() == 0) futex_wait(&t.vfork_done, 0);
+  }
+  return tid;
+}
+
+long sys_clone(Task& t, SyscallArgs a) { return do_clone(t, a[0], a[1], a[2], a[3], a[4]); }
+long sys_vfork(Task& t, SyscallArgs) { return do_clone(t, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0); }
+long sys_fork(Task& t, SyscallArgs) { return do_clone(t, SIGCHLD, 0, 0, 0, 0); }
+
+}  // namespace flatux

@@ -1,0 +1,43 @@
+// Guest timers (alarm, setitimer ITIMER_REAL, POSIX timers): one kernel
+// thread sleeps until the earliest expiry and sends the signals.
+#pragma once
+#include <csignal>
+#include <cstdint>
+
+#include "kernel/task/task.h"
+
+namespace flatux {
+
+struct KTimer {
+  Process* proc;
+  int target_tid;        // SIGEV_THREAD_ID target, 0 for the process
+  int id;                // POSIX timer id; -1 for the ITIMER_REAL timer
+  int notify;            // SIGEV_SIGNAL, SIGEV_NONE, SIGEV_THREAD_ID
+  int sig;
+  sigval value;
+  int clock;
+  uint64_t expires_ns;   // CLOCK_MONOTONIC time; 0 when disarmed
+  uint64_t interval_ns;
+  int overrun;
+  int pending_overrun;   // overruns since the last delivery (timer_getoverrun)
+  KTimer* next;
+};
+
+struct TimerService {
+  KMutex lock;
+  KTimer* timers = nullptr;
+  std::atomic<uint32_t> seq{0};  // bumped on every change: wakes the thread
+  bool started = false;
+  void* stack = nullptr;
+};
+
+// Arms or disarms t (expires 0); the service thread starts on first use.
+long timer_arm(Kernel& k, KTimer* t, uint64_t expires_ns, uint64_t interval_ns);
+// Adds a new timer to the service (not armed); returns it or nullptr.
+KTimer* timer_add(Kernel& k, Process& p, int id);
+KTimer* timer_find_locked(Kernel& k, Process& p, int id);
+void timer_remove(Kernel& k, KTimer* t);
+// Every timer of a process that is going away.
+void timers_release_process(Kernel& k, Process& p);
+
+}  // namespace flatux
