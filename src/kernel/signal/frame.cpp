@@ -55,6 +55,19 @@ void restore_fpstate(void* host_fp, const uint8_t* guest_img, size_t size) {
   memset(h + 520, 0, 56);  // xcomp_bv and reserved: standard format only
 }
 
+// Handlers start with a clean FPU, as on Linux: default control words and
+// every extended component in its initial state.
+void reset_fpstate(void* host_fp, size_t size) {
+  uint8_t* h = static_cast<uint8_t*>(host_fp);
+  uint16_t fcw = 0x37f;
+  uint32_t mxcsr = 0x1f80;
+  memset(h, 0, 24);        // fcw, fsw, ftw, fop, fip, fdp
+  memcpy(h, &fcw, 2);
+  memcpy(h + 24, &mxcsr, 4);
+  memset(h + 32, 0, 416);  // st0-7, xmm0-15
+  if (size > 512) memset(h + 512, 0, 8);  // xstate_bv = 0: all components init
+}
+
 }  // namespace
 
 long setup_frame(Task& t, int sig, const siginfo_t& info, const GuestSigaction& act,
@@ -90,6 +103,7 @@ long setup_frame(Task& t, int sig, const siginfo_t& info, const GuestSigaction& 
   g[REG_RDX] = (greg_t)(frame_addr + offsetof(RtSigframe, uc));
   g[REG_RAX] = 0;
   g[REG_EFL] &= ~(greg_t)(0x400 | 0x100 | 0x10000);  // DF, TF, RF
+  if (host_fp) reset_fpstate(const_cast<void*>(host_fp), fp_size);
   return 0;
 }
 

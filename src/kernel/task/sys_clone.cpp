@@ -132,6 +132,21 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
 }
 
 long sys_clone(Task& t, SyscallArgs a) { return do_clone(t, a[0], a[1], a[2], a[3], a[4]); }
+
+// clone3: the same kinds of child, described by struct clone_args.
+long sys_clone3(Task& t, SyscallArgs a) {
+  struct clone_args ca;
+  size_t size = a[1];
+  if (size < CLONE_ARGS_SIZE_VER0 || size > 4096) return -EINVAL;
+  memset(&ca, 0, sizeof ca);
+  if (copy_from_user(&ca, (const void*)a[0], size < sizeof ca ? size : sizeof ca) < 0) return -EFAULT;
+  if (ca.exit_signal & ~(uint64_t)CSIGNAL) return -EINVAL;
+  if (ca.set_tid || ca.set_tid_size || (ca.flags & (CLONE_INTO_CGROUP | CLONE_CLEAR_SIGHAND))) return -EINVAL;
+  if ((ca.stack == 0) != (ca.stack_size == 0)) return -EINVAL;
+  uint64_t flags = ca.flags | ca.exit_signal;
+  uint64_t sp = ca.stack ? ca.stack + ca.stack_size : 0;
+  return do_clone(t, flags, sp, ca.parent_tid, ca.child_tid, ca.tls);
+}
 long sys_vfork(Task& t, SyscallArgs) { return do_clone(t, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0); }
 long sys_fork(Task& t, SyscallArgs) { return do_clone(t, SIGCHLD, 0, 0, 0, 0); }
 

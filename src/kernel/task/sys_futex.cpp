@@ -17,6 +17,7 @@ long sys_futex(Task&, SyscallArgs a) {
   uint64_t uaddr = a[0], val = a[2], utime = a[3], uaddr2 = a[4], val3 = a[5];
   int op = (int)a[1];
   int cmd = op & FUTEX_CMD_MASK;
+  if (uaddr & 3) return -EINVAL;  // Linux checks alignment before the address
   if (!access_ok((void*)uaddr, 4)) return -EFAULT;
   timespec ts;
   timespec* tsp = nullptr;

@@ -131,9 +131,7 @@ long sys_wait4(Task& t, SyscallArgs a) {
   else if (pid == 0) q = {P_PGID, 0, q.options};
   else if (pid < -1) q = {P_PGID, -pid, q.options};
   if (options & WUNTRACED) q.options |= WSTOPPED;
-  // Check the result pointers before reaping, so a bad one loses nothing.
-  if (a[1] && !access_ok((void*)a[1], sizeof(int))) return -EFAULT;
-  if (a[3] && !access_ok((void*)a[3], sizeof(struct rusage))) return -EFAULT;
+  // As on Linux, a bad result pointer is reported after the child is reaped.
   WaitResult r;
   long ret = do_wait(t, q, &r);
   if (ret <= 0) return ret;
@@ -150,7 +148,6 @@ long sys_waitid(Task& t, SyscallArgs a) {
   if (!(options & (WEXITED | WSTOPPED | WCONTINUED))) return -EINVAL;
   if (idtype != P_ALL && idtype != P_PID && idtype != P_PGID) return -EINVAL;
   if ((idtype == P_PID && (int)a[1] <= 0) || (idtype == P_PGID && (int)a[1] < 0)) return -EINVAL;
-  if (a[2] && !access_ok((void*)a[2], sizeof(siginfo_t))) return -EFAULT;
   WaitQuery q{idtype, (int)a[1], options};
   WaitResult r;
   long ret = do_wait(t, q, &r);

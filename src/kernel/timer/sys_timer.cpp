@@ -12,12 +12,17 @@
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
 #include "kernel/time.h"
+#include "kernel/task/process.h"
 #include "kernel/timer/timer.h"
 
 namespace flatux {
 namespace {
 
-constexpr int kItimerId = -1;
+// The three itimers are timers with reserved negative ids.
+int itimer_id(uint64_t which) { return -1 - (int)which; }
+int itimer_signal(uint64_t which) {
+  return which == ITIMER_REAL ? SIGALRM : which == ITIMER_VIRTUAL ? SIGVTALRM : SIGPROF;
+}
 constexpr int kMaxTimersPerProcess = 4096;
 
 uint64_t tv_ns(const timeval& tv) { return (uint64_t)tv.tv_sec * 1000000000ull + (uint64_t)tv.tv_usec * 1000; }
@@ -33,19 +38,32 @@ uint64_t clock_now(int clock) {
   return ts_ns(ts);
 }
 
-KTimer* itimer_of(Task& t, bool create) {
+KTimer* itimer_of(Task& t, uint64_t which, bool create) {
   Kernel& k = *t.kernel;
   {
     Guard g(k.timers->lock);
-    if (KTimer* x = timer_find_locked(k, *t.proc, kItimerId)) return x;
+    if (KTimer* x = timer_find_locked(k, *t.proc, itimer_id(which))) return x;
   }
-  return create ? timer_add(k, *t.proc, kItimerId) : nullptr;
+  if (!create) return nullptr;
+  KTimer* x = timer_add(k, *t.proc, itimer_id(which));
+  if (x) {
+    x->sig = itimer_signal(which);
+    x->cpu = which == ITIMER_VIRTUAL ? kCpuVirtual : which == ITIMER_PROF ? kCpuProf : 0;
+  }
+  return x;
+}
+
+// "Now" on a timer's own time line: wall clock, or its process's CPU time.
+uint64_t timer_now(Kernel& k, KTimer* x) {
+  if (!x || !x->cpu) return monotonic_ns();
+  Guard g(k.tasks_lock);
+  return process_cpu_ns_locked(*x->proc, x->cpu);
 }
 
 // Remaining time and interval of a timer, in ns.
 void timer_state(Kernel& k, KTimer* x, uint64_t* left, uint64_t* interval) {
+  uint64_t now = timer_now(k, x);
   Guard g(k.timers->lock);
-  uint64_t now = monotonic_ns();
   *left = x && x->expires_ns > now ? x->expires_ns - now : (x && x->expires_ns ? 1 : 0);
   *interval = x ? x->interval_ns : 0;
 }
@@ -53,12 +71,12 @@ void timer_state(Kernel& k, KTimer* x, uint64_t* left, uint64_t* interval) {
 }  // namespace
 
 long sys_setitimer(Task& t, SyscallArgs a) {
-  if (a[0] != ITIMER_REAL) return a[0] <= ITIMER_PROF ? -ENOSYS : -EINVAL;
+  if (a[0] > ITIMER_PROF) return -EINVAL;
   itimerval nv{};
   if (a[1] && copy_from_user(&nv, (const void*)a[1], sizeof nv) < 0) return -EFAULT;
   if (!valid_tv(nv.it_value) || !valid_tv(nv.it_interval)) return -EINVAL;
   Kernel& k = *t.kernel;
-  KTimer* x = itimer_of(t, true);
+  KTimer* x = itimer_of(t, a[0], true);
   if (!x) return -ENOMEM;
   uint64_t left, interval;
   timer_state(k, x, &left, &interval);
@@ -67,20 +85,20 @@ long sys_setitimer(Task& t, SyscallArgs a) {
     if (copy_to_user((void*)a[2], &ov, sizeof ov) < 0) return -EFAULT;
   }
   uint64_t v = tv_ns(nv.it_value);
-  return timer_arm(k, x, v ? monotonic_ns() + v : 0, tv_ns(nv.it_interval));
+  return timer_arm(k, x, v ? timer_now(k, x) + v : 0, tv_ns(nv.it_interval));
 }
 
 long sys_getitimer(Task& t, SyscallArgs a) {
-  if (a[0] != ITIMER_REAL) return a[0] <= ITIMER_PROF ? -ENOSYS : -EINVAL;
+  if (a[0] > ITIMER_PROF) return -EINVAL;
   uint64_t left, interval;
-  timer_state(*t.kernel, itimer_of(t, false), &left, &interval);
+  timer_state(*t.kernel, itimer_of(t, a[0], false), &left, &interval);
   itimerval ov{ns_tv(interval), ns_tv(left)};
   return copy_to_user((void*)a[1], &ov, sizeof ov);
 }
 
 long sys_alarm(Task& t, SyscallArgs a) {
   Kernel& k = *t.kernel;
-  KTimer* x = itimer_of(t, true);
+  KTimer* x = itimer_of(t, ITIMER_REAL, true);
   if (!x) return -ENOMEM;
   uint64_t left, interval;
   timer_state(k, x, &left, &interval);
@@ -111,6 +129,11 @@ long sys_timer_create(Task& t, SyscallArgs a) {
   }
   if (!access_ok((void*)a[2], sizeof(int))) return -EFAULT;
   Kernel& k = *t.kernel;
+  if (ev.notify == (SIGEV_SIGNAL | SIGEV_THREAD_ID)) {
+    Guard g(k.tasks_lock);
+    Task* target = find_task_locked(k, ev.tid);
+    if (!target || target->proc != t.proc) return -EINVAL;  // must be one of ours
+  }
   int id = -1;
   {
     Guard g(k.timers->lock);

@@ -19,8 +19,30 @@ extern "C" long flatux_clone_thread(unsigned long flags, void* stack_top, void* 
 namespace flatux {
 namespace {
 
+// A POSIX timer whose previous signal is still queued only counts an
+// overrun (Linux keeps one queued signal per timer).
+bool bump_queued_overrun(Process& p, KTimer& t) {
+  Guard g(p.siglock);
+  auto scan = [&](SigPending& q) {
+    for (SigQueued* e = q.head; e; e = e->next) {
+      if (e->info.si_code == SI_TIMER && e->info.si_timerid == t.id) {
+        e->info.si_overrun++;
+        t.overrun = e->info.si_overrun;
+        return true;
+      }
+    }
+    return false;
+  };
+  if (scan(p.shared_pending)) return true;
+  for (Task* x = p.threads; x; x = x->next_thread)
+    if (scan(x->pending)) return true;
+  return false;
+}
+
+// (tasks_lock and the service lock held)
 void fire(Kernel& k, KTimer& t) {
   if (t.notify == SIGEV_NONE) return;
+  if (t.id >= 0 && t.proc->state == ProcState::kRunning && bump_queued_overrun(*t.proc, t)) return;
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = t.sig;
@@ -31,9 +53,9 @@ void fire(Kernel& k, KTimer& t) {
     si.si_timerid = t.id;
     si.si_overrun = t.pending_overrun;
     si.si_value = t.value;
+    t.overrun = t.pending_overrun;
   }
   t.pending_overrun = 0;
-  Guard g(k.tasks_lock);
   if (t.proc->state != ProcState::kRunning) return;
   Task* target = nullptr;
   if (t.notify == (SIGEV_SIGNAL | SIGEV_THREAD_ID)) {
@@ -43,23 +65,45 @@ void fire(Kernel& k, KTimer& t) {
   send_signal(*t.proc, target, t.sig, si);
 }
 
-// Fires what has expired; returns the next expiry (0 if none).
+// When to look at a CPU timer again: CPU time cannot run faster than wall
+// time times the number of threads.
+uint64_t cpu_timer_check(Kernel& k, KTimer& t, uint64_t now, bool* due) {
+  if (t.proc->state != ProcState::kRunning) return 0;
+  uint64_t used = process_cpu_ns_locked(*t.proc, t.cpu);
+  if (used >= t.expires_ns) {
+    *due = true;
+    uint64_t next = t.interval_ns ? used + t.interval_ns : 0;
+    t.expires_ns = next;
+    return next ? now + t.interval_ns / (t.proc->nthreads ? t.proc->nthreads : 1) : 0;
+  }
+  return now + (t.expires_ns - used) / (t.proc->nthreads ? t.proc->nthreads : 1) + 100000;
+}
+
+// Fires what has expired; returns the next time to look (0 if never).
+// Lock order: tasks_lock, then the service lock (as process exit takes them).
 uint64_t run_expired(Kernel& k) {
   TimerService& ts = *k.timers;
   KTimer* due[64];
   int n = 0;
   uint64_t next = 0;
   {
+    Guard tl(k.tasks_lock);
     Guard g(ts.lock);
     uint64_t now = monotonic_ns();
     for (KTimer* t = ts.timers; t; t = t->next) {
       if (!t->expires_ns) continue;
+      if (t->cpu) {
+        bool is_due = false;
+        uint64_t check = cpu_timer_check(k, *t, now, &is_due);
+        if (is_due && n < 64) due[n++] = t;
+        if (check && (!next || check < next)) next = check;
+        continue;
+      }
       if (t->expires_ns <= now && n < 64) {
         due[n++] = t;
         if (t->interval_ns) {
           uint64_t missed = (now - t->expires_ns) / t->interval_ns;
           t->pending_overrun += (int)missed;
-          t->overrun = (int)missed;
           t->expires_ns += (missed + 1) * t->interval_ns;
         } else {
           t->expires_ns = 0;
@@ -110,6 +154,20 @@ long start_locked(Kernel& k) {
 }
 
 }  // namespace
+
+uint64_t process_cpu_ns_locked(Process& p, int kind) {
+  uint64_t total = p.cpu_ns;
+  for (Task* t = p.threads; t; t = t->next_thread) {
+    uint32_t tid = t->host_tid.load();
+    if (tid <= 1) continue;
+    // The host's per-thread CPU clocks: MAKE_THREAD_CPUCLOCK(tid, VIRT or SCHED).
+    long clock = ((long)~(uint64_t)tid << 3) | 4 | (kind == kCpuVirtual ? 1 : 2);
+    timespec ts;
+    if (host::sys(SYS_clock_gettime, clock, &ts) == 0)
+      total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  }
+  return total;
+}
 
 KTimer* timer_add(Kernel& k, Process& p, int id) {
   KTimer* t = k.heap->make<KTimer>();

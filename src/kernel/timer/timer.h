@@ -16,12 +16,19 @@ struct KTimer {
   int sig;
   sigval value;
   int clock;
-  uint64_t expires_ns;   // CLOCK_MONOTONIC time; 0 when disarmed
+  int cpu;               // 0: wall-clock timer; kCpuVirtual/kCpuProf: process CPU time
+  uint64_t expires_ns;   // CLOCK_MONOTONIC time (or process CPU time); 0 when disarmed
   uint64_t interval_ns;
   int overrun;
   int pending_overrun;   // overruns since the last delivery (timer_getoverrun)
   KTimer* next;
 };
+
+constexpr int kCpuVirtual = 1;  // user time (ITIMER_VIRTUAL)
+constexpr int kCpuProf = 2;     // user + system time (ITIMER_PROF)
+
+// CPU time used by p's threads, living and exited (tasks_lock held).
+uint64_t process_cpu_ns_locked(Process& p, int kind);
 
 struct TimerService {
   KMutex lock;

@@ -12,10 +12,12 @@
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
 
+#include "host/entry.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/signal/signal.h"
 
 namespace flatux {
 namespace {
@@ -48,13 +50,17 @@ long host_open(HostFs& h, const char* path, uint64_t flags, uint64_t mode) {
   return host::sys(SYS_openat2, h.root_fd, path, &how, sizeof how);
 }
 
-long file_read(Task&, File& f, void* buf, size_t n) {
+// Pipes and terminals can block: a guest signal interrupts the host call,
+// and the signal code then restarts it or reports EINTR (SA_RESTART).
+long restartable(long r) { return r == -EINTR ? -ERESTARTSYS : r; }
+
+long file_read(Task& t, File& f, void* buf, size_t n) {
   if (!access_ok(buf, n)) return -EFAULT;
-  return host::sys(SYS_read, f.host_fd, buf, n);
+  return restartable(isys(t, SYS_read, f.host_fd, buf, n));
 }
-long file_write(Task&, File& f, const void* buf, size_t n) {
+long file_write(Task& t, File& f, const void* buf, size_t n) {
   if (!access_ok(buf, n)) return -EFAULT;
-  return host::sys(SYS_write, f.host_fd, buf, n);
+  return restartable(isys(t, SYS_write, f.host_fd, buf, n));
 }
 long file_pread(Task&, File& f, void* buf, size_t n, int64_t off) {
   if (!access_ok(buf, n)) return -EFAULT;

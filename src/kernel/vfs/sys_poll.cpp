@@ -1,0 +1,218 @@
+// poll, ppoll, select, pselect6 -- first cut: every open file here is
+// backed by a host descriptor, so readiness is the host's, asked with one
+// interruptible ppoll over the translated descriptors.
+#include <cstring>
+#include <ctime>
+#include <linux/errno.h>
+#include <poll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+
+#include "host/entry.h"
+#include "host/usercopy.h"
+#include "kernel/kernel.h"
+#include "kernel/signal/signal.h"
+#include "kernel/syscalls.h"
+#include "kernel/time.h"
+#include "kernel/vfs/file.h"
+
+namespace flatux {
+namespace {
+
+constexpr int kMaxPollFds = FdTable::kMaxFds;
+
+struct PollSet {
+  Heap* heap;
+  pollfd* host = nullptr;   // what the host polls
+  File** files = nullptr;   // references held for the duration
+  int n = 0;
+  ~PollSet() {
+    for (int i = 0; i < n; i++)
+      if (files[i]) files[i]->put();
+    heap->free(host);
+    heap->free(files);
+  }
+  bool init(int count) {
+    n = count;
+    host = static_cast<pollfd*>(heap->alloc(sizeof(pollfd) * (count ? count : 1)));
+    files = static_cast<File**>(heap->alloc(sizeof(File*) * (count ? count : 1)));
+    return host && files;
+  }
+  // A negative guest fd is skipped; an unknown one is reported by the caller.
+  bool add(Task& t, int i, int fd, short events) {
+    host[i].fd = -1;
+    host[i].events = events;
+    host[i].revents = 0;
+    files[i] = nullptr;
+    if (fd < 0) return true;
+    File* f = t.proc->files->get(fd);
+    if (!f) return false;
+    files[i] = f;
+    host[i].fd = f->host_fd;
+    return true;
+  }
+};
+
+// Waits until something is ready, the deadline passes (0: don't wait,
+// UINT64_MAX: forever) or a signal arrives. Returns the host's count.
+long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
+  timespec rel{}, *tsp = nullptr;
+  if (deadline != UINT64_MAX) {
+    uint64_t now = monotonic_ns();
+    uint64_t left = deadline > now ? deadline - now : 0;
+    rel = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+    tsp = &rel;
+  }
+  long r = isys(t, SYS_ppoll, ps.host, ps.n, tsp, 0, 8);
+  return r == -EINTR ? -ERESTARTNOHAND : r;
+}
+
+uint64_t deadline_after(const timespec& ts) {
+  return monotonic_ns() + (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+long do_poll(Task& t, uint64_t guest_fds, uint64_t nfds, uint64_t deadline) {
+  if (nfds > (uint64_t)t.proc->files->limit() || nfds > (uint64_t)kMaxPollFds) return -EINVAL;
+  PollSet ps{t.kernel->heap};
+  if (!ps.init((int)nfds)) return -ENOMEM;
+  pollfd* g = ps.host;
+  if (nfds && copy_from_user(g, (const void*)guest_fds, sizeof(pollfd) * nfds) < 0) return -EFAULT;
+  int bad = 0;
+  int guest_fd[kMaxPollFds];
+  for (int i = 0; i < (int)nfds; i++) {
+    guest_fd[i] = g[i].fd;
+    if (!ps.add(t, i, g[i].fd, g[i].events)) bad++;
+  }
+  long r = bad ? 0 : wait_ready(t, ps, deadline);
+  if (r < 0) return r;
+  long ready = 0;
+  for (int i = 0; i < (int)nfds; i++) {
+    short rev = ps.host[i].revents;
+    if (guest_fd[i] >= 0 && !ps.files[i]) rev = POLLNVAL;
+    if (guest_fd[i] < 0) rev = 0;
+    if (rev) ready++;
+    if (put_user((char*)guest_fds + i * sizeof(pollfd) + offsetof(pollfd, revents), rev) < 0)
+      return -EFAULT;
+  }
+  return ready;
+}
+
+// ppoll/pselect: the given mask applies while waiting; a signal that
+// interrupts the wait is delivered before the old mask comes back.
+void push_mask(Task& t, uint64_t mask) {
+  t.saved_sigmask = t.sigmask;
+  t.restore_sigmask = true;
+  set_sigmask(t, mask);
+}
+long pop_mask(Task& t, long r) {
+  if (r != -ERESTARTNOHAND && t.restore_sigmask) {
+    t.restore_sigmask = false;
+    set_sigmask(t, t.saved_sigmask);
+  }
+  return r;
+}
+
+long do_select(Task& t, int nfds, uint64_t rp, uint64_t wp, uint64_t ep, uint64_t deadline) {
+  if (nfds < 0) return -EINVAL;
+  if (nfds > t.proc->files->limit()) nfds = t.proc->files->limit();
+  fd_set in[3];
+  uint64_t ptr[3] = {rp, wp, ep};
+  size_t bytes = ((size_t)nfds + 63) / 64 * 8;
+  for (int s = 0; s < 3; s++) {
+    memset(&in[s], 0, sizeof in[s]);
+    if (ptr[s] && copy_from_user(&in[s], (const void*)ptr[s], bytes) < 0) return -EFAULT;
+  }
+  int count = 0;
+  int which[FD_SETSIZE];
+  for (int fd = 0; fd < nfds; fd++)
+    if (FD_ISSET(fd, &in[0]) || FD_ISSET(fd, &in[1]) || FD_ISSET(fd, &in[2])) which[count++] = fd;
+  PollSet ps{t.kernel->heap};
+  if (!ps.init(count)) return -ENOMEM;
+  for (int i = 0; i < count; i++) {
+    int fd = which[i];
+    short ev = (FD_ISSET(fd, &in[0]) ? POLLIN : 0) | (FD_ISSET(fd, &in[1]) ? POLLOUT : 0) |
+               (FD_ISSET(fd, &in[2]) ? POLLPRI : 0);
+    if (!ps.add(t, i, fd, ev)) return -EBADF;
+  }
+  long r = wait_ready(t, ps, deadline);
+  if (r < 0) return r;
+  fd_set out[3];
+  for (auto& s : out) memset(&s, 0, sizeof s);
+  long ready = 0;
+  for (int i = 0; i < count; i++) {
+    short rev = ps.host[i].revents;
+    int fd = which[i];
+    if (FD_ISSET(fd, &in[0]) && (rev & (POLLIN | POLLHUP | POLLERR))) { FD_SET(fd, &out[0]); ready++; }
+    if (FD_ISSET(fd, &in[1]) && (rev & (POLLOUT | POLLERR))) { FD_SET(fd, &out[1]); ready++; }
+    if (FD_ISSET(fd, &in[2]) && (rev & POLLPRI)) { FD_SET(fd, &out[2]); ready++; }
+  }
+  for (int s = 0; s < 3; s++)
+    if (ptr[s] && copy_to_user((void*)ptr[s], &out[s], bytes) < 0) return -EFAULT;
+  return ready;
+}
+
+}  // namespace
+
+long sys_poll(Task& t, SyscallArgs a) {
+  int ms = (int)a[2];
+  uint64_t deadline = ms < 0 ? UINT64_MAX : monotonic_ns() + (uint64_t)ms * 1000000ull;
+  return do_poll(t, a[0], a[1], deadline);
+}
+
+long sys_ppoll(Task& t, SyscallArgs a) {
+  uint64_t deadline = UINT64_MAX;
+  if (a[2]) {
+    timespec ts;
+    if (copy_from_user(&ts, (const void*)a[2], sizeof ts) < 0) return -EFAULT;
+    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000) return -EINVAL;
+    deadline = deadline_after(ts);
+  }
+  if (a[3]) {
+    if (a[4] != 8) return -EINVAL;
+    uint64_t mask;
+    if (copy_from_user(&mask, (const void*)a[3], 8) < 0) return -EFAULT;
+    push_mask(t, mask);
+  }
+  return pop_mask(t, do_poll(t, a[0], a[1], deadline));
+}
+
+long sys_select(Task& t, SyscallArgs a) {
+  uint64_t deadline = UINT64_MAX;
+  timeval tv{};
+  if (a[4]) {
+    if (copy_from_user(&tv, (const void*)a[4], sizeof tv) < 0) return -EFAULT;
+    if (tv.tv_sec < 0 || tv.tv_usec < 0) return -EINVAL;
+    timespec ts{tv.tv_sec + tv.tv_usec / 1000000, (long)(tv.tv_usec % 1000000) * 1000};
+    deadline = deadline_after(ts);
+  }
+  long r = do_select(t, (int)a[0], a[1], a[2], a[3], deadline);
+  if (a[4] && r >= 0) {  // Linux reports the time left
+    uint64_t now = monotonic_ns(), left = deadline > now ? deadline - now : 0;
+    timeval rem{(time_t)(left / 1000000000ull), (suseconds_t)(left % 1000000000ull / 1000)};
+    copy_to_user((void*)a[4], &rem, sizeof rem);
+  }
+  return r;
+}
+
+long sys_pselect6(Task& t, SyscallArgs a) {
+  uint64_t deadline = UINT64_MAX;
+  if (a[4]) {
+    timespec ts;
+    if (copy_from_user(&ts, (const void*)a[4], sizeof ts) < 0) return -EFAULT;
+    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000) return -EINVAL;
+    deadline = deadline_after(ts);
+  }
+  if (a[5]) {
+    struct { uint64_t set; uint64_t size; } sm;
+    if (copy_from_user(&sm, (const void*)a[5], sizeof sm) < 0) return -EFAULT;
+    if (sm.set) {
+      if (sm.size != 8) return -EINVAL;
+      uint64_t mask;
+      if (copy_from_user(&mask, (const void*)sm.set, 8) < 0) return -EFAULT;
+      push_mask(t, mask);
+    }
+  }
+  return pop_mask(t, do_select(t, (int)a[0], a[1], a[2], a[3], deadline));
+}
+
+}  // namespace flatux
