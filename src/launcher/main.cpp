@@ -9,7 +9,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -23,6 +25,20 @@
 extern char** environ;
 
 namespace {
+
+// Host signals meant for the guest, noted by the handler and forwarded by
+// the main loop (the handler itself must stay async-signal-safe).
+volatile sig_atomic_t g_host_signal = 0;
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+void on_host_signal(int sig) { g_host_signal = sig; }
+
+void install_forwarding() {
+  struct sigaction sa {};
+  sa.sa_handler = on_host_signal;  // no SA_RESTART: the wait below must wake
+  sigemptyset(&sa.sa_mask);
+  for (int s : kForwarded) sigaction(s, &sa, nullptr);
+}
 
 struct RunOptions {
   std::string root = "/";
@@ -106,6 +122,7 @@ int run(const RunOptions& o) {
     return 125;
   }
 
+  install_forwarding();
   std::string prog = find_program(o);
   std::vector<const char*> argv;
   for (const auto& a : o.argv) argv.push_back(a.c_str());
@@ -118,7 +135,15 @@ int run(const RunOptions& o) {
     fprintf(stderr, "flatux: %s: %s\n", o.argv[0].c_str(), msg);
     return err == ENOENT ? 127 : 126;
   }
-  while (k->halted.load() == 0) flatux::futex_wait(&k->halted, 0);
+  while (k->halted.load() == 0) {
+    // A signal landing just before the wait is picked up on the next tick.
+    timespec tick{0, 100 * 1000 * 1000};
+    syscall(SYS_futex, &k->halted, FUTEX_WAIT, 0, &tick, nullptr, 0);
+    if (int sig = g_host_signal) {
+      g_host_signal = 0;
+      flatux::forward_host_signal(*k, sig);
+    }
+  }
   int status = k->exit_wait_status;
   if (WIFSIGNALED(status)) {
     if (const char* what = signal_report(WTERMSIG(status)))

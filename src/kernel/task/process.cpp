@@ -12,6 +12,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/loader/exec.h"
 #include "kernel/mm/mm.h"
+#include "kernel/signal/signal.h"
 #include "kernel/task/exit.h"
 #include "kernel/time.h"
 
@@ -144,6 +145,19 @@ Task* find_task_locked(Kernel& k, int tid) {
   for (Task* t : k.tasks)
     if (t && t->tid == tid) return t;
   return nullptr;
+}
+
+void forward_host_signal(Kernel& k, int sig) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_KERNEL;
+  Guard g(k.tasks_lock);
+  if (!k.init || k.init->state != ProcState::kRunning) return;
+  int pgid = k.init->pgid;
+  for (Task* t : k.tasks)
+    if (t && t->tid == t->proc->pid && t->proc->pgid == pgid && t->proc->state == ProcState::kRunning)
+      send_signal(*t->proc, nullptr, sig, si);
 }
 
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,

@@ -19,6 +19,10 @@ int alloc_pid_locked(Kernel& k);
 Process* find_process_locked(Kernel& k, int pid);
 Task* find_task_locked(Kernel& k, int tid);
 
+// A signal the host sent to flatux itself (^C on the terminal, kill from
+// the host): it goes to the first process's process group.
+void forward_host_signal(Kernel& k, int sig);
+
 // Loads `path` into a new first process and starts its thread.
 // On failure returns -errno and, for ENOEXEC, sets *why.
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
