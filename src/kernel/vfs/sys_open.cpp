@@ -86,6 +86,12 @@ long sys_fcntl(Task& t, SyscallArgs a) {
       f->flags = (f->flags & ~kSettable) | ((uint32_t)a[2] & kSettable);
       return 0;
     }
+    case F_GETPIPE_SZ:
+    case F_SETPIPE_SZ:
+      // Pipes are host pipes: the host keeps their capacity (EBADF/EINVAL
+      // for anything that is not one, as on Linux).
+      if (f->host_fd < 0) return -EINVAL;
+      return host::sys(SYS_fcntl, f->host_fd, (int)a[1], a[2]);
     default: return -EINVAL;
   }
 }
