@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <string>
+#include <string_view>
 #include <linux/futex.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -155,6 +156,19 @@ int run(const RunOptions& o) {
 
 }  // namespace
 
+// Where the guest's command line starts in `flatux run ...`: after "--", or
+// at the first word that is not one of run's options. Everything from there
+// on belongs to the guest and is never parsed as a flatux option.
+int guest_argv_start(int argc, char** argv) {
+  for (int i = 2; i < argc; i++) {
+    std::string_view a = argv[i];
+    if (a == "--") return i + 1;
+    if (a == "--root") { i++; continue; }  // takes the next word as its value
+    if (a.empty() || a[0] != '-') return i;
+  }
+  return argc;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"flatux: a user-mode no-MMU Linux kernel for unmodified x86_64 programs"};
   app.require_subcommand(1);
@@ -165,12 +179,24 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--strace", o.strace, "Print one line per guest syscall (to FILE, default stderr)")
       ->expected(0, 1)
       ->default_str("-");
-  run_cmd->add_option("prog", o.argv, "Program and its arguments")->required();
-  run_cmd->prefix_command();
+  run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
+  int parsed = argc;
+  if (argc > 1 && std::string_view(argv[1]) == "run") {
+    int start = guest_argv_start(argc, argv);
+    for (int i = start; i < argc; i++) o.argv.push_back(argv[i]);
+    parsed = start > 2 && std::string_view(argv[start - 1]) == "--" ? start - 1 : start;
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(parsed, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  return run(o);
+  if (run_cmd->parsed()) {
+    if (o.argv.empty()) {
+      fprintf(stderr, "flatux run: no program given\n%s", app.help("", CLI::AppFormatMode::All).c_str());
+      return 2;
+    }
+    return run(o);
+  }
+  return 0;
 }
