@@ -22,6 +22,7 @@
 #include "kernel/kernel.h"
 #include "kernel/task/process.h"
 #include "launcher/boot_info.h"
+#include "tools/mkimage/mkimage.h"
 
 extern char** environ;
 
@@ -180,6 +181,12 @@ int main(int argc, char** argv) {
       ->expected(0, 1)
       ->default_str("-");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
+  flatux::mkimage::Options mk;
+  CLI::App* mk_cmd = app.add_subcommand("mkimage", "Build an ext4 image from a folder or a tar archive, unprivileged");
+  mk_cmd->add_option("src", mk.src, "Folder, or tar archive (plain, .gz, .xz, .bz2; - for stdin)")->required();
+  mk_cmd->add_option("-o,--output", mk.output, "Image file to write")->required();
+  mk_cmd->add_option("--size", mk.size, "Image size, e.g. 512M or 2G (default: from the content)");
+  mk_cmd->add_option("--label", mk.label, "Volume label (at most 16 bytes)");
   int parsed = argc;
   if (argc > 1 && std::string_view(argv[1]) == "run") {
     int start = guest_argv_start(argc, argv);
@@ -198,5 +205,6 @@ int main(int argc, char** argv) {
     }
     return run(o);
   }
+  if (mk_cmd->parsed()) return flatux::mkimage::run(mk);
   return 0;
 }
