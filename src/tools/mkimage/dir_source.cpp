@@ -28,6 +28,15 @@ struct Fd {
   }
 };
 
+// Reading a tree for an image should not disturb its access times: the
+// light walk would otherwise change the folders' atime before the full walk
+// records them. O_NOATIME needs ownership (or CAP_FOWNER); others read plainly.
+int open_quiet(int dirfd, const char* name, int flags) {
+  int fd = openat(dirfd, name, flags | O_NOATIME | O_CLOEXEC);
+  if (fd < 0 && errno == EPERM) fd = openat(dirfd, name, flags | O_CLOEXEC);
+  return fd;
+}
+
 Time time_of(const timespec& ts) { return {ts.tv_sec, (uint32_t)ts.tv_nsec}; }
 
 Entry entry_of(const struct stat& st) {
@@ -83,7 +92,7 @@ class FileData : public Data {
       : dirfd_(dirfd), name_(name), shown_(std::move(shown)), size_(size), buf_(buf) {}
 
   void read(const DataSink& sink) override {
-    Fd f(openat(dirfd_, name_, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC));
+    Fd f(open_quiet(dirfd_, name_, O_RDONLY | O_NOFOLLOW | O_NOCTTY));
     if (f.fd < 0) throw Error(sys_error(shown_));
     uint64_t off = 0;
     while (off < size_) {
@@ -124,7 +133,7 @@ class FolderSource : public Source {
     light_ = light;
     links_.clear();
     if (buf_.empty() && !light) buf_.resize(1 << 20);
-    Fd root(open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    Fd root(open_quiet(AT_FDCWD, root_.c_str(), O_RDONLY | O_DIRECTORY));
     if (root.fd < 0) throw Error(sys_error(root_));
     struct stat st;
     if (fstat(root.fd, &st) != 0) throw Error(sys_error(root_));
@@ -191,7 +200,7 @@ class FolderSource : public Source {
         v.entry(e, nullptr);
       }
       if (e.kind == Kind::Dir) {
-        Fd sub(openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        Fd sub(open_quiet(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
         if (sub.fd < 0) throw Error(sys_error(shown(path)));
         walk_dir(v, sub.fd, path);
       }

@@ -123,7 +123,7 @@ struct Ext4Writer::Impl {
     ext2fs_set_feature_dir_nlink(&param);
     ext2fs_set_feature_extra_isize(&param);
     ext2fs_set_feature_metadata_csum(&param);
-    check(ext2fs_initialize(image.c_str(), EXT2_FLAG_64BITS, &param, unix_io_manager, &fs), image);
+    check(ext2fs_initialize(image.c_str(), EXT2_FLAG_64BITS, &param, unix_io_manager, &fs), "formatting " + image);
 
     ext2_super_block* sb = fs->super;
     now = {fs->now ? (int64_t)fs->now : (int64_t)time(nullptr), 0};

@@ -141,10 +141,10 @@ Sizing default_layout(const Usage& u) {
 }
 
 std::string size_text(uint64_t b) {
-  char buf[64];
-  if (b % kMiB == 0) snprintf(buf, sizeof buf, "%lluM", (unsigned long long)(b / kMiB));
-  else snprintf(buf, sizeof buf, "%.1fM", mib(b));
-  return buf;
+  const char* units = "KMGT";
+  int u = -1;
+  while (u < 3 && b % 1024 == 0 && b >= 1024) b /= 1024, u++;
+  return std::to_string(b) + (u >= 0 ? std::string(1, units[u]) : "");
 }
 
 }  // namespace
@@ -248,7 +248,7 @@ int run(const Options& o) {
       return 0;
     } catch (Error& e) {
       if (!e.no_space) throw;
-      std::string msg = o.output + ": no space left: " + e.what() + "; --size " + size_text(layout.bytes) +
+      std::string msg = o.output + ": the image is full (" + e.what() + "); --size " + size_text(layout.bytes) +
                         " is too small";
       if (measured) msg += " (without --size it would be " + size_text(need.bytes) + ")";
       throw Error(msg, true);
