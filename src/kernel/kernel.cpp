@@ -5,6 +5,7 @@
 
 #include "host/raw_syscall.h"
 
+#include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
 #include "kernel/time.h"
@@ -29,9 +30,18 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->timers = heap->make<TimerService>();
   Filesystem* root = nullptr;
   Filesystem* proc = nullptr;
-  if (!k->vfs || !k->timers || hostfs_create(heap, cfg.root, cfg.root_readonly, &root) < 0 ||
-      procfs_create(heap, &proc) < 0 || k->vfs->mount("/", root) < 0 ||
-      k->vfs->mount("/proc", proc) < 0) {
+  Filesystem* dev = nullptr;
+  if (!k->vfs || !k->timers ||
+      hostfs_create(heap, cfg.root, cfg.root_readonly, &root) < 0 ||
+      procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
+      k->vfs->mount("/", root) < 0 || k->vfs->mount("/proc", proc) < 0) {
+    heap->destroy();
+    return nullptr;
+  }
+  // A folder root gets its own /dev; the host's whole root keeps the host's
+  // /dev (with its pts, shm and the rest) as it is.
+  bool whole_host = cfg.root[0] == '/' && cfg.root[1] == 0;
+  if (!whole_host && k->vfs->mount("/dev", dev) < 0) {
     heap->destroy();
     return nullptr;
   }

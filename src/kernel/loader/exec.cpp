@@ -159,8 +159,13 @@ long build_stack(Task& t, Mm& mm, const char* execfn, const char* const* argv,
 
   uintptr_t* ptrs = static_cast<uintptr_t*>(t.kernel->heap->alloc(sizeof(uintptr_t) * (argc + envc + 1)));
   if (!ptrs) return -ENOMEM;
+  // argv strings sit just below envp's, each block contiguous, so
+  // /proc/PID/cmdline and environ are plain ranges of the stack.
+  mm.env_end = sb.sp();
   for (int i = envc - 1; i >= 0; i--) ptrs[argc + i] = sb.push_str(envp[i]);
+  mm.env_start = mm.arg_end = sb.sp();
   for (int i = argc - 1; i >= 0; i--) ptrs[i] = sb.push_str(argv[i]);
+  mm.arg_start = sb.sp();
 
   const KernelConfig& c = t.kernel->cfg;
   const Creds& cr = t.proc->creds;

@@ -62,6 +62,7 @@ struct Mm {
   // stack_top) usable; below stack_low is PROT_NONE so an overflow faults
   // instead of running into another mapping (there is no MMU to grow it).
   uintptr_t stack_floor = 0, stack_low = 0, stack_top = 0;
+  uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
 };
 
 struct FsContext {
@@ -100,6 +101,9 @@ struct Process {
   KMutex siglock;
   SigPending shared_pending;
   int exit_signal = SIGCHLD;  // what the parent gets when we die
+  // Bumped whenever a signal is queued for the process or one of its
+  // threads, blocked or not: wakes signalfd readers.
+  std::atomic<uint32_t> sig_queued{0};
 
   // Exit, stop and wait bookkeeping (under tasks_lock).
   bool group_exit = false;

@@ -29,6 +29,9 @@ struct FileOps {
   long (*ioctl)(Task&, File&, unsigned cmd, uint64_t arg);
   long (*statfs)(Task&, File&, struct statfs* out);
   void (*release)(File&);
+  // Readiness (POLLIN...) of a file with no host descriptor, asked without
+  // waiting; files with a host descriptor are polled by the host.
+  short (*poll)(Task&, File&, short events) = nullptr;
 };
 
 struct File {
@@ -40,6 +43,8 @@ struct File {
   Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
   void* priv = nullptr;
   uint64_t priv_word = 0;
+  int64_t pos = 0;     // file position for files without a host descriptor
+  KMutex pos_lock;
 
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
   void put();

@@ -4,7 +4,11 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 
+#include <sys/syscall.h>
+
+#include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
 
 namespace flatux {
@@ -111,6 +115,17 @@ long Vfs::resolve_user(Task& t, int dirfd, const void* guest_path, ResolvedPath*
 }
 
 long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n) {
+  if (!f.fs && f.host_fd >= 0) {
+    // Not opened by path (stdio, pipes, sockets): what the host calls it,
+    // e.g. "pipe:[1234]" or the terminal's name.
+    char proc[48];
+    KFmt p(proc, sizeof proc);
+    p.str("/proc/self/fd/").dec(f.host_fd);
+    long len = host::sys(SYS_readlinkat, AT_FDCWD, p.c_str(), out, n - 1);
+    if (len < 0) return len;
+    out[len] = 0;
+    return 0;
+  }
   if (!f.fs || !f.fs->ops->dir_path) return -ENOTDIR;
   char inner[kPathMax];
   long r = f.fs->ops->dir_path(t, *f.fs, f, inner, sizeof inner);

@@ -64,6 +64,13 @@ class Vfs {
 
   Heap* heap() const { return heap_; }
 
+  // Calls fn(const Mount&) for each mount, in mount order (lock held).
+  template <typename F>
+  void for_each_mount(F&& fn) {
+    Guard g(lock_);
+    for (int i = 0; i < nmounts_; i++) fn(mounts_[i]);
+  }
+
  private:
   Heap* heap_;
   KMutex lock_;

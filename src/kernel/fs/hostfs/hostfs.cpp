@@ -171,7 +171,7 @@ long fs_dir_path(Task&, Filesystem& fs, File& f, char* out, size_t n) {
   long len = host::sys(SYS_readlinkat, AT_FDCWD, p.c_str(), host_path, sizeof host_path - 1);
   if (len < 0) return len;
   host_path[len] = 0;
-  if (h.root_is_slash) return copy_cstr(out, n, host_path) ? 0 : -ENAMETOOLONG;
+  if (h.root_is_slash || host_path[0] != '/') return copy_cstr(out, n, host_path) ? 0 : -ENAMETOOLONG;
   std::string_view hp(host_path, (size_t)len);
   std::string_view root(h.root, h.root_len);
   if (!starts_with(hp, root) || (hp.size() > root.size() && hp[root.size()] != '/')) return -ENOENT;

@@ -1,115 +1,336 @@
+// procfs: per-process directories and the global files programs read.
+// Contents are generated at open (synthetic files), links resolve to guest
+// paths, and nothing of the host's own /proc is shown.
 #include "kernel/fs/procfs/procfs.h"
 
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 
+#include "host/raw_syscall.h"
+#include "kernel/fs/hostfs/hostfs.h"
+#include "kernel/fs/procfs/procfs_gen.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/task/process.h"
 #include "kernel/vfs/ops.h"
+#include "kernel/vfs/synth.h"
 
 namespace flatux {
 namespace {
 
-enum class Node { kRoot, kSelf, kPidDir, kExe, kNone };
+constexpr uint64_t kProcDev = 0x16;
+
+enum class Node {
+  kNone, kRoot, kSelfLink, kPidDir, kExe, kCwd, kRootLink, kFdDir, kFdLink, kTaskDir, kTaskEntry,
+  kPidFile, kGlobalFile, kSysDir, kSysKernelDir,
+};
 
 struct Lookup {
   Node node = Node::kNone;
-  Process* proc = nullptr;
+  int pid = 0;     // the process (or task) the path is about
+  int fd = -1;
+  ProcFile file = ProcFile::kNone;
 };
 
-Process* find_process(Kernel& k, int pid) {
-  Guard g(k.tasks_lock);
-  for (Task* t : k.tasks)
-    if (t && t->proc && t->proc->pid == pid) return t->proc;
-  return nullptr;
+bool parse_int(std::string_view s, int* out) {
+  if (s.empty() || s.size() > 9) return false;
+  int v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  *out = v;
+  return true;
 }
 
-// Splits "/self/exe" style paths; only a handful of shapes exist.
-Lookup lookup(Task& t, const char* path) {
+// Splits off the next path component.
+std::string_view next(std::string_view* p) {
+  while (!p->empty() && p->front() == '/') p->remove_prefix(1);
+  size_t slash = p->find('/');
+  std::string_view c = head(*p, slash);
+  *p = slash == std::string_view::npos ? std::string_view() : tail(*p, slash);
+  return c;
+}
+
+Lookup lookup_pid_path(Task& t, int pid, std::string_view rest) {
   Lookup l;
-  std::string_view p(path);
-  while (!p.empty() && p.front() == '/') p.remove_prefix(1);
-  if (p.empty()) return {Node::kRoot, nullptr};
-  size_t slash = p.find('/');
-  std::string_view first = head(p, slash);
-  std::string_view rest = slash == std::string_view::npos ? "" : tail(p, slash + 1);
-  if (first == "self") {
-    l.proc = t.proc;
-    if (rest.empty()) return {Node::kSelf, t.proc};
-  } else {
-    int pid = 0;
-    for (char c : first) {
-      if (c < '0' || c > '9' || pid > 10000000) return l;
-      pid = pid * 10 + (c - '0');
-    }
-    l.proc = find_process(*t.kernel, pid);
-    if (!l.proc) return l;
-    if (rest.empty()) return {Node::kPidDir, l.proc};
-  }
-  if (rest == "exe") l.node = Node::kExe;
+  l.pid = pid;
+  std::string_view c = next(&rest);
+  if (c.empty()) { l.node = Node::kPidDir; return l; }
+  std::string_view c2 = next(&rest);
+  if (c == "exe" && c2.empty()) l.node = Node::kExe;
+  else if (c == "cwd" && c2.empty()) l.node = Node::kCwd;
+  else if (c == "root" && c2.empty()) l.node = Node::kRootLink;
+  else if ((c == "fd" || c == "fdinfo") && c2.empty()) l.node = Node::kFdDir;
+  else if (c == "fd" && parse_int(c2, &l.fd) && next(&rest).empty()) l.node = Node::kFdLink;
+  else if (c == "task" && c2.empty()) l.node = Node::kTaskDir;
+  else if (c == "task" && parse_int(c2, &l.pid)) return lookup_pid_path(t, l.pid, rest);
+  else if (c2.empty() && (l.file = proc_file_named(c, true)) != ProcFile::kNone) l.node = Node::kPidFile;
   return l;
 }
 
-void fake_stat(struct stat* st, mode_t mode, uint64_t ino) {
-  memset(st, 0, sizeof *st);
-  st->st_mode = mode;
-  st->st_nlink = S_ISDIR(mode) ? 2 : 1;
-  st->st_ino = ino;
-  st->st_dev = 0x16;  // procfs has its own anonymous device
-  st->st_blksize = 1024;
+Lookup lookup(Task& t, const char* path) {
+  std::string_view p(path);
+  std::string_view c = next(&p);
+  Lookup l;
+  if (c.empty()) { l.node = Node::kRoot; return l; }
+  int pid;
+  if (c == "self" || c == "thread-self") {
+    l.pid = c == "self" ? t.proc->pid : t.tid;
+    if (p.find_first_not_of('/') == std::string_view::npos) { l.node = Node::kSelfLink; return l; }
+    return lookup_pid_path(t, l.pid, p);
+  }
+  if (parse_int(c, &pid)) return lookup_pid_path(t, pid, p);
+  if (c == "sys") {
+    std::string_view c2 = next(&p);
+    if (c2.empty()) { l.node = Node::kSysDir; return l; }
+    if (c2 != "kernel") return l;
+    std::string_view c3 = next(&p);
+    if (c3.empty()) { l.node = Node::kSysKernelDir; return l; }
+    if (!next(&p).empty()) return l;
+    if ((l.file = proc_sys_kernel_file(c3)) != ProcFile::kNone) l.node = Node::kGlobalFile;
+    return l;
+  }
+  if (next(&p).empty() && (l.file = proc_file_named(c, false)) != ProcFile::kNone) l.node = Node::kGlobalFile;
+  return l;
+}
+
+// The process (or thread's process) a lookup names, if alive.
+Process* target(Kernel& k, int pid) {
+  Task* x = find_task_locked(k, pid);
+  return x && x->proc->state == ProcState::kRunning ? x->proc : nullptr;
+}
+
+bool exists_locked(Kernel& k, const Lookup& l) {
+  switch (l.node) {
+    case Node::kNone: return false;
+    case Node::kRoot: case Node::kGlobalFile: case Node::kSysDir: case Node::kSysKernelDir: return true;
+    case Node::kFdLink: {
+      Process* p = target(k, l.pid);
+      if (!p || !p->files) return false;
+      File* f = p->files->get(l.fd);
+      if (f) f->put();
+      return f != nullptr;
+    }
+    default: return target(k, l.pid) != nullptr;
+  }
+}
+
+uint64_t ino_of(const Lookup& l) {
+  return ((uint64_t)l.pid << 16) + ((uint64_t)l.node << 8) + (uint64_t)l.file + (l.fd >= 0 ? l.fd << 20 : 0);
+}
+
+long link_target(Task& t, const Lookup& l, char* out, size_t n) {
+  Kernel& k = *t.kernel;
+  KFmt f(out, n);
+  Guard g(k.tasks_lock);
+  Process* p = target(k, l.pid);
+  if (!p) return -ENOENT;
+  switch (l.node) {
+    case Node::kSelfLink: f.dec(l.pid); break;
+    case Node::kExe: f.str(p->exe); break;
+    case Node::kCwd: f.str(p->fs ? p->fs->cwd : "/"); break;
+    case Node::kRootLink: f.str("/"); break;
+    case Node::kFdLink: {
+      File* file = p->files ? p->files->get(l.fd) : nullptr;
+      if (!file) return -ENOENT;
+      long r = vfs_of(t).file_guest_path(t, *file, out, n);
+      file->put();
+      return r < 0 ? r : (long)strlen(out);
+    }
+    default: return -EINVAL;
+  }
+  f.c_str();
+  return (long)f.size();
 }
 
 long proc_readlink(Task& t, Filesystem&, const char* path, char* buf, size_t n) {
   Lookup l = lookup(t, path);
-  char tmp[kPathMax];
-  KFmt f(tmp, sizeof tmp);
   switch (l.node) {
-    case Node::kSelf: f.dec(l.proc->pid); break;
-    case Node::kExe: f.str(l.proc->exe); break;
-    case Node::kRoot: case Node::kPidDir: return -EINVAL;
-    default: return -ENOENT;
+    case Node::kSelfLink: case Node::kExe: case Node::kCwd: case Node::kRootLink: case Node::kFdLink: {
+      char tmp[kPathMax];
+      long len = link_target(t, l, tmp, sizeof tmp);
+      if (len < 0) return len;
+      size_t c = (size_t)len < n ? (size_t)len : n;
+      memcpy(buf, tmp, c);
+      return (long)c;
+    }
+    case Node::kNone: return -ENOENT;
+    default: return -EINVAL;
   }
-  size_t len = f.size() < n ? f.size() : n;
-  memcpy(buf, tmp, len);
-  return (long)len;
+}
+
+bool is_link(Node n) {
+  return n == Node::kSelfLink || n == Node::kExe || n == Node::kCwd || n == Node::kRootLink || n == Node::kFdLink;
+}
+bool is_dir(Node n) {
+  return n == Node::kRoot || n == Node::kPidDir || n == Node::kFdDir || n == Node::kTaskDir ||
+         n == Node::kSysDir || n == Node::kSysKernelDir;
 }
 
 long proc_stat(Task& t, Filesystem&, const char* path, bool follow, struct stat* out) {
   Lookup l = lookup(t, path);
-  switch (l.node) {
-    case Node::kRoot: fake_stat(out, S_IFDIR | 0555, 1); return 0;
-    case Node::kSelf:
-      if (follow) fake_stat(out, S_IFDIR | 0555, 0x10000 + l.proc->pid);
-      else fake_stat(out, S_IFLNK | 0777, 2);
-      return 0;
-    case Node::kPidDir: fake_stat(out, S_IFDIR | 0555, 0x10000 + l.proc->pid); return 0;
-    case Node::kExe:
-      if (follow) return vfs_stat(t, AT_FDCWD, l.proc->exe, true, out);
-      fake_stat(out, S_IFLNK | 0777, 0x20000 + l.proc->pid);
-      return 0;
-    default: return -ENOENT;
+  {
+    Guard g(t.kernel->tasks_lock);
+    if (!exists_locked(*t.kernel, l)) return -ENOENT;
   }
+  if (is_link(l.node) && follow) {
+    char tgt[kPathMax];
+    long len = link_target(t, l, tgt, sizeof tgt);
+    if (len < 0) return len;
+    if (l.node == Node::kSelfLink) {
+      synth_stat(out, S_IFDIR | 0555, ino_of(l), 0, kProcDev);
+      return 0;
+    }
+    if (tgt[0] != '/') {  // pipe:[..] and friends: describe the open file itself
+      synth_stat(out, S_IFIFO | 0600, ino_of(l), 0, kProcDev);
+      return 0;
+    }
+    return vfs_stat(t, AT_FDCWD, tgt, true, out);
+  }
+  uint32_t mode = is_link(l.node) ? (S_IFLNK | 0777) : is_dir(l.node) ? (S_IFDIR | 0555)
+                  : (S_IFREG | (proc_file_writable(l.file) ? 0644 : 0444));
+  synth_stat(out, mode, ino_of(l), 0, kProcDev);
+  return 0;
 }
 
-long proc_open(Task& t, Filesystem&, const char* path, int flags, int mode, File** out) {
+File* list_dir(Task& t, const Lookup& l) {
+  Kernel& k = *t.kernel;
+  Heap* h = k.heap;
+  int cap = 512;
+  auto* ents = static_cast<SynthDirent*>(h->alloc(sizeof(SynthDirent) * cap));
+  if (!ents) return nullptr;
+  int n = 0;
+  auto add = [&](std::string_view name, uint8_t type, uint64_t ino) {
+    if (n >= cap) return;
+    copy_cstr(ents[n].name, sizeof ents[n].name, name);
+    ents[n].type = type;
+    ents[n].ino = ino;
+    n++;
+  };
+  auto add_num = [&](int v, uint8_t type) {
+    char b[16];
+    KFmt f(b, sizeof b);
+    f.dec(v);
+    add(f.view(), type, 0x10000 + (uint64_t)v);  // never 0: readdir skips d_ino 0
+  };
+  {
+    Guard g(k.tasks_lock);
+    if (l.node == Node::kRoot) {
+      add("self", DT_LNK, 2);
+      add("thread-self", DT_LNK, 3);
+      for (int i = 0; i < proc_global_count(); i++) add(proc_global_name(i), DT_REG, 100 + i);
+      add("sys", DT_DIR, 4);
+      for (Task* x : k.tasks)
+        if (x && x->tid == x->proc->pid && x->proc->state == ProcState::kRunning) add_num(x->tid, DT_DIR);
+    } else if (l.node == Node::kPidDir) {
+      for (const char* name : {"exe", "cwd", "root"}) add(name, DT_LNK, 10);
+      add("fd", DT_DIR, 11);
+      add("fdinfo", DT_DIR, 12);
+      add("task", DT_DIR, 13);
+      for (int i = 0; i < proc_pid_file_count(); i++) add(proc_pid_file_name(i), DT_REG, 20 + i);
+    } else if (l.node == Node::kFdDir) {
+      Process* p = target(k, l.pid);
+      for (int fd = 0; p && p->files && fd < FdTable::kMaxFds; fd++) {
+        File* f = p->files->get(fd);
+        if (!f) continue;
+        f->put();
+        add_num(fd, DT_LNK);
+      }
+    } else if (l.node == Node::kTaskDir) {
+      Process* p = target(k, l.pid);
+      for (Task* x = p ? p->threads : nullptr; x; x = x->next_thread) add_num(x->tid, DT_DIR);
+    } else if (l.node == Node::kSysDir) {
+      add("kernel", DT_DIR, 5);
+    } else if (l.node == Node::kSysKernelDir) {
+      for (const char* name : {"hostname", "osrelease", "ostype", "pid_max", "domainname"}) add(name, DT_REG, 6);
+    }
+  }
+  File* f = synth_dir_file(h, ents, n, S_IFDIR | 0555, ino_of(l));
+  h->free(ents);
+  return f;
+}
+
+// /proc/PID/fd/N opened: the same open file, reopened through the host
+// like Linux's reopen of the magic link (pipes included).
+long open_fd_link(Task& t, const Lookup& l, int flags, File** out) {
+  Kernel& k = *t.kernel;
+  File* f;
+  {
+    Guard g(k.tasks_lock);
+    Process* p = target(k, l.pid);
+    f = p && p->files ? p->files->get(l.fd) : nullptr;
+  }
+  if (!f) return -ENOENT;
+  if (f->host_fd < 0) {
+    *out = f;  // a kernel-made file: share its description
+    return 0;
+  }
+  char path[48];
+  KFmt pf(path, sizeof path);
+  pf.str("/proc/self/fd/").dec(f->host_fd);
+  long fd = host::sys(SYS_open, pf.c_str(), (flags & ~O_CREAT) | O_CLOEXEC | O_NOCTTY, 0);
+  File* nf = fd >= 0 ? hostfs_adopt_host_fd(k.heap, (int)fd, (uint32_t)flags & ~O_CLOEXEC) : nullptr;
+  if (nf) nf->fs = f->fs;
+  f->put();
+  if (fd < 0) return fd;
+  if (!nf) return -ENOMEM;
+  *out = nf;
+  return 0;
+}
+
+long proc_open(Task& t, Filesystem& fs, const char* path, int flags, int mode, File** out) {
   Lookup l = lookup(t, path);
-  if (flags & (O_WRONLY | O_RDWR | O_CREAT)) return l.node == Node::kNone ? -ENOENT : -EACCES;
-  if (l.node == Node::kExe && !(flags & O_NOFOLLOW))
-    return vfs_open(t, AT_FDCWD, l.proc->exe, flags, mode, out);
-  return l.node == Node::kNone ? -ENOENT : -EOPNOTSUPP;
+  {
+    Guard g(t.kernel->tasks_lock);
+    if (!exists_locked(*t.kernel, l)) return (flags & O_CREAT) ? -EACCES : -ENOENT;
+  }
+  if (is_link(l.node)) {
+    if (flags & O_NOFOLLOW) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
+    if (l.node == Node::kFdLink) return open_fd_link(t, l, flags, out);
+    char tgt[kPathMax];
+    long len = link_target(t, l, tgt, sizeof tgt);
+    if (len < 0) return len;
+    if (l.node == Node::kSelfLink) return proc_open(t, fs, tgt, flags, mode, out);  // "PID"
+    return vfs_open(t, AT_FDCWD, tgt, flags, mode, out);
+  }
+  if (is_dir(l.node)) {
+    if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
+    File* f = list_dir(t, l);
+    if (!f) return -ENOMEM;
+    f->fs = &fs;
+    *out = f;
+    return 0;
+  }
+  if ((flags & O_ACCMODE) != O_RDONLY && !proc_file_writable(l.file)) return -EACCES;
+  if (flags & O_DIRECTORY) return -ENOTDIR;
+  SynthText text(t.kernel->heap);
+  long r = proc_generate(t, l.file, l.pid, text);
+  if (r < 0) return r;
+  File* f = text.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFREG | 0444, ino_of(l));
+  if (!f) return -ENOMEM;
+  f->fs = &fs;
+  *out = f;
+  return 0;
 }
 
 long proc_access(Task& t, Filesystem& fs, const char* path, int mode, bool follow) {
   struct stat st;
   long r = proc_stat(t, fs, path, follow, &st);
   if (r < 0) return r;
-  return (mode & W_OK) ? -EACCES : 0;
+  if ((mode & W_OK) && !(st.st_mode & 0200)) return -EACCES;
+  if ((mode & X_OK) && !(st.st_mode & 0111)) return -EACCES;
+  return 0;
 }
 
+// Directories opened here are listings; their guest path is not needed
+// for *at calls relative to /proc yet.
 long proc_dir_path(Task&, Filesystem&, File&, char*, size_t) { return -ENOTDIR; }
 
 long proc_statfs(Task& t, Filesystem& fs, const char* path, struct statfs* out) {

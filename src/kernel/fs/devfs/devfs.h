@@ -1,0 +1,12 @@
+// devfs: the device nodes every program expects in /dev. The character
+// devices are the host's own harmless ones (null, zero, full, random,
+// urandom, tty), opened directly, so reads, writes, poll and mmap behave
+// exactly as they do on Linux.
+#pragma once
+#include "kernel/vfs/vfs.h"
+
+namespace flatux {
+
+long devfs_create(Heap* heap, Filesystem** out);
+
+}  // namespace flatux

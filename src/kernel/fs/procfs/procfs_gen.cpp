@@ -1,0 +1,269 @@
+#include "kernel/fs/procfs/procfs_gen.h"
+
+#include <cstring>
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/kernel.h"
+#include "kernel/task/process.h"
+#include "kernel/time.h"
+#include "kernel/vfs/vfs.h"
+
+namespace flatux {
+namespace {
+
+struct Named {
+  const char* name;
+  ProcFile file;
+};
+
+constexpr Named kPidFiles[] = {
+    {"cmdline", ProcFile::kCmdline}, {"environ", ProcFile::kEnviron}, {"comm", ProcFile::kComm},
+    {"stat", ProcFile::kStat},       {"statm", ProcFile::kStatm},     {"status", ProcFile::kStatus},
+    {"maps", ProcFile::kMaps},       {"mounts", ProcFile::kMounts},   {"mountinfo", ProcFile::kMountinfo},
+    {"limits", ProcFile::kLimits},
+};
+
+constexpr Named kGlobalFiles[] = {
+    {"meminfo", ProcFile::kMeminfo},         {"cpuinfo", ProcFile::kCpuinfo},
+    {"uptime", ProcFile::kUptime},           {"loadavg", ProcFile::kLoadavg},
+    {"version", ProcFile::kVersion},         {"filesystems", ProcFile::kFilesystems},
+    {"mounts", ProcFile::kGlobalMounts},     {"cmdline", ProcFile::kKernelCmdline},
+    {"stat", ProcFile::kGlobalStat},
+};
+
+constexpr Named kSysKernel[] = {
+    {"hostname", ProcFile::kHostname}, {"domainname", ProcFile::kDomainname},
+    {"osrelease", ProcFile::kOsrelease}, {"ostype", ProcFile::kOstype}, {"pid_max", ProcFile::kPidMax},
+};
+
+template <size_t N>
+ProcFile find(const Named (&table)[N], std::string_view name) {
+  for (const Named& n : table)
+    if (name == n.name) return n.file;
+  return ProcFile::kNone;
+}
+
+constexpr uint64_t kTick = 10000000ull;  // 100 Hz
+
+char state_char(const Process& p) { return p.state == ProcState::kZombie ? 'Z' : p.stopped ? 'T' : 'S'; }
+
+void mask_hex(SynthText& o, uint64_t m) { o.hex(m, 16); }
+
+// Copies a range of the process's own memory (cmdline, environ).
+long user_range(SynthText& o, uintptr_t start, uintptr_t end) {
+  char buf[512];
+  for (uintptr_t p = start; p < end;) {
+    size_t n = end - p < sizeof buf ? end - p : sizeof buf;
+    if (copy_from_user(buf, (const void*)p, n) < 0) return 0;  // gone: empty, like a zombie's
+    o.str(std::string_view(buf, n));
+    p += n;
+  }
+  return 0;
+}
+
+void gen_stat(SynthText& o, Kernel& k, Process& p, Task* task) {
+  uint64_t start = (p.start_ns - k.boot_ns) / kTick;
+  size_t vsz = p.mm ? p.mm->regions.total_bytes() : 0;
+  o.dec(task ? task->tid : p.pid).str(" (").str(p.comm).str(") ").ch(state_char(p)).ch(' ');
+  o.dec(p.parent ? p.parent->pid : 0).ch(' ').dec(p.pgid).ch(' ').dec(p.sid);
+  o.str(" 0 -1 4194304 0 0 0 0 ");
+  o.udec(p.cpu_ns / kTick).str(" 0 ").udec(p.children_cpu_ns / kTick).str(" 0 20 0 ");
+  o.dec(p.nthreads).str(" 0 ").udec(start).ch(' ').udec(vsz).ch(' ').udec(vsz / 4096);
+  o.str(" 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+}
+
+void gen_status(SynthText& o, Process& p, Task* task) {
+  o.str("Name:\t").str(p.comm).str("\nUmask:\t").oct(p.fs ? p.fs->umask : 022, 4);
+  o.str("\nState:\t").ch(state_char(p)).str(p.state == ProcState::kZombie ? " (zombie)" : p.stopped ? " (stopped)" : " (sleeping)");
+  o.str("\nTgid:\t").dec(p.pid).str("\nNgid:\t0\nPid:\t").dec(task ? task->tid : p.pid);
+  o.str("\nPPid:\t").dec(p.parent ? p.parent->pid : 0).str("\nTracerPid:\t0");
+  const Creds& c = p.creds;
+  o.str("\nUid:\t").udec(c.uid).ch('\t').udec(c.euid).ch('\t').udec(c.suid).ch('\t').udec(c.fsuid);
+  o.str("\nGid:\t").udec(c.gid).ch('\t').udec(c.egid).ch('\t').udec(c.sgid).ch('\t').udec(c.fsgid);
+  o.str("\nFDSize:\t").dec(p.files ? p.files->limit() : 0).str("\nGroups:\t\n");
+  size_t vsz = p.mm ? p.mm->regions.total_bytes() : 0;
+  o.str("VmSize:\t").udec(vsz / 1024).str(" kB\nThreads:\t").dec(p.nthreads).ch('\n');
+  uint64_t pend = task ? task->pending.set : 0, ign = 0, cgt = 0;
+  for (int s = 1; p.sighand && s <= kNSig; s++) {
+    uint64_t h = p.sighand->action[s - 1].handler;
+    if (h == (uint64_t)SIG_IGN) ign |= sigbit(s);
+    else if (h != (uint64_t)SIG_DFL) cgt |= sigbit(s);
+  }
+  o.str("SigPnd:\t"), mask_hex(o, pend);
+  o.str("\nShdPnd:\t"), mask_hex(o, p.shared_pending.set);
+  o.str("\nSigBlk:\t"), mask_hex(o, task ? task->sigmask : 0);
+  o.str("\nSigIgn:\t"), mask_hex(o, ign);
+  o.str("\nSigCgt:\t"), mask_hex(o, cgt);
+  o.ch('\n');
+}
+
+void gen_maps(SynthText& o, Process& p) {
+  if (!p.mm) return;
+  Guard g(p.mm->lock);
+  for (const Region* r = p.mm->regions.first(); r; r = r->next) {
+    o.hex(r->start, 8).ch('-').hex(r->end, 8).ch(' ');
+    o.ch(r->prot & PROT_READ ? 'r' : '-').ch(r->prot & PROT_WRITE ? 'w' : '-');
+    o.ch(r->prot & PROT_EXEC ? 'x' : '-').str("p 00000000 00:00 0");
+    if (r->kind == kRegionStack && r->end == p.mm->stack_top) o.str("                          [stack]");
+    else if (r->kind == kRegionBrk) o.str("                          [heap]");
+    o.ch('\n');
+  }
+}
+
+void gen_mounts(SynthText& o, Kernel& k, bool mountinfo) {
+  int id = 20;
+  k.vfs->for_each_mount([&](const Mount& m) {
+    const char* type = m.fs->ops->name;
+    const char* opts = m.fs->readonly ? "ro" : "rw";
+    if (mountinfo) {
+      o.dec(id).ch(' ').dec(m.len == 1 ? 1 : 20).str(" 0:").dec(id).str(" / ").str(m.path);
+      o.ch(' ').str(opts).str(" - ").str(type).ch(' ').str(type).ch(' ').str(opts).ch('\n');
+      id++;
+    } else {
+      o.str(type).ch(' ').str(m.path).ch(' ').str(type).ch(' ').str(opts).str(" 0 0\n");
+    }
+  });
+}
+
+void gen_limits(SynthText& o, Process& p) {
+  static constexpr const char* kNames[kNumRlimits] = {
+      "Max cpu time", "Max file size", "Max data size", "Max stack size", "Max core file size",
+      "Max resident set", "Max processes", "Max open files", "Max locked memory", "Max address space",
+      "Max file locks", "Max pending signals", "Max msgqueue size", "Max nice priority",
+      "Max realtime priority", "Max realtime timeout"};
+  o.str("Limit                     Soft Limit           Hard Limit           Units     \n");
+  for (int i = 0; i < kNumRlimits; i++) {
+    o.str(kNames[i]);
+    for (size_t pad = strlen(kNames[i]); pad < 26; pad++) o.ch(' ');
+    for (int j = 0; j < 2; j++) {
+      char b[24];
+      KFmt f(b, sizeof b);
+      if (p.rlimits[i][j] == RLIM_INFINITY) f.str("unlimited");
+      else f.udec(p.rlimits[i][j]);
+      o.str(f.view());
+      for (size_t pad = f.size(); pad < 21; pad++) o.ch(' ');
+    }
+    o.ch('\n');
+  }
+}
+
+long host_file(SynthText& o, const char* path) {
+  long fd = host::sys(SYS_open, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fd;
+  char buf[4096];
+  long n;
+  while ((n = host::sys(SYS_read, fd, buf, sizeof buf)) > 0) o.str(std::string_view(buf, (size_t)n));
+  host::sys(SYS_close, fd);
+  return 0;
+}
+
+void gen_meminfo(SynthText& o) {
+  struct sysinfo si;
+  host::sys(SYS_sysinfo, &si);
+  uint64_t unit = si.mem_unit ? si.mem_unit : 1;
+  auto line = [&](const char* name, uint64_t bytes) {
+    o.str(name);
+    char b[24];
+    KFmt f(b, sizeof b);
+    f.udec(bytes / 1024);
+    for (size_t pad = strlen(name) + f.size(); pad < 24; pad++) o.ch(' ');
+    o.str(f.view()).str(" kB\n");
+  };
+  line("MemTotal:", si.totalram * unit);
+  line("MemFree:", si.freeram * unit);
+  line("MemAvailable:", (si.freeram + si.bufferram) * unit);
+  line("Buffers:", si.bufferram * unit);
+  line("Cached:", 0);
+  line("SwapTotal:", si.totalswap * unit);
+  line("SwapFree:", si.freeswap * unit);
+  line("Shmem:", si.sharedram * unit);
+}
+
+void gen_global_stat(SynthText& o, Kernel& k) {
+  o.str("cpu  0 0 0 0 0 0 0 0 0 0\nintr 0\nctxt 0\nbtime ");
+  timespec rt;
+  host::sys(SYS_clock_gettime, CLOCK_REALTIME, &rt);
+  o.udec((uint64_t)rt.tv_sec - (monotonic_ns() - k.boot_ns) / 1000000000ull);
+  int procs = 0;
+  for (Task* t : k.tasks) procs += t != nullptr;
+  o.str("\nprocesses ").dec(k.next_pid - 1).str("\nprocs_running ").dec(procs).str("\nprocs_blocked 0\n");
+}
+
+}  // namespace
+
+ProcFile proc_file_named(std::string_view name, bool per_pid) {
+  return per_pid ? find(kPidFiles, name) : find(kGlobalFiles, name);
+}
+ProcFile proc_sys_kernel_file(std::string_view name) { return find(kSysKernel, name); }
+bool proc_file_writable(ProcFile f) { return f == ProcFile::kComm; }
+int proc_global_count() { return (int)(sizeof kGlobalFiles / sizeof kGlobalFiles[0]); }
+const char* proc_global_name(int i) { return kGlobalFiles[i].name; }
+int proc_pid_file_count() { return (int)(sizeof kPidFiles / sizeof kPidFiles[0]); }
+const char* proc_pid_file_name(int i) { return kPidFiles[i].name; }
+
+long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
+  Kernel& k = *t.kernel;
+  switch (f) {
+    case ProcFile::kMeminfo: gen_meminfo(o); return 0;
+    case ProcFile::kCpuinfo: return host_file(o, "/proc/cpuinfo");
+    case ProcFile::kUptime: {
+      uint64_t up = monotonic_ns() - k.boot_ns;
+      o.udec(up / 1000000000ull).ch('.').udec(up / 10000000ull % 100 / 10).udec(up / 10000000ull % 10);
+      o.str(" 0.00\n");
+      return 0;
+    }
+    case ProcFile::kLoadavg: {
+      Guard g(k.tasks_lock);
+      o.str("0.00 0.00 0.00 1/").dec(k.ntasks).ch(' ').dec(k.next_pid - 1).ch('\n');
+      return 0;
+    }
+    case ProcFile::kVersion:
+      o.str("Linux version 6.1.0-flatux (flatux " FLATUX_VERSION_STRING ") #1 SMP flatux\n");
+      return 0;
+    case ProcFile::kFilesystems:
+      o.str("nodev\tproc\nnodev\tdevtmpfs\nnodev\thostfs\nnodev\tpipefs\n");
+      return 0;
+    case ProcFile::kGlobalMounts: case ProcFile::kMounts: gen_mounts(o, k, false); return 0;
+    case ProcFile::kMountinfo: gen_mounts(o, k, true); return 0;
+    case ProcFile::kKernelCmdline: o.str("flatux\n"); return 0;
+    case ProcFile::kGlobalStat: {
+      Guard g(k.tasks_lock);
+      gen_global_stat(o, k);
+      return 0;
+    }
+    case ProcFile::kHostname: o.str("flatux\n"); return 0;
+    case ProcFile::kDomainname: o.str("(none)\n"); return 0;
+    case ProcFile::kOsrelease: o.str("6.1.0-flatux\n"); return 0;
+    case ProcFile::kOstype: o.str("Linux\n"); return 0;
+    case ProcFile::kPidMax: o.str("4194304\n"); return 0;
+    default: break;
+  }
+  Guard g(k.tasks_lock);
+  Task* task = find_task_locked(k, pid);
+  if (!task || task->proc->state != ProcState::kRunning) return -ENOENT;
+  Process& p = *task->proc;
+  switch (f) {
+    case ProcFile::kCmdline: return p.mm ? user_range(o, p.mm->arg_start, p.mm->arg_end) : 0;
+    case ProcFile::kEnviron: return p.mm ? user_range(o, p.mm->env_start, p.mm->env_end) : 0;
+    case ProcFile::kComm: o.str(p.comm).ch('\n'); return 0;
+    case ProcFile::kStat: gen_stat(o, k, p, task); return 0;
+    case ProcFile::kStatm: {
+      size_t pages = p.mm ? p.mm->regions.total_bytes() / 4096 : 0;
+      o.udec(pages).str(" 0 0 0 0 0 0\n");
+      return 0;
+    }
+    case ProcFile::kStatus: gen_status(o, p, task); return 0;
+    case ProcFile::kMaps: gen_maps(o, p); return 0;
+    case ProcFile::kLimits: gen_limits(o, p); return 0;
+    default: return -ENOENT;
+  }
+}
+
+}  // namespace flatux

@@ -1,0 +1,32 @@
+// The text of procfs files.
+#pragma once
+#include <string_view>
+
+#include "kernel/task/task.h"
+#include "kernel/vfs/synth.h"
+
+namespace flatux {
+
+enum class ProcFile : uint8_t {
+  kNone,
+  // per process
+  kCmdline, kEnviron, kComm, kStat, kStatm, kStatus, kMaps, kMounts, kMountinfo, kLimits,
+  // global
+  kMeminfo, kCpuinfo, kUptime, kLoadavg, kVersion, kFilesystems, kGlobalMounts, kKernelCmdline,
+  kGlobalStat,
+  // /proc/sys/kernel
+  kHostname, kDomainname, kOsrelease, kOstype, kPidMax,
+};
+
+ProcFile proc_file_named(std::string_view name, bool per_pid);
+ProcFile proc_sys_kernel_file(std::string_view name);
+bool proc_file_writable(ProcFile f);
+int proc_global_count();
+const char* proc_global_name(int i);
+int proc_pid_file_count();
+const char* proc_pid_file_name(int i);
+
+// Generates the file's text for process/task `pid` (ignored for global files).
+long proc_generate(Task& t, ProcFile f, int pid, SynthText& out);
+
+}  // namespace flatux

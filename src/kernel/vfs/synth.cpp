@@ -1,0 +1,229 @@
+#include "kernel/vfs/synth.h"
+
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <sys/stat.h>
+
+#include "host/usercopy.h"
+#include "kernel/heap.h"
+
+namespace flatux {
+namespace {
+
+// Generated text: priv = the bytes (kernel heap), priv_word = length, the
+// stat's mode and inode ride in a small header kept with them.
+struct SynthData {
+  uint32_t mode;
+  uint64_t ino;
+  size_t len;
+  int ndirents;
+  char bytes[];  // text, or SynthDirent[ndirents]
+};
+
+SynthData* data_of(File& f) { return static_cast<SynthData*>(f.priv); }
+
+long synth_pread(Task&, File& f, void* buf, size_t n, int64_t off) {
+  SynthData* d = data_of(f);
+  if (off < 0) return -EINVAL;
+  if ((uint64_t)off >= d->len) return 0;
+  size_t take = d->len - (size_t)off < n ? d->len - (size_t)off : n;
+  if (copy_to_user(buf, d->bytes + off, take) < 0) return -EFAULT;
+  return (long)take;
+}
+
+long synth_read(Task& t, File& f, void* buf, size_t n) {
+  Guard g(f.pos_lock);
+  long r = synth_pread(t, f, buf, n, f.pos);
+  if (r > 0) f.pos += r;
+  return r;
+}
+
+long synth_lseek(Task&, File& f, int64_t off, int whence) {
+  Guard g(f.pos_lock);
+  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : whence == SEEK_END ? (int64_t)data_of(f)->len : -1;
+  if (base < 0 && whence != SEEK_CUR) return -EINVAL;
+  if (base + off < 0) return -EINVAL;
+  f.pos = base + off;
+  return f.pos;
+}
+
+long synth_stat_op(Task&, File& f, struct stat* st) {
+  SynthData* d = data_of(f);
+  synth_stat(st, d->mode, d->ino, S_ISDIR(d->mode) ? 0 : d->len, 0x16);
+  return 0;
+}
+
+void synth_release(File& f) { f.heap->free(f.priv); }
+
+// Directory stream: pos counts entries ("." and ".." first).
+long synth_getdents64(Task&, File& f, void* buf, size_t n) {
+  SynthData* d = data_of(f);
+  auto* ents = reinterpret_cast<const SynthDirent*>(d->bytes);
+  Guard g(f.pos_lock);
+  size_t used = 0;
+  char rec[sizeof(uint64_t) * 2 + 4 + 64 + 8];
+  while (f.pos < d->ndirents + 2) {
+    const char* name;
+    uint64_t ino;
+    uint8_t type = DT_DIR;
+    if (f.pos == 0) { name = "."; ino = d->ino; }
+    else if (f.pos == 1) { name = ".."; ino = 1; }
+    else {
+      const SynthDirent& e = ents[f.pos - 2];
+      name = e.name;
+      ino = e.ino;
+      type = e.type;
+    }
+    size_t nl = strlen(name);
+    size_t reclen = (19 + nl + 1 + 7) & ~(size_t)7;
+    if (used + reclen > n) break;
+    memset(rec, 0, sizeof rec);
+    memcpy(rec, &ino, 8);
+    int64_t next = f.pos + 1;
+    memcpy(rec + 8, &next, 8);
+    uint16_t rl = (uint16_t)reclen;
+    memcpy(rec + 16, &rl, 2);
+    rec[18] = (char)type;
+    memcpy(rec + 19, name, nl);
+    if (copy_to_user((char*)buf + used, rec, reclen) < 0) return -EFAULT;
+    used += reclen;
+    f.pos++;
+  }
+  if (!used && f.pos < d->ndirents + 2) return -EINVAL;  // buffer too small
+  return (long)used;
+}
+
+const FileOps kSynthTextOps = {
+    .read = synth_read,
+    .write = nullptr,
+    .pread = synth_pread,
+    .pwrite = nullptr,
+    .lseek = synth_lseek,
+    .stat = synth_stat_op,
+    .getdents64 = nullptr,
+    .ioctl = nullptr,
+    .statfs = nullptr,
+    .release = synth_release,
+};
+
+const FileOps kSynthDirOps = {
+    .read = nullptr,
+    .write = nullptr,
+    .pread = nullptr,
+    .pwrite = nullptr,
+    .lseek = synth_lseek,
+    .stat = synth_stat_op,
+    .getdents64 = synth_getdents64,
+    .ioctl = nullptr,
+    .statfs = nullptr,
+    .release = synth_release,
+};
+
+File* make_file(Heap* h, const FileOps* ops, SynthData* d, uint32_t flags) {
+  File* f = file_alloc(h, ops, flags, -1);
+  if (!f) {
+    h->free(d);
+    return nullptr;
+  }
+  f->priv = d;
+  return f;
+}
+
+}  // namespace
+
+void synth_stat(struct stat* st, uint32_t mode, uint64_t ino, uint64_t size, uint64_t dev) {
+  memset(st, 0, sizeof *st);
+  st->st_mode = mode;
+  st->st_nlink = S_ISDIR(mode) ? 2 : 1;
+  st->st_ino = ino;
+  st->st_dev = dev;
+  st->st_size = (off_t)size;
+  st->st_blksize = 1024;
+}
+
+SynthText::~SynthText() { heap_->free(data_); }
+
+bool SynthText::reserve(size_t more) {
+  if (failed_) return false;
+  if (len_ + more <= cap_) return true;
+  size_t ncap = cap_ ? cap_ * 2 : 4096;
+  while (ncap < len_ + more) ncap *= 2;
+  char* n = static_cast<char*>(heap_->alloc(ncap));
+  if (!n) {
+    failed_ = true;
+    return false;
+  }
+  if (data_) memcpy(n, data_, len_);
+  heap_->free(data_);
+  data_ = n;
+  cap_ = ncap;
+  return true;
+}
+
+SynthText& SynthText::str(std::string_view s) {
+  if (reserve(s.size())) {
+    memcpy(data_ + len_, s.data(), s.size());
+    len_ += s.size();
+  }
+  return *this;
+}
+
+SynthText& SynthText::dec(int64_t v) {
+  char b[24];
+  KFmt f(b, sizeof b);
+  f.dec(v);
+  return str(f.view());
+}
+
+SynthText& SynthText::udec(uint64_t v) {
+  char b[24];
+  KFmt f(b, sizeof b);
+  f.udec(v);
+  return str(f.view());
+}
+
+SynthText& SynthText::hex(uint64_t v, int min_digits) {
+  char b[24];
+  KFmt f(b, sizeof b);
+  f.hexraw(v, min_digits);
+  return str(f.view());
+}
+
+SynthText& SynthText::oct(uint64_t v, int min_digits) {
+  char b[24];
+  int n = 0;
+  do {
+    b[n++] = char('0' + (v & 7));
+    v >>= 3;
+  } while (v);
+  while (n < min_digits && n < 22) b[n++] = '0';
+  while (n) ch(b[--n]);
+  return *this;
+}
+
+File* SynthText::to_file(uint32_t open_flags, uint32_t mode, uint64_t ino) {
+  if (failed_) return nullptr;
+  auto* d = static_cast<SynthData*>(heap_->alloc(sizeof(SynthData) + len_ + 1));
+  if (!d) return nullptr;
+  d->mode = mode;
+  d->ino = ino;
+  d->len = len_;
+  d->ndirents = 0;
+  if (len_) memcpy(d->bytes, data_, len_);
+  return make_file(heap_, &kSynthTextOps, d, open_flags);
+}
+
+File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, uint64_t ino) {
+  auto* d = static_cast<SynthData*>(h->alloc(sizeof(SynthData) + sizeof(SynthDirent) * (n ? n : 1)));
+  if (!d) return nullptr;
+  d->mode = mode;
+  d->ino = ino;
+  d->len = 0;
+  d->ndirents = n;
+  if (n) memcpy(d->bytes, entries, sizeof(SynthDirent) * n);
+  return make_file(h, &kSynthDirOps, d, O_RDONLY | O_DIRECTORY);
+}
+
+}  // namespace flatux

@@ -1,0 +1,52 @@
+// Files whose contents the kernel generates (procfs, devfs listings): the
+// text is produced once at open, like Linux's seq_file snapshot, and read
+// from kernel memory.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "kernel/lib/kfmt.h"
+#include "kernel/vfs/file.h"
+
+struct stat;
+
+namespace flatux {
+
+// A growable text buffer in the kernel heap.
+class SynthText {
+ public:
+  explicit SynthText(Heap* h) : heap_(h) {}
+  ~SynthText();
+  SynthText& str(std::string_view s);
+  SynthText& dec(int64_t v);
+  SynthText& udec(uint64_t v);
+  SynthText& hex(uint64_t v, int min_digits = 1);
+  SynthText& oct(uint64_t v, int min_digits = 1);
+  SynthText& ch(char c) { return str(std::string_view(&c, 1)); }
+  bool ok() const { return !failed_; }
+  // Hands the buffer to a new read-only file (the text is then empty).
+  File* to_file(uint32_t open_flags, uint32_t mode, uint64_t ino);
+  std::string_view view() const { return {data_, len_}; }
+
+ private:
+  bool reserve(size_t more);
+  Heap* heap_;
+  char* data_ = nullptr;
+  size_t len_ = 0, cap_ = 0;
+  bool failed_ = false;
+};
+
+struct SynthDirent {
+  char name[64];
+  uint8_t type;  // DT_*
+  uint64_t ino;
+};
+
+// A directory listing as a File (getdents64, fstat); entries are copied.
+File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, uint64_t ino);
+
+// A stat for generated nodes.
+void synth_stat(struct stat* st, uint32_t mode, uint64_t ino, uint64_t size, uint64_t dev);
+
+}  // namespace flatux

@@ -1,0 +1,141 @@
+// /proc and /dev as programs use them: links to the executable and open
+// files, cmdline, stat/status/maps, the process list, the global files, and
+// the basic character devices.
+#include "guest_check.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static size_t slurp(const char* path, char* buf, size_t cap) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < cap && (r = read(fd, buf + n, cap - 1 - n)) > 0) n += (size_t)r;
+  close(fd);
+  buf[n] = 0;
+  return n;
+}
+
+static void self_links(int argc, char** argv) {
+  printf("/proc/self links:\n");
+  char exe[PATH_MAX], want[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  REQUIRE(n > 0, "readlink /proc/self/exe: %s", strerror(errno));
+  exe[n] = 0;
+  REQUIRE(realpath(argv[0], want), "realpath %s", argv[0]);
+  CHECK(strcmp(exe, want) == 0, "exe is %s, want %s", exe, want);
+  char self[32], pid[32];
+  n = readlink("/proc/self", self, sizeof self - 1);
+  CHECK(n > 0, "readlink /proc/self");
+  self[n > 0 ? n : 0] = 0;
+  snprintf(pid, sizeof pid, "%d", getpid());
+  CHECK(strcmp(self, pid) == 0, "/proc/self -> %s, want %s", self, pid);
+  char cwd[PATH_MAX], link[PATH_MAX];
+  REQUIRE(getcwd(cwd, sizeof cwd), "getcwd");
+  n = readlink("/proc/self/cwd", link, sizeof link - 1);
+  link[n > 0 ? n : 0] = 0;
+  CHECK(strcmp(link, cwd) == 0, "cwd link %s, want %s", link, cwd);
+  int fd = open(argv[0], O_RDONLY);
+  char fdpath[64];
+  snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+  n = readlink(fdpath, link, sizeof link - 1);
+  link[n > 0 ? n : 0] = 0;
+  CHECK(strcmp(link, want) == 0, "%s -> %s, want %s", fdpath, link, want);
+  close(fd);
+  char cmd[4096];
+  size_t len = slurp("/proc/self/cmdline", cmd, sizeof cmd);
+  size_t want_len = 0;
+  for (int i = 0; i < argc; i++) want_len += strlen(argv[i]) + 1;
+  CHECK(len == want_len && strcmp(cmd, argv[0]) == 0, "cmdline %zu bytes, want %zu", len, want_len);
+  printf("  exe, self, cwd, fd/N and cmdline are right\n");
+}
+
+static void pid_files(void) {
+  printf("/proc/self/{stat,status,maps}, the process list:\n");
+  char buf[65536], want[64];
+  slurp("/proc/self/stat", buf, sizeof buf);
+  snprintf(want, sizeof want, "%d (", getpid());
+  CHECK(strncmp(buf, want, strlen(want)) == 0, "stat starts '%.20s'", buf);
+  slurp("/proc/self/status", buf, sizeof buf);
+  snprintf(want, sizeof want, "\nPid:\t%d\n", getpid());
+  CHECK(strstr(buf, want) != NULL, "status has no '%s'", want + 1);
+  CHECK(strstr(buf, "\nPPid:\t") != NULL, "status has PPid");
+  slurp("/proc/self/maps", buf, sizeof buf);
+  CHECK(strstr(buf, "[stack]") != NULL, "maps shows [stack]");
+  DIR* d = opendir("/proc");
+  REQUIRE(d, "opendir /proc: %s", strerror(errno));
+  int saw_self = 0, saw_me = 0;
+  snprintf(want, sizeof want, "%d", getpid());
+  for (struct dirent* e; (e = readdir(d));) {
+    if (!strcmp(e->d_name, "self")) saw_self = 1;
+    if (!strcmp(e->d_name, want)) saw_me = 1;
+  }
+  closedir(d);
+  CHECK(saw_self && saw_me, "/proc lists self (%d) and %s (%d)", saw_self, want, saw_me);
+  d = opendir("/proc/self/fd");
+  REQUIRE(d, "opendir /proc/self/fd: %s", strerror(errno));
+  int fds = 0;
+  for (struct dirent* e; (e = readdir(d));) fds += e->d_name[0] >= '0' && e->d_name[0] <= '9';
+  closedir(d);
+  CHECK(fds >= 3, "/proc/self/fd lists %d descriptors", fds);
+  slurp("/proc/meminfo", buf, sizeof buf);
+  CHECK(strncmp(buf, "MemTotal:", 9) == 0, "meminfo starts '%.20s'", buf);
+  slurp("/proc/uptime", buf, sizeof buf);
+  CHECK(buf[0] >= '0' && buf[0] <= '9', "uptime '%s'", buf);
+  printf("  stat, status, maps, /proc and /proc/self/fd listings, meminfo, uptime\n");
+}
+
+static void reopen_pipe(void) {
+  printf("/proc/self/fd/N reopens the same pipe:\n");
+  int p[2];
+  REQUIRE(pipe(p) == 0, "pipe");
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", p[0]);
+  int r = open(path, O_RDONLY);
+  CHECK(r >= 0, "open %s: %s", path, strerror(errno));
+  CHECK(write(p[1], "via proc", 8) == 8, "write");
+  char buf[16] = {0};
+  CHECK(r >= 0 && read(r, buf, sizeof buf) == 8 && !memcmp(buf, "via proc", 8), "read back '%s'", buf);
+  close(r); close(p[0]); close(p[1]);
+  printf("  data written to the pipe arrives through the reopened descriptor\n");
+}
+
+static void devices(void) {
+  printf("/dev basics:\n");
+  int fd = open("/dev/null", O_RDWR);
+  REQUIRE(fd >= 0, "open /dev/null: %s", strerror(errno));
+  char buf[16];
+  CHECK(write(fd, "x", 1) == 1 && read(fd, buf, 1) == 0, "/dev/null swallows and is empty");
+  close(fd);
+  fd = open("/dev/zero", O_RDONLY);
+  memset(buf, 1, sizeof buf);
+  CHECK(fd >= 0 && read(fd, buf, sizeof buf) == sizeof buf && buf[0] == 0 && buf[15] == 0, "/dev/zero");
+  close(fd);
+  fd = open("/dev/urandom", O_RDONLY);
+  CHECK(fd >= 0 && read(fd, buf, sizeof buf) == sizeof buf, "/dev/urandom");
+  close(fd);
+  fd = open("/dev/full", O_WRONLY);
+  CHECK_ERR(write(fd, "x", 1), ENOSPC);
+  close(fd);
+  struct stat st;
+  CHECK(stat("/dev/null", &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&
+            minor(st.st_rdev) == 3, "/dev/null is char 1:3");
+  CHECK(access("/dev/stdin", F_OK) == 0, "/dev/stdin exists");
+  printf("  null, zero, urandom, full and their device numbers\n");
+}
+
+int main(int argc, char** argv) {
+  guest_name = "procfs";
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  self_links(argc, argv);
+  pid_files();
+  reopen_pipe();
+  devices();
+  return guest_finish();
+}
