@@ -10,7 +10,7 @@ hard-link identity, symlink targets, device numbers, times, xattrs and the
 folder listings.
 
     check_mkimage.py --flatux BUILD/flatux --case folder|tar|tar.gz|tar.xz
-    check_mkimage.py --flatux BUILD/flatux --case corrupt|truncated|too_small|missing|bad_size
+    check_mkimage.py --flatux BUILD/flatux --case corrupt|truncated|too_small|unreadable|missing|bad_size
 """
 import argparse
 import hashlib
@@ -453,6 +453,17 @@ def main():
             errors += expect_clean_failure(r, ["the image is full"])
             if "--size 1M is too small" not in r.stderr:
                 errors.append("message does not name the size: %r" % r.stderr)
+        elif case == "unreadable":
+            # Mode 000: unreadable to a non-root owner, and to nobody.
+            secret = os.path.join(tree, "dir1", "secret")
+            open(secret, "wb").write(b"no\n")
+            os.chmod(secret, 0)
+            for d in (work, tree):
+                os.chmod(d, 0o1777 if d == work else 0o755)
+            r = run_tool(flatux, [tree, "-o", image], True)
+            errors += expect_clean_failure(r, ["Permission denied"])
+            if "dir1/secret" not in r.stderr:
+                errors.append("message does not name the file: %r" % r.stderr)
         elif case == "missing":
             r = run_tool(flatux, [os.path.join(work, "nonexistent"), "-o", image], False)
             errors += expect_clean_failure(r, ["No such file or directory"])

@@ -3,6 +3,7 @@
 // inodes are written here whole, so nothing depends on who runs the tool.
 #include "tools/mkimage/ext4_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <ext2fs/ext2_fs.h>
@@ -94,6 +95,16 @@ struct Ext4Writer::Impl {
     bool dir;
   };
   std::unordered_map<std::string, Node> nodes;
+  // Folder contents are kept here and written once, at the end:
+  // ext2fs_link scans the whole folder for room on every call, which is
+  // quadratic in the folder's size.
+  struct Dirent {
+    std::string name;
+    ext2_ino_t ino;
+    int type;
+  };
+  std::unordered_map<ext2_ino_t, std::vector<Dirent>> contents;
+  std::unordered_map<ext2_ino_t, ext2_ino_t> parents;
 
   ~Impl() {
     if (fs) ext2fs_free(fs);  // not finished: leave the (doomed) image as it is
@@ -149,11 +160,13 @@ struct Ext4Writer::Impl {
 
     check(ext2fs_mkdir(fs, EXT2_ROOT_INO, EXT2_ROOT_INO, nullptr), image + ": root folder");
     nodes[""] = {EXT2_ROOT_INO, true};
+    parents[EXT2_ROOT_INO] = EXT2_ROOT_INO;
+    contents[EXT2_ROOT_INO];
     fs->umask = 077;
-    check(ext2fs_mkdir(fs, EXT2_ROOT_INO, 0, "lost+found"), image + ": lost+found");
+    ext2_ino_t lpf = new_ino(EXT2_ROOT_INO, LINUX_S_IFDIR, "lost+found");
+    check(ext2fs_mkdir(fs, EXT2_ROOT_INO, lpf, nullptr), image + ": lost+found");
     fs->umask = 022;
-    ext2_ino_t lpf;
-    check(ext2fs_lookup(fs, EXT2_ROOT_INO, "lost+found", 10, nullptr, &lpf), image + ": lost+found");
+    link(EXT2_ROOT_INO, "lost+found", lpf, EXT2_FT_DIR, "lost+found");
     // e2fsck wants room there without allocating: 16 KiB, as mke2fs leaves.
     for (int i = 1; i < 4; i++) check(ext2fs_expand_dir(fs, lpf), image + ": lost+found");
     nodes["lost+found"] = {lpf, true};
@@ -218,18 +231,87 @@ struct Ext4Writer::Impl {
     return ino;
   }
 
-  void link(ext2_ino_t dir, const std::string& name, ext2_ino_t ino, int type, const std::string& path) {
-    errcode_t r = ext2fs_link(fs, dir, name.c_str(), ino, type);
-    if (r == EXT2_ET_DIR_NO_SPACE) {
-      check(ext2fs_expand_dir(fs, dir), path);
-      r = ext2fs_link(fs, dir, name.c_str(), ino, type);
+  void link(ext2_ino_t dir, const std::string& name, ext2_ino_t ino, int type, const std::string&) {
+    contents[dir].push_back({name, ino, type});
+  }
+
+  // Lays out one folder's entries in blocks, each closed by the checksum
+  // tail metadata_csum asks for, and writes them over the folder's blocks
+  // (grown as needed; blocks left over are written empty).
+  void write_dir(ext2_ino_t dir, const std::vector<Dirent>& ents) {
+    const unsigned bs = fs->blocksize;
+    const unsigned tail = ext2fs_has_feature_metadata_csum(fs->super) ? sizeof(ext2_dir_entry_tail) : 0;
+    const unsigned room = bs - tail;
+    std::vector<char> buf;
+    unsigned used = room;  // forces a first block
+    ext2_dir_entry* last = nullptr;
+    auto close_block = [&] {  // the block's last entry spans its free space
+      if (last) check(ext2fs_set_rec_len(fs, last->rec_len + (room - used), last), "folder");
+      last = nullptr;
+    };
+    auto put = [&](const char* name, size_t len, ext2_ino_t ino, int type) {
+      unsigned need = (8 + len + 3) & ~3u;
+      if (used + need > room) {
+        close_block();
+        buf.resize(buf.size() + bs, 0);
+        if (tail) ext2fs_initialize_dirent_tail(fs, (ext2_dir_entry_tail*)(buf.data() + buf.size() - tail));
+        used = 0;
+      }
+      auto* de = (ext2_dir_entry*)(buf.data() + buf.size() - bs + used);
+      de->inode = ino;
+      de->rec_len = (uint16_t)need;
+      ext2fs_dirent_set_name_len(de, (int)len);
+      ext2fs_dirent_set_file_type(de, type);
+      memcpy(de->name, name, len);
+      used += need;
+      last = de;
+    };
+    put(".", 1, dir, EXT2_FT_DIR);
+    put("..", 2, parents.at(dir), EXT2_FT_DIR);
+    for (const Dirent& e : ents) put(e.name.data(), e.name.size(), e.ino, e.type);
+    close_block();
+    size_t nblocks = buf.size() / bs;
+
+    ext2_inode_large in;
+    read_inode(dir, in, "folder");
+    for (size_t have = EXT2_I_SIZE(&in) / bs; have < nblocks; have++) check(ext2fs_expand_dir(fs, dir), "folder");
+    read_inode(dir, in, "folder");
+    std::vector<char> empty(bs, 0);
+    auto* de = (ext2_dir_entry*)empty.data();
+    check(ext2fs_set_rec_len(fs, room, de), "folder");
+    if (tail) ext2fs_initialize_dirent_tail(fs, (ext2_dir_entry_tail*)(empty.data() + room));
+    for (blk64_t lblk = 0; lblk < EXT2_I_SIZE(&in) / bs; lblk++) {
+      blk64_t pblk = 0;
+      check(ext2fs_bmap2(fs, dir, (ext2_inode*)&in, nullptr, 0, lblk, nullptr, &pblk), "folder");
+      const char* data = lblk < nblocks ? buf.data() + lblk * bs : empty.data();
+      check(ext2fs_write_dir_block4(fs, pblk, (void*)data, 0, dir), "folder");
     }
-    check(r, path);
+  }
+
+  void write_dirs() {
+    for (const auto& [dir, ents] : contents) {
+      try {
+        write_dir(dir, ents);
+      } catch (Error& e) {
+        auto it = std::find_if(nodes.begin(), nodes.end(), [&](auto& n) { return n.second.ino == dir; });
+        throw Error((it == nodes.end() || it->first.empty() ? "/" : it->first) + ": " + e.what(), e.no_space);
+      }
+    }
   }
 
   ext2_ino_t make_dir(ext2_ino_t parent, const std::string& name, const Entry& e) {
     ext2_ino_t ino = new_ino(parent, LINUX_S_IFDIR, e.path);
+    ext2_inode_large p;
+    read_inode(parent, p, e.path);
     check(ext2fs_mkdir(fs, parent, ino, nullptr), e.path);
+    // dir_nlink: past the link limit a folder's count stays 1 ("many").
+    if (p.i_links_count == 1 || p.i_links_count + 1 >= EXT2_LINK_MAX) {
+      read_inode(parent, p, e.path);
+      p.i_links_count = 1;
+      write_inode(parent, p, e.path);
+    }
+    parents[ino] = parent;
+    contents[ino];
     link(parent, name, ino, EXT2_FT_DIR, e.path);
     apply_meta(ino, e, LINUX_S_IFDIR);
     nodes[e.path] = {ino, true};
@@ -260,7 +342,8 @@ struct Ext4Writer::Impl {
 
   // Drops one name of a non-folder; the inode goes when its last name does.
   void remove(ext2_ino_t dir, const std::string& name, ext2_ino_t ino, const std::string& path) {
-    check(ext2fs_unlink(fs, dir, name.c_str(), ino, 0), path);
+    auto& ents = contents[dir];
+    ents.erase(std::find_if(ents.begin(), ents.end(), [&](const Dirent& d) { return d.name == name; }));
     ext2_inode_large in;
     read_inode(ino, in, path);
     if (in.i_links_count > 1) {
@@ -410,6 +493,7 @@ Ext4Writer::~Ext4Writer() = default;
 void Ext4Writer::add(const Entry& e, Data* data) { impl_->add(e, data); }
 
 void Ext4Writer::finish() {
+  impl_->write_dirs();
   ext2_filsys fs = impl_->fs;
   impl_->fs = nullptr;
   check(ext2fs_close_free(&fs), "writing the image");

@@ -40,6 +40,7 @@ class Reader {
     if (!a_) throw Error(path + ": out of memory");
     // Linked in statically: only the formats and filters named here exist.
     archive_read_support_format_tar(a_);
+    archive_read_support_format_empty(a_);  // a 0-byte file: an empty image
     archive_read_support_filter_gzip(a_);
     archive_read_support_filter_xz(a_);
     archive_read_support_filter_lzma(a_);
