@@ -4,12 +4,17 @@
 #include "tools/mkimage/ext4_writer.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <ctime>
+extern "C" {  // com_err.h declares no C linkage of its own
+#include <et/com_err.h>
+}
 #include <ext2fs/ext2_fs.h>
 #include <ext2fs/ext2fs.h>
 #include <ext2fs/ext3_extents.h>
-#include <et/com_err.h>
+#include <map>
 #include <sys/random.h>
 #include <unordered_map>
 #include <vector>
@@ -30,8 +35,12 @@ void check(errcode_t r, const std::string& what) {
 }
 
 // ext4 keeps 32 seconds bits in the inode and two more (the epoch) with
-// the nanoseconds, which carries dates from 1901 to 2446.
+// the nanoseconds, which carries dates from 1901 to 2446; beyond that the
+// time is clamped, as Linux does.
 void set_time(__u32& lo, __u32& extra, Time t) {
+  constexpr int64_t kMin = INT32_MIN, kMax = (int64_t)INT32_MAX + (3LL << 32);
+  if (t.sec < kMin) t = {kMin, 0};
+  if (t.sec > kMax) t = {kMax, 999999999};
   lo = (uint32_t)t.sec;
   uint32_t epoch = (uint32_t)(((t.sec - (int64_t)(int32_t)(uint32_t)t.sec) >> 32) & 3);
   extra = (std::min<uint32_t>(t.nsec, 999999999) << 2) | epoch;
@@ -103,7 +112,7 @@ struct Ext4Writer::Impl {
     ext2_ino_t ino;
     int type;
   };
-  std::unordered_map<ext2_ino_t, std::vector<Dirent>> contents;
+  std::map<ext2_ino_t, std::vector<Dirent>> contents;  // ordered: same input, same image
   std::unordered_map<ext2_ino_t, ext2_ino_t> parents;
 
   ~Impl() {
@@ -343,7 +352,8 @@ struct Ext4Writer::Impl {
   // Drops one name of a non-folder; the inode goes when its last name does.
   void remove(ext2_ino_t dir, const std::string& name, ext2_ino_t ino, const std::string& path) {
     auto& ents = contents[dir];
-    ents.erase(std::find_if(ents.begin(), ents.end(), [&](const Dirent& d) { return d.name == name; }));
+    auto gone = std::find_if(ents.begin(), ents.end(), [&](const Dirent& d) { return d.name == name; });
+    if (gone != ents.end()) ents.erase(gone);
     ext2_inode_large in;
     read_inode(ino, in, path);
     if (in.i_links_count > 1) {
