@@ -179,6 +179,7 @@ struct Ext4Writer::Impl {
     // e2fsck wants room there without allocating: 16 KiB, as mke2fs leaves.
     for (int i = 1; i < 4; i++) check(ext2fs_expand_dir(fs, lpf), image + ": lost+found");
     nodes["lost+found"] = {lpf, true};
+    parents[lpf] = EXT2_ROOT_INO;
 
     for (ext2_ino_t ino = EXT2_ROOT_INO + 1; ino < EXT2_FIRST_INODE(sb); ino++)
       ext2fs_inode_alloc_stats2(fs, ino, +1, 0);

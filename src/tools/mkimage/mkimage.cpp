@@ -259,6 +259,9 @@ int run(const Options& o) {
   } catch (const std::bad_alloc&) {
     progress.clear();
     fprintf(stderr, "flatux mkimage: out of memory\n");
+  } catch (const std::exception& e) {
+    progress.clear();
+    fprintf(stderr, "flatux mkimage: internal error: %s\n", e.what());
   }
   if (fd >= 0) close(fd);
   unlink(o.output.c_str());
