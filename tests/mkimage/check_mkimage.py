@@ -221,6 +221,7 @@ def build_tar(tree_root, nodes, path, mode):
             ("dev/sda1", Node("block", 0o660, 0, 6, (1_650_000_003, 0), dev=(8, 1))),
             ("dev/nvme0n1p7", Node("block", 0o660, 0, 6, (1_650_000_004, 0), dev=(259, 300000))),
             ("setgid-bin", Node("file", 0o2711, 0, 42, (1_650_000_005, 0), data=b"sg\n")),
+            ("lost+found/kept", Node("file", 0o600, 0, 0, (1_650_000_007, 0), data=b"kept\n")),
             ("cap", Node("file", 0o755, 0, 0, (1_650_000_006, 0), data=b"cap\n",
                          xattrs={"security.capability": bytes([1, 0, 0, 2, 0x20, 0, 0, 0] + [0] * 12)})),
         ]
