@@ -8,6 +8,7 @@
 #include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
+#include "kernel/net/net.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
 #include "kernel/vfs/vfs.h"
@@ -28,10 +29,11 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->host_pid = (int)host::sys(SYS_getpid);
   k->vfs = heap->make<Vfs>(heap);
   k->timers = heap->make<TimerService>();
+  k->net = net_state_create(heap);
   Filesystem* root = nullptr;
   Filesystem* proc = nullptr;
   Filesystem* dev = nullptr;
-  if (!k->vfs || !k->timers ||
+  if (!k->vfs || !k->timers || !k->net ||
       hostfs_create(heap, cfg.root, cfg.root_readonly, &root) < 0 ||
       procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
       k->vfs->mount("/", root) < 0 || k->vfs->mount("/proc", proc) < 0) {

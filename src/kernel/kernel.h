@@ -13,6 +13,7 @@ namespace flatux {
 
 class Vfs;
 struct TimerService;
+struct NetState;
 
 struct TextRange {
   uintptr_t start, end;
@@ -41,6 +42,7 @@ struct Kernel {
   KernelConfig cfg;
   Vfs* vfs = nullptr;
   TimerService* timers = nullptr;
+  NetState* net = nullptr;
   uint64_t boot_ns = 0;
 
   KMutex tasks_lock;

@@ -152,6 +152,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
       return -EAGAIN;
     }
     q.set |= sigbit(sig);
+    p.sig_queued.fetch_add(1, std::memory_order_release);
     if (sig == SIGKILL) {
       wake_all = true;
     } else if (target) {
@@ -166,6 +167,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
       wake->notify.store(1);
     }
   }
+  futex_wake(&p.sig_queued, 1 << 30);
   if (wake_all) {
     for (Task* t = p.threads; t; t = t->next_thread) kick_task(*t);
   } else if (wake) {

@@ -12,6 +12,7 @@
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
+#include "kernel/signal/wait_mask.h"
 #include "kernel/syscalls.h"
 #include "kernel/time.h"
 #include "kernel/vfs/file.h"
@@ -49,13 +50,17 @@ struct PollSet {
     if (!f) return false;
     files[i] = f;
     host[i].fd = f->host_fd;
+    if (virtual_file(i)) nvirtual++;
     return true;
   }
+  // A file with no host descriptor answers for itself (FileOps::poll).
+  bool virtual_file(int i) const { return files[i] && files[i]->host_fd < 0 && files[i]->ops->poll; }
+  int nvirtual = 0;
 };
 
-// Waits until something is ready, the deadline passes (0: don't wait,
-// UINT64_MAX: forever) or a signal arrives. Returns the host's count.
-long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
+// Waits until a host descriptor is ready, the deadline passes (0: don't
+// wait, UINT64_MAX: forever) or a signal arrives. Returns the host's count.
+long host_wait(Task& t, PollSet& ps, uint64_t deadline) {
   timespec rel{}, *tsp = nullptr;
   if (deadline != UINT64_MAX) {
     uint64_t now = monotonic_ns();
@@ -65,6 +70,31 @@ long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
   }
   long r = isys(t, SYS_ppoll, ps.host, ps.n, tsp, 0, 8);
   return r == -EINTR ? -ERESTARTNOHAND : r;
+}
+
+// As host_wait, counting files without a host descriptor too. Those are
+// asked between short host waits: nothing wakes the host for them.
+long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
+  if (!ps.nvirtual) return host_wait(t, ps, deadline);
+  constexpr uint64_t kSliceNs = 5000000;
+  for (;;) {
+    long vready = 0;
+    for (int i = 0; i < ps.n; i++)
+      if (ps.virtual_file(i) && ps.files[i]->ops->poll(t, *ps.files[i], ps.host[i].events)) vready++;
+    uint64_t now = monotonic_ns();
+    uint64_t until = vready ? 0 : (deadline - now > kSliceNs ? now + kSliceNs : deadline);
+    if (deadline <= now) until = 0;
+    long r = host_wait(t, ps, until);
+    if (r < 0) return r;
+    if (r || vready) {
+      for (int i = 0; i < ps.n; i++)
+        if (ps.virtual_file(i))
+          ps.host[i].revents = ps.files[i]->ops->poll(t, *ps.files[i], ps.host[i].events) &
+                               (ps.host[i].events | POLLERR | POLLHUP | POLLNVAL);
+      return r + vready;
+    }
+    if (until == 0 || monotonic_ns() >= deadline) return 0;
+  }
 }
 
 uint64_t deadline_after(const timespec& ts) {
@@ -97,20 +127,9 @@ long do_poll(Task& t, uint64_t guest_fds, uint64_t nfds, uint64_t deadline) {
   return ready;
 }
 
-// ppoll/pselect: the given mask applies while waiting; a signal that
-// interrupts the wait is delivered before the old mask comes back.
-void push_mask(Task& t, uint64_t mask) {
-  t.saved_sigmask = t.sigmask;
-  t.restore_sigmask = true;
-  set_sigmask(t, mask);
-}
-long pop_mask(Task& t, long r) {
-  if (r != -ERESTARTNOHAND && t.restore_sigmask) {
-    t.restore_sigmask = false;
-    set_sigmask(t, t.saved_sigmask);
-  }
-  return r;
-}
+// ppoll/pselect: the given mask applies while waiting (signal/wait_mask.h).
+void push_mask(Task& t, uint64_t mask) { push_wait_mask(t, mask); }
+long pop_mask(Task& t, long r) { return pop_wait_mask(t, r, -ERESTARTNOHAND); }
 
 long do_select(Task& t, int nfds, uint64_t rp, uint64_t wp, uint64_t ep, uint64_t deadline) {
   if (nfds < 0) return -EINVAL;

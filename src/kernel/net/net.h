@@ -1,0 +1,14 @@
+// Sockets: every guest socket is a host socket the guest never sees by its
+// host number. What the kernel keeps beyond the host's own state lives here.
+#pragma once
+#include "kernel/heap.h"
+
+namespace flatux {
+
+struct NetState;
+
+// The per-kernel socket state (AF_UNIX name registry, abstract-name tag);
+// nullptr when out of memory.
+NetState* net_state_create(Heap* heap);
+
+}  // namespace flatux

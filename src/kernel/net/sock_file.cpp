@@ -1,0 +1,90 @@
+// Socket files: read/write/ioctl go to the host socket; the File also
+// carries the names and peer facts the host cannot give back in guest terms.
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "host/entry.h"
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/net/sock.h"
+
+namespace flatux {
+namespace {
+
+long sock_read(Task& t, File& f, void* buf, size_t n) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  return restartable(isys(t, SYS_read, f.host_fd, buf, n));
+}
+
+long sock_write(Task& t, File& f, const void* buf, size_t n) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  // MSG_NOSIGNAL: the guest's SIGPIPE is raised by the write path, never
+  // the host's.
+  return restartable(isys(t, SYS_sendto, f.host_fd, buf, n, MSG_NOSIGNAL, 0, 0));
+}
+
+long sock_stat(Task&, File& f, struct stat* out) { return host::sys(SYS_fstat, f.host_fd, out); }
+
+// Only queue-size queries, each an int written back through kernel memory.
+long sock_ioctl(Task&, File& f, unsigned cmd, uint64_t arg) {
+  switch (cmd) {
+    case FIONREAD: case SIOCOUTQ: case SIOCATMARK: case SIOCOUTQNSD: break;
+    default: return -ENOTTY;
+  }
+  int v = 0;
+  long r = host::sys(SYS_ioctl, f.host_fd, cmd, &v);
+  if (r < 0) return r;
+  return put_user((void*)arg, v) < 0 ? -EFAULT : r;
+}
+
+void sock_release(File& f) {
+  auto* p = static_cast<SockPriv*>(f.priv);
+  if (!p) return;
+  unix_name_put(f.heap, p->local);
+  unix_name_put(f.heap, p->peer);
+  f.heap->destroy_obj(p);
+  f.priv = nullptr;
+}
+
+const FileOps kSockOps = {
+    .read = sock_read,
+    .write = sock_write,
+    .pread = nullptr,
+    .pwrite = nullptr,
+    .lseek = nullptr,
+    .stat = sock_stat,
+    .getdents64 = nullptr,
+    .ioctl = sock_ioctl,
+    .statfs = nullptr,
+    .release = sock_release,
+};
+
+}  // namespace
+
+File* sock_file_adopt(Heap* heap, int host_fd, uint32_t flags) {
+  auto* p = heap->make<SockPriv>();
+  File* f = p ? file_alloc(heap, &kSockOps, flags, host_fd) : nullptr;
+  if (!f) {
+    heap->destroy_obj(p);
+    host::sys(SYS_close, host_fd);
+    return nullptr;
+  }
+  f->priv = p;
+  return f;
+}
+
+bool is_sock_file(const File& f) { return f.ops == &kSockOps; }
+
+SockPriv* sock_priv(File& f) { return is_sock_file(f) ? static_cast<SockPriv*>(f.priv) : nullptr; }
+
+long install_file(Task& t, File* f, bool cloexec) {
+  int fd = t.proc->files->install(f, cloexec);
+  f->put();
+  return fd;
+}
+
+}  // namespace flatux

@@ -1,0 +1,244 @@
+// Socket addresses between guest and host: AF_UNIX paths resolved inside
+// the guest's root, abstract names tagged per kernel, and the way back.
+#include <cstring>
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/lib/kfmt.h"
+#include "kernel/net/net.h"
+#include "kernel/net/sock.h"
+#include "kernel/vfs/ops.h"
+
+namespace flatux {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+sockaddr_un& un(sockaddr_storage& sa) { return *reinterpret_cast<sockaddr_un*>(&sa); }
+
+size_t bounded_len(const char* s, size_t max) {
+  size_t n = 0;
+  while (n < max && s[n]) n++;
+  return n;
+}
+
+// The guest path `path` as "/proc/self/fd/<dir>/<base>" on the host; the
+// host kernel walks the magic link, so no host path outside the root is
+// ever named.
+long unix_path_from_guest(Task& t, const char* path, size_t path_len, AddrUse use, HostAddr* out) {
+  char dirpath[kSunPathMax + 2];
+  const char* base;
+  const char* slash = nullptr;
+  for (const char* c = path; *c; c++)
+    if (*c == '/') slash = c;
+  if (!slash) {
+    memcpy(dirpath, ".", 2);
+    base = path;
+  } else {
+    size_t dl = slash == path ? 1 : (size_t)(slash - path);
+    memcpy(dirpath, path, dl);
+    dirpath[dl] = 0;
+    base = slash + 1;
+  }
+  if (!*base) base = ".";
+  File* dir = nullptr;
+  long r = vfs_open(t, AT_FDCWD, dirpath, O_PATH | O_DIRECTORY, 0, &dir);
+  if (r < 0) return r;
+  out->dir = dir;
+  if (dir->host_fd < 0) return -ENOENT;  // not a host directory (procfs): nothing to bind in
+  if (use == AddrUse::kBind && dir->fs && dir->fs->readonly) return -EROFS;
+  char host[kSunPathMax + 1];
+  KFmt f(host, sizeof host);
+  f.str("/proc/self/fd/").dec(dir->host_fd).ch('/').str(base);
+  if (f.truncated() || f.size() >= kSunPathMax) return -ENAMETOOLONG;
+  sockaddr_un& su = un(out->sa);
+  memset(su.sun_path, 0, sizeof su.sun_path);
+  memcpy(su.sun_path, host, f.size());
+  out->len = (socklen_t)(kSunPathOff + f.size() + 1);
+  if (use != AddrUse::kBind) return 0;
+  UnixName* n = t.kernel->heap->make<UnixName>();
+  if (!n) return -ENOMEM;
+  memcpy(n->host, host, f.size());
+  n->host_len = f.size() + 1;
+  memcpy(n->guest, path, path_len);
+  n->guest_len = path_len + 1;
+  dir->get();
+  n->dir = dir;
+  n->owner_pid.store(t.proc->pid);
+  out->name = n;
+  return 0;
+}
+
+bool same_host(const UnixName* n, const char* host_path, size_t len) {
+  return n && n->host_len == len + 1 && memcmp(n->host, host_path, len) == 0;
+}
+
+}  // namespace
+
+NetState* net_state_create(Heap* heap) {
+  NetState* ns = heap->make<NetState>();
+  if (!ns) return nullptr;
+  unsigned char rnd[kTagLen / 2];
+  if (host::sys(SYS_getrandom, rnd, sizeof rnd, 0) != (long)sizeof rnd) {
+    // No randomness: still a tag (names stay apart from plain host ones).
+    memset(rnd, 0x5a, sizeof rnd);
+  }
+  for (size_t i = 0; i < sizeof rnd; i++) {
+    ns->tag[2 * i] = kHex[rnd[i] >> 4];
+    ns->tag[2 * i + 1] = kHex[rnd[i] & 15];
+  }
+  return ns;
+}
+
+HostAddr::~HostAddr() {
+  if (name) unix_name_put(heap, name);
+  if (dir) dir->put();
+}
+
+void unix_name_register(Kernel& k, UnixName* n) {
+  NetState& ns = *k.net;
+  Guard g(ns.lock);
+  n->registry = &ns;
+  n->next = ns.names;
+  ns.names = n;
+}
+
+void unix_name_put(Heap* heap, UnixName* n) {
+  if (!n || n->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (NetState* ns = n->registry) {
+    Guard g(ns->lock);
+    for (UnixName** link = &ns->names; *link; link = &(*link)->next)
+      if (*link == n) {
+        *link = n->next;
+        break;
+      }
+  }
+  if (n->dir) n->dir->put();
+  heap->destroy_obj(n);
+}
+
+UnixName* unix_name_find(Kernel& k, const char* host_path) {
+  size_t len = bounded_len(host_path, kSunPathMax);
+  NetState& ns = *k.net;
+  Guard g(ns.lock);
+  for (UnixName* n = ns.names; n; n = n->next) {
+    if (!same_host(n, host_path, len)) continue;
+    // One on its way out (last reference gone) is no longer there.
+    int r = n->refs.load();
+    while (r > 0 && !n->refs.compare_exchange_weak(r, r + 1)) {}
+    return r > 0 ? n : nullptr;
+  }
+  return nullptr;
+}
+
+long addr_from_user(Task& t, uint64_t guest, uint64_t len, AddrUse use, HostAddr* out) {
+  out->heap = t.kernel->heap;
+  if (len > sizeof(sockaddr_storage) || (int64_t)len < 0) return -EINVAL;
+  if (len && copy_from_user(&out->sa, (const void*)guest, len) < 0) return -EFAULT;
+  out->len = (socklen_t)len;
+  if (len <= kSunPathOff || out->sa.ss_family != AF_UNIX) return 0;  // the host judges the rest
+  sockaddr_un& su = un(out->sa);
+  size_t plen = len - kSunPathOff;
+  if (plen > kSunPathMax) return -EINVAL;
+  if (su.sun_path[0] == 0) {
+    size_t nlen = plen - 1;
+    if (1 + kTagLen + nlen > kSunPathMax) return -ENAMETOOLONG;
+    memmove(su.sun_path + 1 + kTagLen, su.sun_path + 1, nlen);
+    memcpy(su.sun_path + 1, t.kernel->net->tag, kTagLen);
+    out->len = (socklen_t)(len + kTagLen);
+    return 0;
+  }
+  char path[kSunPathMax + 1];
+  size_t n = bounded_len(su.sun_path, plen);
+  memcpy(path, su.sun_path, n);
+  path[n] = 0;
+  return unix_path_from_guest(t, path, n, use, out);
+}
+
+void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len) {
+  if (len <= kSunPathOff || sa.ss_family != AF_UNIX) return;
+  sockaddr_un& su = un(sa);
+  size_t plen = len - kSunPathOff;
+  if (plen > kSunPathMax) plen = kSunPathMax;
+  if (su.sun_path[0] == 0) {
+    if (plen >= 1 + kTagLen && memcmp(su.sun_path + 1, t.kernel->net->tag, kTagLen) == 0) {
+      size_t nlen = plen - 1 - kTagLen;
+      memmove(su.sun_path + 1, su.sun_path + 1 + kTagLen, nlen);
+      memset(su.sun_path + 1 + nlen, 0, kSunPathMax - 1 - nlen);
+      len = (socklen_t)(len - kTagLen);
+    }
+    return;
+  }
+  size_t n = bounded_len(su.sun_path, plen);
+  char guest[kSunPathMax + 1];
+  size_t glen = 0;
+  {
+    SockPriv* p = sock ? sock_priv(*sock) : nullptr;
+    NetState& ns = *t.kernel->net;
+    Guard g(ns.lock);
+    const UnixName* hit = nullptr;
+    if (p && same_host(p->local, su.sun_path, n)) hit = p->local;
+    else if (p && same_host(p->peer, su.sun_path, n)) hit = p->peer;
+    for (UnixName* u = ns.names; !hit && u; u = u->next)
+      if (same_host(u, su.sun_path, n)) hit = u;
+    if (hit) {
+      glen = hit->guest_len;
+      memcpy(guest, hit->guest, glen);
+    }
+  }
+  if (!glen) {
+    // Bound by a host program under the root: the host gave its real path.
+    const char* root = t.kernel->cfg.root;
+    size_t rl = strlen(root);
+    bool slash_root = rl == 1 && root[0] == '/';
+    if (slash_root && su.sun_path[0] == '/' && n < kSunPathMax) {
+      return;  // guest and host paths agree
+    } else if (!slash_root && n > rl && memcmp(su.sun_path, root, rl) == 0 && su.sun_path[rl] == '/') {
+      glen = n - rl + 1;
+      memcpy(guest, su.sun_path + rl, glen - 1);
+      guest[glen - 1] = 0;
+    } else {
+      // A name the guest cannot see (outside its root, or the name's
+      // socket is gone): reported unnamed.
+      memset(su.sun_path, 0, sizeof su.sun_path);
+      len = (socklen_t)kSunPathOff;
+      return;
+    }
+  }
+  memset(su.sun_path, 0, sizeof su.sun_path);
+  memcpy(su.sun_path, guest, glen);
+  len = (socklen_t)(kSunPathOff + glen);
+}
+
+long addr_put_user(const sockaddr_storage& sa, socklen_t len, uint64_t guest_addr,
+                   uint64_t guest_lenp) {
+  if (!guest_addr) return 0;
+  int glen;
+  if (get_user(glen, (const void*)guest_lenp) < 0) return -EFAULT;
+  if (glen < 0) return -EINVAL;
+  size_t n = (size_t)glen < len ? (size_t)glen : len;
+  if (n && copy_to_user((void*)guest_addr, &sa, n) < 0) return -EFAULT;
+  if (put_user((void*)guest_lenp, (int)len) < 0) return -EFAULT;
+  return 0;
+}
+
+long unix_autobind(Task& t, int host_fd) {
+  sockaddr_un su{};
+  su.sun_family = AF_UNIX;
+  memcpy(su.sun_path + 1, t.kernel->net->tag, kTagLen);
+  long r = -EADDRINUSE;
+  for (int tries = 0; tries < 64 && r == -EADDRINUSE; tries++) {
+    unsigned char rnd[3];
+    if (host::sys(SYS_getrandom, rnd, sizeof rnd, 0) != (long)sizeof rnd) return -EAGAIN;
+    uint32_t v = ((uint32_t)rnd[0] << 16 | (uint32_t)rnd[1] << 8 | rnd[2]) & 0xfffff;
+    for (int i = 0; i < 5; i++) su.sun_path[1 + kTagLen + i] = kHex[(v >> (16 - 4 * i)) & 15];
+    r = host::sys(SYS_bind, host_fd, &su, kSunPathOff + 1 + kTagLen + 5);
+  }
+  return r;
+}
+
+}  // namespace flatux
