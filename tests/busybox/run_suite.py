@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Runs one of busybox's own test suites twice over the same root folder:
+natively (chroot into a copy of the root) and under flatux (--root on a
+second copy), then compares.
+
+The suite's driver is the root's /bin/sh, i.e. busybox's no-MMU hush, so
+on the flatux side every shell, every applet and every helper the suite
+starts is a guest; natively the very same binary runs on the host kernel.
+The chroot makes both sides see the same files, shell and /dev.
+
+  run_suite.py --suite testsuite|hush_test --flatux BIN --root ROOT
+               --src BUSYBOX_SRC --work DIR [--timeout S] [--serial]
+               [--survey] [--hush-modules M...]
+
+--survey runs the flatux side with --strace into a pipe and charges every
+syscall that fails with ENOSYS or EOPNOTSUPP to the test being run when it
+happened, so the report says which missing syscalls cost which tests.
+
+Exit status: 0 when flatux passes at least as many tests as native (and
+native ran at all), 1 otherwise. DIR/report.md gets the comparison, and
+DIR/{native,flatux}/{stdout,stderr}.txt the raw output.
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+GUEST_PATH = "/bin:/sbin:/usr/bin:/usr/sbin"
+
+# The environment Debian's build runs `make check` with, plus what chroot
+# and flatux would otherwise inherit from the host.
+SUITE_ENV = {
+    "PATH": GUEST_PATH,
+    "HOME": "/root",
+    "USER": "root",
+    "LOGNAME": "root",
+    "SHELL": "/bin/sh",
+    "ECHO": "/bin/echo",
+    "TERM": "dumb",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "SKIP_KNOWN_BUGS": "y",
+    "SKIP_INTERNET_TESTS": "y",
+    "TMPDIR": "/tmp",
+}
+
+
+def prepare_root(base_root, dest, src, suite, hush_modules):
+    """A private copy of the root with the suite in /bb."""
+    if os.path.lexists(dest):
+        shutil.rmtree(dest)
+    # cp -a keeps the device nodes and the relative applet links.
+    subprocess.run(["cp", "-a", base_root, dest], check=True)
+    bb = os.path.join(dest, "bb")
+    os.makedirs(bb)
+    # runtest wants $bindir/busybox and $bindir/.config and makes
+    # $bindir/runtest-tempdir-links; hush_test wants ./hush and ./.config.
+    os.symlink("../bin/busybox", os.path.join(bb, "busybox"))
+    config = os.path.join(base_root, "etc", "busybox.config")
+    if suite == "testsuite":
+        shutil.copy(config, os.path.join(bb, ".config"))
+        subprocess.run(["cp", "-a", os.path.join(src, "testsuite"),
+                        os.path.join(bb, "testsuite")], check=True)
+        cmd = ("cd /bb/testsuite && export bindir=/bb srcdir=/bb/testsuite"
+               " && exec /bin/sh ./runtest -v")
+    else:
+        ht = os.path.join(bb, "hush_test")
+        subprocess.run(["cp", "-a", os.path.join(src, "shell", "hush_test"), ht],
+                       check=True)
+        shutil.copy(config, os.path.join(ht, ".config"))
+        os.symlink("/bin/busybox", os.path.join(ht, "hush"))
+        cmd = "cd /bb/hush_test && exec /bin/sh ./run-all " + " ".join(hush_modules)
+    return cmd
+
+
+def native_argv(root, cmd):
+    # A private mount namespace so that /proc (NOMMU busybox re-executes
+    # itself through /proc/self/exe) can be mounted inside the copy. No pid
+    # namespace: its init would ignore signals the suite sends to itself.
+    inner = 'mount -t proc proc "$1/proc" && exec chroot "$1" /bin/sh -c "$2"'
+    argv = ["unshare", "--mount", "--propagation", "private"]
+    if os.geteuid() != 0:
+        argv[1:1] = ["--user", "--map-root-user", "--pid", "--fork"]
+    return argv + ["/bin/sh", "-c", inner, "native", root, cmd]
+
+
+def flatux_argv(flatux, root, cmd):
+    return [flatux, "run", "--root", root, "--", "/bin/sh", "-c", cmd]
+
+
+def run_side(name, argv, out_path, err_path, timeout, result):
+    t0 = time.monotonic()
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=err, env=dict(SUITE_ENV),
+                             start_new_session=True)
+        try:
+            rc = p.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            rc = p.wait()
+            timed_out = True
+    result[name] = {"rc": rc, "timed_out": timed_out,
+                    "seconds": time.monotonic() - t0}
+
+
+SURVEY_ERRNOS = ("ENOSYS", "EOPNOTSUPP", "ENOTSUP")
+ST_LINE = re.compile(r"^\[pid (\d+)\] (\w+)\((.*)\) = (-?\w+)(?: (E[A-Z0-9]+))?")
+ST_WRITE = re.compile(r'^\[pid \d+\] write\(1, "(.*?)"(?:\.\.\.)?, \d+\) = \d+$')
+# Result lines are matched on their start only: strace shortens buffers.
+ST_RESULT = {
+    "testsuite": re.compile(r"^(?:PASS|FAIL|SKIPPED|UNTESTED): "),
+    # run-all also echoes bare folder names into a pipe: require the slash.
+    "hush_test": re.compile(r"^hush-[\w-]+/"),
+}
+
+
+class Survey:
+    """Reads flatux's strace stream and charges failing syscalls to tests.
+
+    The n-th result line written to stdout belongs to the n-th test in the
+    output. testsuite prints "PASS: name" after a test has run, so events
+    wait for the next result line; hush_test prints "dir/name:" before it
+    runs one, so events go to the name last printed."""
+
+    def __init__(self, suite):
+        self.suite = suite
+        self.argv = {}        # pid -> argv text of its last successful execve
+        self.pending = {}     # (syscall, errno) -> example
+        self.results = []     # per result line: {(syscall, errno): example}
+        self.totals = {}      # (syscall, errno) -> count
+
+    def feed(self, line):
+        m = ST_LINE.match(line)
+        if not m:
+            return
+        pid, call, args, ret, err = m.groups()
+        if call == "execve" and ret == "0":
+            am = re.search(r'\[(.*?)\], ', args)
+            self.argv[pid] = am.group(1)[:120] if am else args[:120]
+            return
+        if err in SURVEY_ERRNOS:
+            key = (call, err)
+            self.totals[key] = self.totals.get(key, 0) + 1
+            hits = self.pending
+            if self.suite == "hush_test" and self.results:
+                hits = self.results[-1]
+            if key not in hits:
+                hits[key] = "%s(%s) by [%s]" % (call, args[:80], self.argv.get(pid, "?"))
+            return
+        if call != "write":
+            return
+        wm = ST_WRITE.match(line)
+        if wm and ST_RESULT[self.suite].match(wm.group(1)):
+            if self.suite == "testsuite":
+                self.results.append(self.pending)
+            else:
+                self.results.append({})
+            self.pending = {}
+
+    def read_fifo(self, path):
+        with open(path, "r", errors="replace") as f:
+            for line in f:
+                self.feed(line)
+
+    def by_test(self, names):
+        """names: the tests in output order."""
+        if len(names) != len(self.results):
+            print("survey: %d result lines in strace, %d in stdout; charges may be off"
+                  % (len(self.results), len(names)))
+        return dict(zip(names, self.results))
+
+
+TESTSUITE_LINE = re.compile(r"^(PASS|FAIL|SKIPPED|UNTESTED): (.*?)\s*$")
+HUSH_LINE = re.compile(r"^(hush-[^:]+): (ok|fail|skip)")
+HUSH_STATUS = {"ok": "PASS", "fail": "FAIL", "skip": "SKIPPED"}
+
+
+def parse(suite, text):
+    """Test name -> PASS/FAIL/SKIPPED/UNTESTED. A name seen twice keeps
+    its first result and the repeat gets a #N suffix, so counts add up."""
+    out = {}
+    for line in text.splitlines():
+        if suite == "testsuite":
+            m = TESTSUITE_LINE.match(line)
+            if not m:
+                continue
+            status, name = m.group(1), m.group(2)
+        else:
+            m = HUSH_LINE.match(line)
+            if not m:
+                continue
+            name, status = m.group(1), HUSH_STATUS[m.group(2)]
+        key, n = name, 1
+        while key in out:
+            n += 1
+            key = "%s#%d" % (name, n)
+        out[key] = status
+    return out
+
+
+def counts(res):
+    c = {k: 0 for k in ("PASS", "FAIL", "SKIPPED", "UNTESTED")}
+    for s in res.values():
+        c[s] += 1
+    return c
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--suite", choices=["testsuite", "hush_test"], required=True)
+    ap.add_argument("--flatux", required=True)
+    ap.add_argument("--root", required=True, help="build/busybox-root")
+    ap.add_argument("--src", required=True, help="busybox source tree")
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--timeout", type=int, default=420, help="seconds per side")
+    ap.add_argument("--serial", action="store_true",
+                    help="run the two sides one after the other")
+    ap.add_argument("--only", choices=["native", "flatux"])
+    ap.add_argument("--survey", action="store_true",
+                    help="charge ENOSYS/EOPNOTSUPP syscalls to tests (flatux --strace)")
+    ap.add_argument("--hush-modules", nargs="*",
+                    help="hush_test folders (default: all but hush-z_slow)")
+    args = ap.parse_args()
+
+    flatux = os.path.abspath(args.flatux)
+    src = os.path.abspath(args.src)
+    if not os.path.isdir(os.path.join(src, "testsuite")) and os.path.isdir(src):
+        # tools/build-busybox keeps the tree under its versioned name.
+        cands = sorted(os.path.join(src, d) for d in os.listdir(src)
+                       if d.startswith("busybox-")
+                       and os.path.isdir(os.path.join(src, d, "testsuite")))
+        if len(cands) == 1:
+            src = cands[0]
+    if not os.path.isdir(os.path.join(src, "testsuite")):
+        sys.exit("no busybox source tree at %s (run tools/build-busybox)" % src)
+    os.makedirs(args.work, exist_ok=True)
+    work = os.path.abspath(args.work)
+
+    hush_modules = args.hush_modules
+    if args.suite == "hush_test" and not hush_modules:
+        # hush-z_slow takes ~140 s natively, and all but one of its tests
+        # need the debug-only `memleak` builtin, so they fail everywhere.
+        hush_modules = sorted(d for d in os.listdir(os.path.join(src, "shell", "hush_test"))
+                              if d.startswith("hush-") and d != "hush-z_slow")
+
+    sides = ["native", "flatux"] if not args.only else [args.only]
+    argvs, logs, errs = {}, {}, {}
+    survey, fifo, survey_thread = None, None, None
+    for side in sides:
+        d = os.path.join(work, side)
+        os.makedirs(d, exist_ok=True)
+        root = os.path.join(d, "root")
+        cmd = prepare_root(os.path.abspath(args.root), root, src, args.suite,
+                           hush_modules)
+        if side == "native":
+            argvs[side] = native_argv(root, cmd)
+        else:
+            argvs[side] = flatux_argv(flatux, root, cmd)
+            if args.survey:
+                fifo = os.path.join(d, "strace.fifo")
+                if os.path.lexists(fifo):
+                    os.unlink(fifo)
+                os.mkfifo(fifo)
+                argvs[side][2:2] = ["--strace=" + fifo]
+                survey = Survey(args.suite)
+                survey_thread = threading.Thread(target=survey.read_fifo, args=(fifo,))
+                survey_thread.start()
+        logs[side] = os.path.join(d, "stdout.txt")
+        errs[side] = os.path.join(d, "stderr.txt")
+
+    result = {}
+    threads = []
+    for side in sides:
+        t = threading.Thread(target=run_side, args=(
+            side, argvs[side], logs[side], errs[side], args.timeout, result))
+        t.start()
+        if args.serial:
+            t.join()
+        threads.append(t)
+    for t in threads:
+        t.join()
+    if survey_thread:
+        # Unblocks the reader's open() if flatux never opened the pipe.
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK) if survey_thread.is_alive() else -1
+        survey_thread.join()
+        if fd >= 0:
+            os.close(fd)
+        os.unlink(fifo)
+
+    parsed = {}
+    for side in sides:
+        with open(logs[side], "rb") as f:
+            parsed[side] = parse(args.suite, f.read().decode("utf-8", "replace"))
+        r = result[side]
+        c = counts(parsed[side])
+        print("%-6s %4.0fs rc=%d%s  PASS %d  FAIL %d  SKIPPED %d  UNTESTED %d  (log %s)" % (
+            side, r["seconds"], r["rc"], " TIMED OUT" if r["timed_out"] else "",
+            c["PASS"], c["FAIL"], c["SKIPPED"], c["UNTESTED"], logs[side]))
+
+    if len(sides) < 2:
+        return 0
+
+    nat, flx = parsed["native"], parsed["flatux"]
+    lost = sorted(k for k, s in nat.items() if s == "PASS" and flx.get(k) != "PASS")
+    gained = sorted(k for k, s in flx.items() if s == "PASS" and nat.get(k) != "PASS")
+    nat_fail = sorted(k for k, s in nat.items() if s == "FAIL")
+
+    charged = survey.by_test(list(flx)) if survey is not None else {}
+    report = os.path.join(work, "report.md")
+    with open(report, "w") as f:
+        f.write("| %s | PASS | FAIL | SKIPPED | UNTESTED | time |\n|---|---|---|---|---|---|\n"
+                % args.suite)
+        for side in sides:
+            c = counts(parsed[side])
+            f.write("| %s | %d | %d | %d | %d | %.0f s |\n" % (
+                side, c["PASS"], c["FAIL"], c["SKIPPED"], c["UNTESTED"],
+                result[side]["seconds"]))
+        f.write("\nPass natively, not under flatux (%d):\n\n" % len(lost))
+        for k in lost:
+            why = ""
+            if survey is not None:
+                hits = charged.get(k, {})
+                why = "; ".join(sorted(hits.values())) or "no ENOSYS/EOPNOTSUPP"
+                why = " — " + why
+            f.write("- %s (%s)%s\n" % (k, flx.get(k, "missing"), why))
+        f.write("\nFail natively (%d): %s\n" % (len(nat_fail), ", ".join(nat_fail) or "none"))
+        if survey is not None:
+            f.write("\nSyscalls failing with %s under flatux (calls, tests charged):\n\n"
+                    % "/".join(SURVEY_ERRNOS))
+            per = {}
+            for t, hits in charged.items():
+                for key in hits:
+                    per.setdefault(key, set()).add(t)
+            lost_set = set(lost)
+            for key, n in sorted(survey.totals.items(), key=lambda kv: -kv[1]):
+                tests = per.get(key, set())
+                f.write("- %s %s: %d calls, %d tests (%d of them pass natively)\n"
+                        % (key[0], key[1], n, len(tests), len(tests & lost_set)))
+        if gained:
+            f.write("\nPass under flatux only (%d): %s\n" % (len(gained), ", ".join(gained)))
+    with open(report) as f:
+        sys.stdout.write(f.read())
+
+    npass = counts(nat)["PASS"]
+    fpass = counts(flx)["PASS"]
+    if not nat and not result["native"]["timed_out"]:
+        # chroot/unshare refused (no root, no user namespaces): no baseline.
+        with open(errs["native"], errors="replace") as f:
+            print("cannot run the suite natively here:\n" + f.read()[-2000:])
+        return 77
+    if result["native"]["timed_out"] or npass == 0:
+        print("native run did not complete; nothing to compare against")
+        return 1
+    if fpass < npass:
+        print("flatux passes %d tests, native %d" % (fpass, npass))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
