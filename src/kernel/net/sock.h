@@ -1,12 +1,14 @@
 // Shared pieces of the socket syscalls (src/kernel/net/).
 //
-// AF_UNIX names. A guest path is bound on the host as
-// "/proc/self/fd/<dir>/<base>", where <dir> is a host O_PATH descriptor of
-// the parent directory resolved through the VFS (so it is confined to the
-// guest's root). The host reports that spelling back from getsockname,
-// getpeername, accept and recvfrom; the registry below maps it back to the
-// guest's spelling. A name keeps its directory descriptor open for as long
-// as a socket refers to it, so the host spelling stays unique.
+// AF_UNIX names. Paths are resolved through the VFS, so they are confined
+// to the guest's root, and the host only ever sees magic links of O_PATH
+// descriptors: a bind creates "/proc/self/fd/<dir>/<base>" (<dir> the
+// parent directory, <base> one plain component); connect and sendto reach
+// "/proc/self/fd/<fd>", the socket file itself opened with its symlinks
+// resolved inside the root. The host reports the bind spelling back from
+// getsockname, getpeername, accept and recvfrom; the registry below maps
+// it to the guest's. A name keeps its directory descriptor open for as
+// long as a socket refers to it, so the host spelling stays unique.
 //
 // Abstract names would be shared with every host process; they are bound on
 // the host with a per-kernel random tag in front, which is stripped again on
@@ -70,8 +72,9 @@ UnixName* unix_name_find(Kernel& k, const char* host_path);
 void unix_name_register(Kernel& k, UnixName* name);
 
 // A guest socket address turned into what the host is given. For an
-// AF_UNIX path, `dir` holds the parent directory for the duration of the
-// call and `name` (for bind) describes the name to register.
+// AF_UNIX path, `dir` holds the O_PATH file the host path goes through for
+// the duration of the call and `name` (for bind) describes the name to
+// register.
 struct HostAddr {
   sockaddr_storage sa{};
   socklen_t len = 0;

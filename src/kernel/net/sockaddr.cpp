@@ -26,10 +26,34 @@ size_t bounded_len(const char* s, size_t max) {
   return n;
 }
 
-// The guest path `path` as "/proc/self/fd/<dir>/<base>" on the host; the
-// host kernel walks the magic link, so no host path outside the root is
-// ever named.
-long unix_path_from_guest(Task& t, const char* path, size_t path_len, AddrUse use, HostAddr* out) {
+void set_host_path(HostAddr* out, const char* host, size_t len) {
+  sockaddr_un& su = un(out->sa);
+  memset(su.sun_path, 0, sizeof su.sun_path);
+  memcpy(su.sun_path, host, len);
+  out->len = (socklen_t)(kSunPathOff + len + 1);
+}
+
+// Reaching an existing socket: the whole guest path is opened through the
+// VFS (symlinks included, confined to the root) and the host is given the
+// magic link of that O_PATH descriptor, "/proc/self/fd/<fd>", which it
+// follows to the socket itself.
+long unix_path_to_reach(Task& t, const char* path, HostAddr* out) {
+  File* f = nullptr;
+  long r = vfs_open(t, AT_FDCWD, path, O_PATH, 0, &f);
+  if (r < 0) return r;
+  out->dir = f;
+  if (f->host_fd < 0) return -ECONNREFUSED;  // a kernel-made file is never a socket
+  char host[kSunPathMax + 1];
+  KFmt k(host, sizeof host);
+  k.str("/proc/self/fd/").dec(f->host_fd);
+  set_host_path(out, host, k.size());
+  return 0;
+}
+
+// Binding a new name: the parent directory is opened through the VFS and
+// the host creates "/proc/self/fd/<dir>/<base>". The base is one plain
+// component, so the host cannot walk out of that directory.
+long unix_path_to_bind(Task& t, const char* path, size_t path_len, HostAddr* out) {
   char dirpath[kSunPathMax + 2];
   const char* base;
   const char* slash = nullptr;
@@ -44,22 +68,19 @@ long unix_path_from_guest(Task& t, const char* path, size_t path_len, AddrUse us
     dirpath[dl] = 0;
     base = slash + 1;
   }
-  if (!*base) base = ".";
+  if (!*base) return -ENOENT;
+  if (!strcmp(base, ".") || !strcmp(base, "..")) return -EADDRINUSE;  // exists: a directory
   File* dir = nullptr;
   long r = vfs_open(t, AT_FDCWD, dirpath, O_PATH | O_DIRECTORY, 0, &dir);
   if (r < 0) return r;
   out->dir = dir;
-  if (dir->host_fd < 0) return -ENOENT;  // not a host directory (procfs): nothing to bind in
-  if (use == AddrUse::kBind && dir->fs && dir->fs->readonly) return -EROFS;
+  if (dir->host_fd < 0) return -EACCES;  // not a host directory (procfs): nothing to bind in
+  if (dir->fs && dir->fs->readonly) return -EROFS;
   char host[kSunPathMax + 1];
   KFmt f(host, sizeof host);
   f.str("/proc/self/fd/").dec(dir->host_fd).ch('/').str(base);
   if (f.truncated() || f.size() >= kSunPathMax) return -ENAMETOOLONG;
-  sockaddr_un& su = un(out->sa);
-  memset(su.sun_path, 0, sizeof su.sun_path);
-  memcpy(su.sun_path, host, f.size());
-  out->len = (socklen_t)(kSunPathOff + f.size() + 1);
-  if (use != AddrUse::kBind) return 0;
+  set_host_path(out, host, f.size());
   UnixName* n = t.kernel->heap->make<UnixName>();
   if (!n) return -ENOMEM;
   memcpy(n->host, host, f.size());
@@ -156,7 +177,7 @@ long addr_from_user(Task& t, uint64_t guest, uint64_t len, AddrUse use, HostAddr
   size_t n = bounded_len(su.sun_path, plen);
   memcpy(path, su.sun_path, n);
   path[n] = 0;
-  return unix_path_from_guest(t, path, n, use, out);
+  return use == AddrUse::kBind ? unix_path_to_bind(t, path, n, out) : unix_path_to_reach(t, path, out);
 }
 
 void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len) {
