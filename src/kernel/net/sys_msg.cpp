@@ -288,8 +288,9 @@ long sendmsg_at(Task& t, Sock& s, uint64_t gmsg, int flags) {
   KIov iov(t.kernel->heap);
   long r = iov.load((uint64_t)gm.msg_iov, gm.msg_iovlen);
   if (r < 0) return r;
+  // Linux takes MSG_EOR from msg_flags as well.
   return send_one(t, s, iov, (uint64_t)gm.msg_name, gm.msg_namelen, (uint64_t)gm.msg_control,
-                  gm.msg_controllen, flags);
+                  gm.msg_controllen, flags | (gm.msg_flags & MSG_EOR));
 }
 
 long recvmsg_at(Task& t, Sock& s, uint64_t gmsg, int flags) {
