@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 enum { ROUNDS = 3 };
-static const double KILL_LIMIT_MS = 500.0;
+// Loose on purpose (a loaded CI machine): the failure this catches is a
+// spinning child that SIGKILL does not reach at all.
+static const double KILL_LIMIT_MS = 3000.0;
 
 static double now_ms(void) {
   struct timespec ts;

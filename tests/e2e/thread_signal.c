@@ -16,10 +16,14 @@
 #include <unistd.h>
 
 enum { ROUNDS = 50 };
-static const double DELIVERY_LIMIT_MS = 100.0;
+// What this guards against is a signal that waits for the spinning thread's
+// next syscall (it makes none), not speed: the bound is loose enough for a
+// loaded 2-core CI machine, where even native delivery has taken 150 ms.
+// The measured times are printed; docs/PERFORMANCE.md is where speed goes.
+static const double DELIVERY_LIMIT_MS = 1500.0;
 // A round that never sees its handler gives up after this, so a lost
 // signal fails the test instead of hanging it.
-static const double GIVE_UP_MS = 2000.0;
+static const double GIVE_UP_MS = 5000.0;
 
 static atomic_int spinning;
 static atomic_int stop;
