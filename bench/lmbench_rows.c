@@ -1,0 +1,577 @@
+// lmbench-style latency rows, one per sub-command, so that the same static
+// binary can be timed natively, under flatux, inside UML and under PRoot and
+// the columns compare like with like. The methodology follows lmbench (the
+// operations, ping-pong round trips, 64 KiB pipe transfers, a shell that
+// only exits); the code is written from scratch.
+//
+// Usage: lmbench_rows ROW [ITERS [REPS]]
+//        lmbench_rows list
+// Output: one line, "ROW min_us median_us" (microseconds per operation over
+// REPS timed passes of ITERS operations, after one untimed warm-up pass), or
+// "ROW skipped <reason>" when the system refuses something the row needs
+// (ENOSYS from a young kernel, say). A refusal never crashes the program and
+// leaves exit status 0; only a usage error exits non-zero.
+//
+// Environment: LMBENCH_SH     shell for fork-sh/vfork-sh (default /bin/sh)
+//              LMBENCH_HELLO  program for fork-execve/vfork-execve
+//                             (default: lmbench_hello next to this program)
+//              LMBENCH_FILE   file for stat and open-close
+//                             (default /tmp/lmbench_rows.file, created empty)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char** environ;
+
+// ---------------------------------------------------------------- errors
+
+static char why[512];
+
+static const char* errno_name(int e) {
+#ifdef __GLIBC__
+  const char* n = strerrorname_np(e);
+  if (n) return n;
+#endif
+  static char buf[24];
+  snprintf(buf, sizeof buf, "errno %d", e);
+  return buf;
+}
+
+// Records "<what>: ENAME (text)" from errno; returns -1 for the caller to
+// pass up.
+static int fail(const char* what) {
+  int e = errno;
+  snprintf(why, sizeof why, "%s: %s (%s)", what, errno_name(e), strerror(e));
+  return -1;
+}
+
+static int fail_err(const char* what, int e) {
+  errno = e;
+  return fail(what);
+}
+
+__attribute__((format(printf, 1, 2))) static int failf(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static int wait_child(pid_t pid, const char* what) {
+  int st;
+  pid_t got;
+  do got = waitpid(pid, &st, 0);
+  while (got < 0 && errno == EINTR);
+  if (got < 0) return fail("waitpid");
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
+  if (WIFEXITED(st)) return failf("%s: child exited with status %d", what, WEXITSTATUS(st));
+  return failf("%s: child killed by signal %d", what, WTERMSIG(st));
+}
+
+// ---------------------------------------------------------------- helpers
+
+static inline long raw_syscall0(long nr) {
+  long ret;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(nr) : "rcx", "r11", "memory");
+  return ret;
+}
+
+static int read_full(int fd, void* buf, size_t n) {
+  char* p = buf;
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return fail("read");
+    if (r == 0) return failf("read: peer closed the connection");
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+static int write_full(int fd, const void* buf, size_t n) {
+  const char* p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return fail("write");
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static const char* self_path;  // argv[0]
+
+static const char* env_or(const char* name, const char* dflt) {
+  const char* v = getenv(name);
+  return v && *v ? v : dflt;
+}
+
+// ---------------------------------------------------------------- rows
+//
+// Each row has an optional setup (untimed, may fork a partner process), the
+// timed body running ITERS operations, and an optional teardown. All return
+// 0 or -1 with `why` filled in.
+
+static int fd_a = -1, fd_b = -1;  // per-row descriptors
+static pid_t partner = -1;        // the other end of a ping-pong
+static char file_path[PATH_MAX];
+static char prog_path[PATH_MAX];
+
+// --- null syscalls. Issued inline: libc may cache getpid or take another
+// route per libc, and the rows must measure the kernel entry alone.
+
+static int run_syscall(long iters) {
+  for (long i = 0; i < iters; i++) raw_syscall0(SYS_getppid);
+  return 0;
+}
+
+static int run_getpid(long iters) {
+  for (long i = 0; i < iters; i++) raw_syscall0(SYS_getpid);
+  return 0;
+}
+
+static int setup_syscall(void) {
+  long r = raw_syscall0(SYS_getppid);
+  if (r < 0) return fail_err("getppid", (int)-r);
+  return 0;
+}
+
+static int setup_getpid(void) {
+  long r = raw_syscall0(SYS_getpid);
+  if (r < 0) return fail_err("getpid", (int)-r);
+  return 0;
+}
+
+// --- 1-byte read and write.
+
+static int setup_read(void) {
+  fd_a = open("/dev/zero", O_RDONLY);
+  return fd_a < 0 ? fail("open /dev/zero") : 0;
+}
+
+static int run_read(long iters) {
+  char c;
+  for (long i = 0; i < iters; i++)
+    if (read(fd_a, &c, 1) != 1) return fail("read /dev/zero");
+  return 0;
+}
+
+static int setup_write(void) {
+  fd_a = open("/dev/null", O_WRONLY);
+  return fd_a < 0 ? fail("open /dev/null") : 0;
+}
+
+static int run_write(long iters) {
+  char c = 0;
+  for (long i = 0; i < iters; i++)
+    if (write(fd_a, &c, 1) != 1) return fail("write /dev/null");
+  return 0;
+}
+
+// --- stat and open/close of one small file.
+
+static int setup_file(void) {
+  snprintf(file_path, sizeof file_path, "%s", env_or("LMBENCH_FILE", "/tmp/lmbench_rows.file"));
+  struct stat st;
+  if (stat(file_path, &st) == 0) return 0;
+  int fd = open(file_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("create the file to stat");
+  close(fd);
+  return 0;
+}
+
+static int run_stat(long iters) {
+  struct stat st;
+  for (long i = 0; i < iters; i++)
+    if (stat(file_path, &st) != 0) return fail("stat");
+  return 0;
+}
+
+static int run_open_close(long iters) {
+  for (long i = 0; i < iters; i++) {
+    int fd = open(file_path, O_RDONLY);
+    if (fd < 0) return fail("open");
+    if (close(fd) != 0) return fail("close");
+  }
+  return 0;
+}
+
+// --- select on N descriptors, all of /dev/null, so every one is ready and
+// select scans the whole set each call, with a zero timeout.
+
+static int select_n;
+static fd_set select_set;
+static int select_nfds;
+
+static int setup_select(int n) {
+  select_n = n;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)n + 16) {
+    rl.rlim_cur = rl.rlim_max < (rlim_t)n + 16 ? rl.rlim_max : (rlim_t)n + 16;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  int base = open("/dev/null", O_RDONLY);
+  if (base < 0) return fail("open /dev/null");
+  FD_ZERO(&select_set);
+  select_nfds = 0;
+  for (int i = 0; i < n; i++) {
+    int fd = i == 0 ? base : dup(base);
+    if (fd < 0) return fail("dup");
+    if (fd >= FD_SETSIZE) return failf("descriptor %d beyond FD_SETSIZE", fd);
+    FD_SET(fd, &select_set);
+    if (fd + 1 > select_nfds) select_nfds = fd + 1;
+  }
+  return 0;
+}
+
+static int setup_select10(void) { return setup_select(10); }
+static int setup_select100(void) { return setup_select(100); }
+static int setup_select1000(void) { return setup_select(1000); }
+
+static int run_select(long iters) {
+  for (long i = 0; i < iters; i++) {
+    fd_set rd = select_set;
+    struct timeval tv = {0, 0};
+    int r = select(select_nfds, &rd, NULL, NULL, &tv);
+    if (r < 0) return fail("select");
+    if (r != select_n) return failf("select: %d ready, expected %d", r, select_n);
+  }
+  return 0;
+}
+
+// --- process creation. Each operation creates a child, lets it do its part
+// and waits for it, as lmbench's lat_proc does.
+
+static const char* sh_path;
+
+static int setup_sh(void) {
+  sh_path = env_or("LMBENCH_SH", "/bin/sh");
+  if (access(sh_path, X_OK) != 0) return fail(sh_path);
+  return 0;
+}
+
+static int setup_hello(void) {
+  const char* p = getenv("LMBENCH_HELLO");
+  if (p && *p) {
+    snprintf(prog_path, sizeof prog_path, "%s", p);
+  } else {
+    const char* slash = strrchr(self_path, '/');
+    int dir = slash ? (int)(slash - self_path) : 1;
+    snprintf(prog_path, sizeof prog_path, "%.*s/lmbench_hello", dir, slash ? self_path : ".");
+  }
+  if (access(prog_path, X_OK) != 0) return fail(prog_path);
+  return 0;
+}
+
+static int run_fork_exit(long iters) {
+  for (long i = 0; i < iters; i++) {
+    pid_t pid = fork();
+    if (pid < 0) return fail("fork");
+    if (pid == 0) _exit(0);
+    if (wait_child(pid, "fork+exit")) return -1;
+  }
+  return 0;
+}
+
+// The child of a failed exec exits 127; the parent reports the status (the
+// errno of an exec that cannot work is caught by access() in setup).
+static int spawn(int use_vfork, const char* path, char* const argv[], const char* what) {
+  pid_t pid = use_vfork ? vfork() : fork();
+  if (pid < 0) return fail(use_vfork ? "vfork" : "fork");
+  if (pid == 0) {
+    execve(path, argv, environ);
+    _exit(127);
+  }
+  return wait_child(pid, what);
+}
+
+static int run_sh(long iters, int use_vfork) {
+  char* argv[] = {"sh", "-c", "exit", NULL};
+  for (long i = 0; i < iters; i++)
+    if (spawn(use_vfork, sh_path, argv, "sh -c exit")) return -1;
+  return 0;
+}
+
+static int run_fork_sh(long iters) { return run_sh(iters, 0); }
+static int run_vfork_sh(long iters) { return run_sh(iters, 1); }
+
+static int run_execve(long iters, int use_vfork) {
+  char* argv[] = {"lmbench_hello", NULL};
+  for (long i = 0; i < iters; i++)
+    if (spawn(use_vfork, prog_path, argv, "execve")) return -1;
+  return 0;
+}
+
+static int run_fork_execve(long iters) { return run_execve(iters, 0); }
+static int run_vfork_execve(long iters) { return run_execve(iters, 1); }
+
+// --- ping-pong latency: one byte there and back per operation (a round
+// trip, as lmbench reports it) between this process and a forked partner.
+
+static void echo_loop(int in, int out) {
+  char c;
+  for (;;) {
+    ssize_t r = read(in, &c, 1);
+    if (r == 0) _exit(0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      _exit(1);
+    }
+    if (write(out, &c, 1) != 1) _exit(1);
+  }
+}
+
+static int setup_pipe_lat(void) {
+  int there[2], back[2];
+  if (pipe(there) || pipe(back)) return fail("pipe");
+  fflush(stdout);
+  partner = fork();
+  if (partner < 0) return fail("fork");
+  if (partner == 0) {
+    close(there[1]);
+    close(back[0]);
+    echo_loop(there[0], back[1]);
+  }
+  close(there[0]);
+  close(back[1]);
+  fd_a = there[1];
+  fd_b = back[0];
+  return 0;
+}
+
+static int setup_unix_lat(void) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) return fail("socketpair(AF_UNIX)");
+  fflush(stdout);
+  partner = fork();
+  if (partner < 0) return fail("fork");
+  if (partner == 0) {
+    close(sv[0]);
+    echo_loop(sv[1], sv[1]);
+  }
+  close(sv[1]);
+  fd_a = fd_b = sv[0];
+  return 0;
+}
+
+static int run_ping_pong(long iters) {
+  char c = 'x';
+  for (long i = 0; i < iters; i++) {
+    if (write_full(fd_a, &c, 1)) return -1;
+    if (read_full(fd_b, &c, 1)) return -1;
+  }
+  return 0;
+}
+
+// Closing our ends makes the partner read EOF and exit.
+static int teardown_partner(void) {
+  if (fd_a >= 0) close(fd_a);
+  if (fd_b >= 0 && fd_b != fd_a) close(fd_b);
+  fd_a = fd_b = -1;
+  if (partner > 0) {
+    pid_t p = partner;
+    partner = -1;
+    return wait_child(p, "partner");
+  }
+  return 0;
+}
+
+// --- pipe bandwidth: the partner writes 64 KiB chunks without pause; one
+// operation is reading one chunk's worth. The driver turns the time into
+// MiB/s.
+
+#define BW_CHUNK (64 * 1024)
+static char bw_buf[BW_CHUNK];
+
+static int setup_pipe_bw(void) {
+  int p[2];
+  if (pipe(p)) return fail("pipe");
+  fflush(stdout);
+  partner = fork();
+  if (partner < 0) return fail("fork");
+  if (partner == 0) {
+    close(p[0]);
+    memset(bw_buf, 'b', sizeof bw_buf);
+    // Ends by SIGPIPE or EPIPE once the reader closes.
+    for (;;)
+      if (write(p[1], bw_buf, sizeof bw_buf) < 0 && errno != EINTR) _exit(0);
+  }
+  close(p[1]);
+  fd_a = p[0];
+  return 0;
+}
+
+static int run_pipe_bw(long iters) {
+  for (long i = 0; i < iters; i++)
+    if (read_full(fd_a, bw_buf, sizeof bw_buf)) return -1;
+  return 0;
+}
+
+static int teardown_pipe_bw(void) {
+  close(fd_a);
+  fd_a = -1;
+  pid_t p = partner;
+  partner = -1;
+  int st;
+  while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+  }
+  return 0;  // killed by SIGPIPE is the expected end
+}
+
+// --- thread create + join.
+
+static void* thread_body(void* arg) { return arg; }
+
+static int run_thread(long iters) {
+  for (long i = 0; i < iters; i++) {
+    pthread_t t;
+    int e = pthread_create(&t, NULL, thread_body, NULL);
+    if (e) return fail_err("pthread_create", e);
+    e = pthread_join(t, NULL);
+    if (e) return fail_err("pthread_join", e);
+  }
+  return 0;
+}
+
+// --- mmap + munmap of 1 MiB of anonymous memory, written every 16 KiB
+// (lmbench's stride) so the mapping is really populated, not just reserved.
+
+#define MMAP_SIZE (1024 * 1024)
+
+static int run_mmap(long iters) {
+  for (long i = 0; i < iters; i++) {
+    char* p = mmap(NULL, MMAP_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return fail("mmap");
+    for (size_t off = 0; off < MMAP_SIZE; off += 16 * 1024) ((volatile char*)p)[off] = 1;
+    if (munmap(p, MMAP_SIZE)) return fail("munmap");
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- table
+
+struct row {
+  const char* name;
+  long iters;  // default operations per pass (sized for native speed)
+  int (*setup)(void);
+  int (*run)(long iters);
+  int (*teardown)(void);
+};
+
+static const struct row rows[] = {
+    {"select-10", 20000, setup_select10, run_select, NULL},
+    {"select-100", 5000, setup_select100, run_select, NULL},
+    {"select-1000", 500, setup_select1000, run_select, NULL},
+    {"syscall", 100000, setup_syscall, run_syscall, NULL},
+    {"read", 100000, setup_read, run_read, NULL},
+    {"write", 100000, setup_write, run_write, NULL},
+    {"stat", 50000, setup_file, run_stat, NULL},
+    {"open-close", 20000, setup_file, run_open_close, NULL},
+    {"fork-exit", 300, NULL, run_fork_exit, NULL},
+    {"fork-sh", 100, setup_sh, run_fork_sh, NULL},
+    {"vfork-sh", 100, setup_sh, run_vfork_sh, NULL},
+    {"fork-execve", 200, setup_hello, run_fork_execve, NULL},
+    {"vfork-execve", 200, setup_hello, run_vfork_execve, NULL},
+    {"getpid", 100000, setup_getpid, run_getpid, NULL},
+    {"pipe-lat", 10000, setup_pipe_lat, run_ping_pong, teardown_partner},
+    {"pipe-bw", 2000, setup_pipe_bw, run_pipe_bw, teardown_pipe_bw},
+    {"unix-lat", 10000, setup_unix_lat, run_ping_pong, teardown_partner},
+    {"thread", 2000, NULL, run_thread, NULL},
+    {"mmap", 300, NULL, run_mmap, NULL},
+};
+
+// ---------------------------------------------------------------- timing
+
+// CLOCK_MONOTONIC through the vDSO where there is one (flatux lets the vDSO
+// run untrapped), so reading the clock stays out of what is measured.
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+static int measure(const struct row* r, long iters, int reps) {
+  if (r->setup && r->setup()) goto skipped;
+  double us[1000];
+  for (int pass = -1; pass < reps; pass++) {  // pass -1 warms up, uncounted
+    double t0 = now_us();
+    int rc = r->run(iters);
+    double t1 = now_us();
+    if (rc) {
+      if (r->teardown) r->teardown();
+      goto skipped;
+    }
+    if (pass >= 0) us[pass] = (t1 - t0) / (double)iters;
+  }
+  if (r->teardown && r->teardown()) goto skipped;
+  qsort(us, (size_t)reps, sizeof us[0], cmp_double);
+  double median = reps % 2 ? us[reps / 2] : (us[reps / 2 - 1] + us[reps / 2]) / 2;
+  printf("%s %.4f %.4f\n", r->name, us[0], median);
+  return 0;
+skipped:
+  // One line, whatever the message held.
+  for (char* p = why; *p; p++)
+    if (*p == '\n' || *p == '\r') *p = ' ';
+  printf("%s skipped %s\n", r->name, why[0] ? why : "unknown error");
+  return 0;
+}
+
+static void usage(void) {
+  fprintf(stderr, "usage: lmbench_rows ROW [ITERS [REPS<=1000]] | lmbench_rows list\nrows:");
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) fprintf(stderr, " %s", rows[i].name);
+  fprintf(stderr, "\n");
+}
+
+int main(int argc, char** argv) {
+  self_path = argv[0] ? argv[0] : "lmbench_rows";
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  // A partner that died must show as an error from write, not kill us.
+  signal(SIGPIPE, SIG_IGN);
+  if (argc < 2 || argc > 4) {
+    usage();
+    return 2;
+  }
+  if (strcmp(argv[1], "list") == 0) {
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+      printf("%s %ld\n", rows[i].name, rows[i].iters);
+    return 0;
+  }
+  const struct row* r = NULL;
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (strcmp(argv[1], rows[i].name) == 0) r = &rows[i];
+  if (!r) {
+    usage();
+    return 2;
+  }
+  long iters = argc > 2 ? strtol(argv[2], NULL, 0) : r->iters;
+  int reps = argc > 3 ? (int)strtol(argv[3], NULL, 0) : 5;
+  if (iters < 1 || reps < 1 || reps > 1000) {
+    usage();
+    return 2;
+  }
+  return measure(r, iters, reps);
+}
