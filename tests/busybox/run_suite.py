@@ -64,8 +64,22 @@ def prepare_root(base_root, dest, src, suite, hush_modules):
     config = os.path.join(base_root, "etc", "busybox.config")
     if suite == "testsuite":
         shutil.copy(config, os.path.join(bb, ".config"))
-        subprocess.run(["cp", "-a", os.path.join(src, "testsuite"),
-                        os.path.join(bb, "testsuite")], check=True)
+        ts = os.path.join(bb, "testsuite")
+        subprocess.run(["cp", "-a", os.path.join(src, "testsuite"), ts], check=True)
+        # runtest makes the applet link folder and one scratch folder per
+        # old-style applet itself (rm -rf, then mkdir/ln -s). Made here in
+        # advance, identically for both sides, so that a kernel lacking
+        # mkdir/symlink still runs the tests, whose own file operations
+        # then decide. Natively runtest simply remakes them.
+        links = os.path.join(bb, "runtest-tempdir-links")
+        os.makedirs(links)
+        applets = subprocess.run([os.path.join(base_root, "bin", "busybox"), "--list"],
+                                 check=True, capture_output=True, text=True).stdout.split()
+        for a in ["busybox"] + applets:
+            os.symlink("/bb/busybox", os.path.join(links, a))
+        for a in os.listdir(ts):
+            if os.path.isdir(os.path.join(ts, a)):
+                os.makedirs(os.path.join(ts, ".tmpdir." + a))
         cmd = ("cd /bb/testsuite && export bindir=/bb srcdir=/bb/testsuite"
                " && exec /bin/sh ./runtest -v")
     else:
@@ -133,8 +147,35 @@ class Survey:
         self.suite = suite
         self.argv = {}        # pid -> argv text of its last successful execve
         self.pending = {}     # (syscall, errno) -> example
-        self.results = []     # per result line: {(syscall, errno): example}
+        self.results = []     # per result line: ({(syscall, errno): example}, script)
         self.totals = {}      # (syscall, errno) -> count
+        # testsuite scripts do their setup (ln -s, mkdir) before the
+        # testing() calls that need it, so failures are also kept per
+        # script: /bb/testsuite/X.tests or /bb/testsuite/APPLET/CASE.
+        self.script = None
+        self.by_script = {}
+
+    # The suites' own scaffolding, whose failures decide no result: the
+    # cleanup after each testing() and the applet link folder.
+    # The failures of hush_test's run-all cleanup are reported through the
+    # .fail files it leaves (hush_fail_notes), once per test.
+    HARNESS = {
+        "testsuite": ('"rm", "-f", "input", "expected", "actual"',
+                      '"mkdir", "/bb/runtest-tempdir-links"',
+                      '"rm", "-rf", "/bb/runtest-tempdir-links"',
+                      '"ln", "-s", "/bb/busybox", "/bb/runtest-tempdir-links/',
+                      '"mkdir", "-p", ".tmpdir.', '"rm", "-rf", ".tmpdir."'),
+        # sed -i filtering the output, then rm of the output and of the
+        # .fail file, which alone are named by absolute path.
+        "hush_test": ('"sed", "-i", "-e", "/: invalid option /s:',
+                      '"rm", "-f", "', '"rm", "/bb/hush_test/'),
+    }
+
+    def harness(self, who):
+        if not who.startswith(self.HARNESS[self.suite]):
+            return False
+        return not who.startswith('"rm", "-f"') or self.suite == "testsuite" \
+            or "/bb/hush_test/" in who
 
     def feed(self, line):
         m = ST_LINE.match(line)
@@ -144,24 +185,38 @@ class Survey:
         if call == "execve" and ret == "0":
             am = re.search(r'\[(.*?)\], ', args)
             self.argv[pid] = am.group(1)[:120] if am else args[:120]
+            # New-style scripts are executed directly, old-style ones
+            # through `sh -x -e`; other arguments may name testsuite files.
+            sm = (re.match(r'"/bb/testsuite/([^"/]+\.tests)"', args)
+                  or re.match(r'"sh", "-x", "-e", "/bb/testsuite/([^"]+)"', self.argv[pid]))
+            if sm and sm.group(1) != self.script:
+                # What a script that printed nothing more left behind is
+                # its own, not the next script's first test's.
+                self.script = sm.group(1)
+                self.pending = {}
             return
         if err in SURVEY_ERRNOS:
             key = (call, err)
             self.totals[key] = self.totals.get(key, 0) + 1
+            who = self.argv.get(pid, "?")
+            text = "%s(%s) by [%s]" % (call, args[:80], who)
+            if self.harness(who):
+                return
             hits = self.pending
             if self.suite == "hush_test" and self.results:
-                hits = self.results[-1]
-            if key not in hits:
-                hits[key] = "%s(%s) by [%s]" % (call, args[:80], self.argv.get(pid, "?"))
+                hits = self.results[-1][0]
+            hits.setdefault(key, text)
+            if self.script:
+                self.by_script.setdefault(self.script, {}).setdefault(key, text)
             return
         if call != "write":
             return
         wm = ST_WRITE.match(line)
         if wm and ST_RESULT[self.suite].match(wm.group(1)):
             if self.suite == "testsuite":
-                self.results.append(self.pending)
+                self.results.append((self.pending, self.script))
             else:
-                self.results.append({})
+                self.results.append(({}, None))
             self.pending = {}
 
     def read_fifo(self, path):
@@ -174,7 +229,20 @@ class Survey:
         if len(names) != len(self.results):
             print("survey: %d result lines in strace, %d in stdout; charges may be off"
                   % (len(self.results), len(names)))
-        return dict(zip(names, self.results))
+        return {n: r[0] for n, r in zip(names, self.results)}
+
+    def silent_scripts(self):
+        """Scripts with failing syscalls that printed no result at all."""
+        printed = {script for _, script in self.results}
+        return {s: h for s, h in self.by_script.items() if s not in printed}
+
+    def scripts(self, names):
+        """test -> failures in the same test script outside its own call."""
+        out = {}
+        for n, (_, script) in zip(names, self.results):
+            if script and self.by_script.get(script):
+                out[n] = (script, self.by_script[script])
+        return out
 
 
 TESTSUITE_LINE = re.compile(r"^(PASS|FAIL|SKIPPED|UNTESTED): (.*?)\s*$")
@@ -210,6 +278,38 @@ def counts(res):
     for s in res.values():
         c[s] += 1
     return c
+
+
+def hush_fail_notes(root):
+    """run-all leaves DIR-NAME.fail holding `diff -u output expected`. An
+    empty one means the output was right and only the cleanup after the
+    diff (rm) failed."""
+    notes = {}
+    top = os.path.join(root, "bb", "hush_test")
+    if not os.path.isdir(top):
+        return notes
+    for fn in os.listdir(top):
+        if not fn.endswith(".fail") or not fn.startswith("hush-"):
+            continue
+        # The name is FOLDER-TEST with FOLDER's '/' gone; folder names
+        # hold '-' too, so match them against the real folders.
+        test = None
+        for d in os.listdir(top):
+            if d.startswith("hush-") and fn.startswith(d + "-"):
+                cand = d + "/" + fn[len(d) + 1:-len(".fail")]
+                if test is None or len(d) > len(test.split("/")[0]):
+                    test = cand
+        if test is None:
+            continue
+        with open(os.path.join(top, fn), errors="replace") as f:
+            text = f.read()
+        if not text:
+            notes[test] = "output right, run-all's rm afterwards failed"
+        else:
+            body = [l for l in text.splitlines()
+                    if l[:1] in "+-" and not l.startswith(("+++", "---"))]
+            notes[test] = "diff (-got +want): " + " | ".join(body[:4])[:240]
+    return notes
 
 
 def main():
@@ -313,6 +413,9 @@ def main():
     nat_fail = sorted(k for k, s in nat.items() if s == "FAIL")
 
     charged = survey.by_test(list(flx)) if survey is not None else {}
+    in_script = survey.scripts(list(flx)) if survey is not None else {}
+    notes = hush_fail_notes(os.path.join(work, "flatux", "root")) \
+        if args.suite == "hush_test" else {}
     report = os.path.join(work, "report.md")
     with open(report, "w") as f:
         f.write("| %s | PASS | FAIL | SKIPPED | UNTESTED | time |\n|---|---|---|---|---|---|\n"
@@ -323,13 +426,31 @@ def main():
                 side, c["PASS"], c["FAIL"], c["SKIPPED"], c["UNTESTED"],
                 result[side]["seconds"]))
         f.write("\nPass natively, not under flatux (%d):\n\n" % len(lost))
+        causes = {}
         for k in lost:
-            why = ""
+            why, cause = "", []
             if survey is not None:
                 hits = charged.get(k, {})
-                why = "; ".join(sorted(hits.values())) or "no ENOSYS/EOPNOTSUPP"
-                why = " — " + why
+                why = "; ".join(sorted(hits.values()))
+                cause = sorted({c for c, _ in hits})
+                if not why and k in in_script:
+                    script, shits = in_script[k]
+                    why = "elsewhere in %s: %s" % (script, "; ".join(sorted(shits.values())))
+                    cause = sorted({c for c, _ in shits})
+                why = " — " + (why or "no ENOSYS/EOPNOTSUPP")
+            if k in notes:
+                why = " — " + notes[k] + why
+                if notes[k].startswith("output right"):
+                    cause = ["output right; run-all's rm afterwards failed"]
+            if k not in flx:
+                cause = ["printed no result"]
+            causes.setdefault(", ".join(cause) or "no ENOSYS/EOPNOTSUPP seen",
+                              []).append(k)
             f.write("- %s (%s)%s\n" % (k, flx.get(k, "missing"), why))
+        if survey is not None or notes:
+            f.write("\nThe same, by what failed under flatux:\n\n")
+            for cause, tests in sorted(causes.items(), key=lambda kv: -len(kv[1])):
+                f.write("- %s (%d): %s\n" % (cause, len(tests), ", ".join(tests)))
         f.write("\nFail natively (%d): %s\n" % (len(nat_fail), ", ".join(nat_fail) or "none"))
         if survey is not None:
             f.write("\nSyscalls failing with %s under flatux (calls, tests charged):\n\n"
@@ -343,6 +464,10 @@ def main():
                 tests = per.get(key, set())
                 f.write("- %s %s: %d calls, %d tests (%d of them pass natively)\n"
                         % (key[0], key[1], n, len(tests), len(tests & lost_set)))
+        if survey is not None and survey.silent_scripts():
+            f.write("\nScripts that printed no result under flatux, and what failed in them:\n\n")
+            for script, hits in sorted(survey.silent_scripts().items()):
+                f.write("- %s: %s\n" % (script, "; ".join(sorted(hits.values()))))
         if gained:
             f.write("\nPass under flatux only (%d): %s\n" % (len(gained), ", ".join(gained)))
     with open(report) as f:
