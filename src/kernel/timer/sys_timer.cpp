@@ -68,6 +68,12 @@ void timer_state(Kernel& k, KTimer* x, uint64_t* left, uint64_t* interval) {
   *interval = x ? x->interval_ns : 0;
 }
 
+// The calling process's POSIX timer `id`, or nullptr.
+KTimer* posix_timer(Task& t, uint64_t id) {
+  Guard g(t.kernel->timers->lock);
+  return timer_find_locked(*t.kernel, *t.proc, (int)id);
+}
+
 }  // namespace
 
 long sys_setitimer(Task& t, SyscallArgs a) {
@@ -162,11 +168,7 @@ long sys_timer_settime(Task& t, SyscallArgs a) {
   if (copy_from_user(&nv, (const void*)a[2], sizeof nv) < 0) return -EFAULT;
   if (!valid_ts(nv.it_value) || !valid_ts(nv.it_interval)) return -EINVAL;
   if (a[1] & ~(uint64_t)TIMER_ABSTIME) return -EINVAL;
-  KTimer* x;
-  {
-    Guard g(k.timers->lock);
-    x = timer_find_locked(k, *t.proc, (int)a[0]);
-  }
+  KTimer* x = posix_timer(t, a[0]);
   if (!x) return -EINVAL;
   uint64_t left, interval;
   timer_state(k, x, &left, &interval);
@@ -190,11 +192,7 @@ long sys_timer_settime(Task& t, SyscallArgs a) {
 
 long sys_timer_gettime(Task& t, SyscallArgs a) {
   Kernel& k = *t.kernel;
-  KTimer* x;
-  {
-    Guard g(k.timers->lock);
-    x = timer_find_locked(k, *t.proc, (int)a[0]);
-  }
+  KTimer* x = posix_timer(t, a[0]);
   if (!x) return -EINVAL;
   uint64_t left, interval;
   timer_state(k, x, &left, &interval);
@@ -211,11 +209,7 @@ long sys_timer_getoverrun(Task& t, SyscallArgs a) {
 
 long sys_timer_delete(Task& t, SyscallArgs a) {
   Kernel& k = *t.kernel;
-  KTimer* x;
-  {
-    Guard g(k.timers->lock);
-    x = timer_find_locked(k, *t.proc, (int)a[0]);
-  }
+  KTimer* x = posix_timer(t, a[0]);
   if (!x) return -EINVAL;
   timer_remove(k, x);
   return 0;
