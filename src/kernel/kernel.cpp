@@ -1,6 +1,7 @@
 #include "kernel/kernel.h"
 
 #include <linux/errno.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
@@ -33,17 +34,20 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   Filesystem* root = nullptr;
   Filesystem* proc = nullptr;
   Filesystem* dev = nullptr;
-  if (!k->vfs || !k->timers || !k->net ||
-      hostfs_create(heap, cfg.root, cfg.root_readonly, &root) < 0 ||
+  if (k->vfs)
+    for (const FsType* type : {&kHostFsType, &kProcFsType, &kDevFsType}) k->vfs->register_type(type);
+  if (!k->vfs || !k->timers || !k->net || hostfs_create(heap, cfg.root, &root) < 0 ||
       procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
-      k->vfs->mount("/", root) < 0 || k->vfs->mount("/proc", proc) < 0) {
+      k->vfs->mount("/", root, &kHostFsType, cfg.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
+                    cfg.root) < 0 ||
+      k->vfs->mount("/proc", proc, &kProcFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "proc") < 0) {
     heap->destroy();
     return nullptr;
   }
   // A folder root gets its own /dev; the host's whole root keeps the host's
   // /dev (with its pts, shm and the rest) as it is.
   bool whole_host = cfg.root[0] == '/' && cfg.root[1] == 0;
-  if (!whole_host && k->vfs->mount("/dev", dev) < 0) {
+  if (!whole_host && k->vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs") < 0) {
     heap->destroy();
     return nullptr;
   }

@@ -16,4 +16,10 @@ inline uint64_t monotonic_ns() {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+inline timespec realtime_now() {
+  timespec ts;
+  host::sys(SYS_clock_gettime, CLOCK_REALTIME, &ts);
+  return ts;
+}
+
 }  // namespace flatux

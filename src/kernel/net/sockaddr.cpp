@@ -75,7 +75,7 @@ long unix_path_to_bind(Task& t, const char* path, size_t path_len, HostAddr* out
   if (r < 0) return r;
   out->dir = dir;
   if (dir->host_fd < 0) return -EACCES;  // not a host directory (procfs): nothing to bind in
-  if (dir->fs && dir->fs->readonly) return -EROFS;
+  if (dir->mount && dir->mount->readonly()) return -EROFS;
   char host[kSunPathMax + 1];
   KFmt f(host, sizeof host);
   f.str("/proc/self/fd/").dec(dir->host_fd).ch('/').str(base);

@@ -36,6 +36,7 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
     c.fs = p.fs;
   } else if ((c.fs = k.heap->make<FsContext>())) {
     memcpy(c.fs->cwd, p.fs->cwd, sizeof c.fs->cwd);
+    memcpy(c.fs->root, p.fs->root, sizeof c.fs->root);
     c.fs->umask = p.fs->umask;
   }
   if (flags & CLONE_SIGHAND) {

@@ -67,7 +67,8 @@ struct Mm {
 
 struct FsContext {
   std::atomic<int> refs{1};
-  char cwd[kPathMax] = "/";
+  char cwd[kPathMax] = "/";   // guest paths in the kernel's one namespace
+  char root[kPathMax] = "/";  // chroot(2)
   uint32_t umask = 022;
 };
 

@@ -6,6 +6,7 @@
 
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
+#include "kernel/vfs/vfs.h"
 
 namespace flatux {
 
@@ -23,7 +24,20 @@ void File::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (ops && ops->release) ops->release(*this);
   if (host_fd >= 0) host::sys(SYS_close, host_fd);
+  if (path) heap->free(path);
+  if (mount) mount->put();
   heap->destroy_obj(this);
+}
+
+void File::set_origin(Mount* m, const char* inner_path) {
+  if (mount || !m) return;  // a file that already knows its origin (a reopened link)
+  size_t len = strlen(inner_path);
+  char* copy = static_cast<char*>(heap->alloc(len + 1));
+  if (!copy) return;  // the path is only a convenience for *at calls
+  memcpy(copy, inner_path, len + 1);
+  m->get();
+  mount = m;
+  path = copy;
 }
 
 int FdTable::install(File* f, bool cloexec, int min_fd) {

@@ -15,6 +15,8 @@ class Heap;
 struct File;
 struct Task;
 struct Filesystem;
+struct Mount;
+struct Attr;
 
 // Operations of one kind of open file. A null entry means the operation is
 // not supported by that kind (the syscall layer turns it into the right errno).
@@ -32,6 +34,10 @@ struct FileOps {
   // Readiness (POLLIN...) of a file with no host descriptor, asked without
   // waiting; files with a host descriptor are polled by the host.
   short (*poll)(Task&, File&, short events) = nullptr;
+  // fchmod/fchown/futimens/ftruncate (the VFS has checked the policy).
+  long (*setattr)(Task&, File&, const Attr&) = nullptr;
+  long (*fsync)(Task&, File&, bool datasync) = nullptr;
+  long (*fallocate)(Task&, File&, int mode, int64_t off, int64_t len) = nullptr;
 };
 
 struct File {
@@ -41,6 +47,8 @@ struct File {
   uint32_t flags = 0;  // O_ACCMODE | O_APPEND | O_NONBLOCK | O_PATH ...
   int host_fd = -1;    // the host open file description backing it, if any
   Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
+  Mount* mount = nullptr;    // the mount it was opened through (holds a reference)
+  char* path = nullptr;      // its path inside fs when opened (kernel heap string)
   void* priv = nullptr;
   uint64_t priv_word = 0;
   int64_t pos = 0;     // file position for files without a host descriptor
@@ -48,6 +56,8 @@ struct File {
 
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
   void put();
+  // Records where the file was opened (done by the VFS after a filesystem's open).
+  void set_origin(Mount* m, const char* inner_path);
 };
 
 File* file_alloc(Heap* heap, const FileOps* ops, uint32_t flags, int host_fd);

@@ -3,96 +3,104 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <sys/stat.h>
 
 #include "kernel/kernel.h"
+#include "kernel/lib/kfmt.h"
+#include "kernel/lib/kstring.h"
+#include "kernel/vfs/namei.h"
 
 namespace flatux {
 
 Vfs& vfs_of(Task& t) { return *t.kernel->vfs; }
 
-namespace {
-
-constexpr int kMountLinkDepth = 8;
-
-// The root filesystem walks whole paths itself and cannot follow a
-// symlink into another mount (hostfs refuses host /proc's magic links with
-// ELOOP). When its last component is a symlink whose target lies on
-// another mount (/dev/stdin -> /proc/self/fd/0, /etc/mtab ->
-// ../proc/self/mounts), the operation is redone on the target.
-bool mount_link_target(Task& t, const ResolvedPath& rp, char* out, size_t n) {
-  if (rp.mount->len != 1) return false;
-  char link[kPathMax];
-  long len = rp.fs->ops->readlink(t, *rp.fs, rp.path, link, sizeof link - 1);
-  if (len <= 0) return false;
-  link[len] = 0;
+long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n) {
+  if (lk.redirect_absolute) return rooted_path(t.proc->fs->root, lk.redirect, out, n);
+  // Inner path -> guest path: drop what the mount hides, put its mount
+  // point in front; ".." in the target then climbs across mounts lexically.
+  std::string_view rel(lk.redirect);
+  if (m.root_len > 1 && starts_with(rel, std::string_view(m.root, m.root_len)))
+    rel = tail(rel, m.root_len);
   char joined[kPathMax];
-  if (link[0] == '/') {
-    memcpy(joined, link, (size_t)len + 1);
-  } else {
-    const char* slash = strrchr(rp.path, '/');
-    size_t dl = slash ? (size_t)(slash - rp.path) + 1 : 0;
-    if (dl + (size_t)len + 1 > sizeof joined) return false;
-    memcpy(joined, rp.path, dl);
-    memcpy(joined + dl, link, (size_t)len + 1);
-  }
-  if (normalize_path(joined, out, n) < 0) return false;
-  ResolvedPath other;
-  return vfs_of(t).resolve(t, AT_FDCWD, out, &other) == 0 && other.mount != rp.mount;
+  KFmt j(joined, sizeof joined);
+  if (m.len > 1) j.str(std::string_view(m.path, m.len));
+  j.str("/").str(rel);
+  if (j.truncated()) return -ENAMETOOLONG;
+  return normalize_path(j.c_str(), out, n);
 }
 
-// Resolves and runs op(rp); retries through a cross-mount symlink.
-template <typename Op>
-long with_path(Task& t, int dirfd, const char* path, bool follow, Op op) {
-  char buf[kPathMax];
-  for (int depth = 0;; depth++) {
-    ResolvedPath rp;
-    long r = vfs_of(t).resolve(t, dirfd, path, &rp);
-    if (r < 0) return r;
-    r = op(rp);
-    if (r != -ELOOP || !follow || depth == kMountLinkDepth || !mount_link_target(t, rp, buf, sizeof buf))
-      return r;
-    path = buf;
-    dirfd = AT_FDCWD;
-  }
+namespace {
+
+bool trailing_slash(const char* path) {
+  size_t len = strlen(path);
+  return len > 1 && path[len - 1] == '/';
 }
 
 }  // namespace
 
 long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out) {
-  return with_path(t, dirfd, path, !(flags & O_NOFOLLOW), [&](ResolvedPath& rp) {
-    return rp.fs->ops->open(t, *rp.fs, rp.path, flags, mode, out);
+  if (trailing_slash(path)) {
+    if (flags & O_CREAT) return -EISDIR;
+    flags |= O_DIRECTORY;
+  }
+  constexpr int kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
+  return vfs_walk(t, dirfd, path, !(flags & O_NOFOLLOW), [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    if ((flags & kWrites) && !(flags & O_PATH) && lk.mount->readonly()) {
+      struct stat st;
+      long e = fs.ops->stat(t, fs, lk, &st);
+      if (e == kRedirect || (e == 0 && (flags & O_CREAT) && (flags & O_EXCL))) return e ? e : -EEXIST;
+      if (e == 0 && S_ISDIR(st.st_mode)) return -EISDIR;
+      if (e == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        // Devices, FIFOs and sockets live elsewhere: a read-only mount
+        // does not stop writes to them.
+      } else if (e == 0 || e == -ENOENT) {
+        return e == -ENOENT && !(flags & O_CREAT) ? e : -EROFS;
+      } else {
+        return e;
+      }
+    }
+    long r = fs.ops->open(t, fs, lk, flags, mode, out);
+    if (r == 0) (*out)->set_origin(lk.mount, lk.path);
+    return r;
   });
 }
 
 long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out) {
-  return with_path(t, dirfd, path, follow, [&](ResolvedPath& rp) {
-    return rp.fs->ops->stat(t, *rp.fs, rp.path, follow, out);
+  bool dir_only = trailing_slash(path);
+  long r = vfs_walk(t, dirfd, path, follow || dir_only, [&](Lookup& lk) {
+    return lk.mount->fs->ops->stat(t, *lk.mount->fs, lk, out);
   });
+  if (r == 0 && dir_only && !S_ISDIR(out->st_mode)) return -ENOTDIR;
+  return r;
 }
 
 long vfs_readlink(Task& t, int dirfd, const char* path, char* buf, size_t n) {
-  ResolvedPath rp;
-  long r = vfs_of(t).resolve(t, dirfd, path, &rp);
-  if (r < 0) return r;
-  return rp.fs->ops->readlink(t, *rp.fs, rp.path, buf, n);
-}
-
-long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow) {
-  return with_path(t, dirfd, path, follow, [&](ResolvedPath& rp) {
-    return rp.fs->ops->access(t, *rp.fs, rp.path, mode, follow);
+  return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    return fs.ops->readlink ? fs.ops->readlink(t, fs, lk, buf, n) : -EINVAL;
   });
 }
 
-}  // namespace flatux
-
-namespace flatux {
+long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow) {
+  return vfs_walk(t, dirfd, path, follow, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    long r = fs.ops->access(t, fs, lk, mode);
+    if (r == 0 && (mode & W_OK) && lk.mount->readonly()) {
+      struct stat st;
+      if (fs.ops->stat(t, fs, lk, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ||
+                                                S_ISLNK(st.st_mode)))
+        return -EROFS;
+    }
+    return r;
+  });
+}
 
 long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out) {
-  ResolvedPath rp;
-  long r = vfs_of(t).resolve(t, dirfd, path, &rp);
-  if (r < 0) return r;
-  if (!rp.fs->ops->statfs) return -ENOSYS;
-  return rp.fs->ops->statfs(t, *rp.fs, rp.path, out);
+  return vfs_walk(t, dirfd, path, true, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    return fs.ops->statfs ? fs.ops->statfs(t, fs, lk, out) : -ENOSYS;
+  });
 }
 
 }  // namespace flatux

@@ -12,4 +12,19 @@ long vfs_readlink(Task& t, int dirfd, const char* path, char* buf, size_t n);
 long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out);
 long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow);
 
+// The namespace operations (vfs/namespace.cpp).
+long vfs_mkdir(Task& t, int dirfd, const char* path, int mode);
+long vfs_mknod(Task& t, int dirfd, const char* path, int mode, uint64_t dev);
+long vfs_unlink(Task& t, int dirfd, const char* path);
+long vfs_rmdir(Task& t, int dirfd, const char* path);
+long vfs_symlink(Task& t, const char* target, int dirfd, const char* path);
+long vfs_link(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath, bool follow);
+long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                unsigned flags);
+
+// Attribute changes with Linux's policy (who may chmod/chown/utime/truncate),
+// on a path or an open file (vfs/attr.cpp).
+long vfs_setattr(Task& t, int dirfd, const char* path, bool follow, Attr& a);
+long vfs_fsetattr(Task& t, File& f, Attr& a);
+
 }  // namespace flatux

@@ -34,10 +34,13 @@ long sys_getdents64(Task& t, SyscallArgs a) {
 }
 
 long sys_getcwd(Task& t, SyscallArgs a) {
-  const char* cwd = t.proc->fs->cwd;
-  size_t len = strlen(cwd) + 1;
+  // Seen from inside the process's root (chroot).
+  std::string_view cwd = strip_root(t.proc->fs->root, t.proc->fs->cwd);
+  size_t len = cwd.size() + 1;
   if (a[1] < len) return -ERANGE;
-  if (copy_to_user((void*)a[0], cwd, len) < 0) return -EFAULT;
+  if (copy_to_user((void*)a[0], cwd.data(), cwd.size()) < 0 ||
+      copy_to_user((char*)a[0] + cwd.size(), "", 1) < 0)
+    return -EFAULT;
   return (long)len;
 }
 

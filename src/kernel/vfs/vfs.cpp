@@ -3,7 +3,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
-
+#include <sys/mount.h>
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
@@ -41,81 +41,202 @@ long normalize_path(const char* in, char* out, size_t n) {
   return (long)len;
 }
 
-long Vfs::mount(const char* guest_path, Filesystem* fs) {
+void split_last(std::string_view p, std::string_view* parent, std::string_view* name) {
+  size_t slash = p.rfind('/');
+  if (slash == std::string_view::npos || p.size() <= 1) {
+    *parent = "/";
+    *name = std::string_view();
+    return;
+  }
+  *parent = slash == 0 ? std::string_view("/") : head(p, slash);
+  *name = tail(p, slash + 1);
+}
+
+long vfs_make_redirect(Lookup& lk, std::string_view link_path, std::string_view target,
+                       std::string_view rest) {
+  KFmt out(lk.redirect, sizeof lk.redirect);
+  lk.redirect_absolute = !target.empty() && target[0] == '/';
+  if (!lk.redirect_absolute) {
+    std::string_view dir, name;
+    split_last(link_path, &dir, &name);
+    out.str(dir).str("/");
+  }
+  out.str(target);
+  if (!rest.empty()) out.str("/").str(rest);
+  if (out.truncated()) return -ENAMETOOLONG;
+  out.c_str();
+  lk.redirected = true;
+  return kRedirect;
+}
+
+// --- filesystem types -------------------------------------------------------
+
+long Vfs::register_type(const FsType* type) {
   Guard g(lock_);
-  if (nmounts_ == kMaxMounts) return -ENOMEM;
-  Mount& m = mounts_[nmounts_];
-  long len = normalize_path(guest_path, m.path, sizeof m.path);
-  if (len < 0) return len;
-  m.len = (size_t)len;
-  m.fs = fs;
-  nmounts_++;
+  for (int i = 0; i < ntypes_; i++)
+    if (types_[i] == type) return 0;
+  if (ntypes_ == kMaxFsTypes) return -ENOMEM;
+  types_[ntypes_++] = type;
   return 0;
 }
 
-long Vfs::resolve(Task& t, int dirfd, const char* path, ResolvedPath* out) {
-  char full[kPathMax];
-  size_t plen = strlen(path);
-  if (path[0] == '/') {
-    if (plen >= sizeof full) return -ENAMETOOLONG;
-    memcpy(full, path, plen + 1);
-  } else {
-    char base[kPathMax];
-    if (dirfd == AT_FDCWD) {
-      if (!copy_cstr(base, sizeof base, t.proc->fs->cwd)) return -ENAMETOOLONG;
-    } else {
-      File* f = t.proc->files->get(dirfd);
-      if (!f) return -EBADF;
-      long r = file_guest_path(t, *f, base, sizeof base);
-      f->put();
-      if (r < 0) return r;
-    }
-    size_t blen = strlen(base);
-    if (blen + 1 + plen + 1 > sizeof full) return -ENAMETOOLONG;
-    memcpy(full, base, blen);
-    full[blen] = '/';
-    memcpy(full + blen + 1, path, plen + 1);
-  }
-  char norm[kPathMax];
-  long nl = normalize_path(full, norm, sizeof norm);
-  if (nl < 0) return nl;
+const FsType* Vfs::find_type(std::string_view name) {
+  Guard g(lock_);
+  for (int i = 0; i < ntypes_; i++)
+    if (name == types_[i]->name) return types_[i];
+  return nullptr;
+}
 
-  // Longest mount prefix of the normalised path wins.
+// --- mounts ----------------------------------------------------------------
+
+bool Mount::readonly() const { return flags & MS_RDONLY; }
+
+void Mount::put() {
+  if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // The last reference of a detached mount: nothing can reach it any more.
+  // Its filesystem goes when no other mount shows it.
+  if (fs->mounts.fetch_sub(1, std::memory_order_acq_rel) == 1 && type && type->unmount)
+    type->unmount(*fs);
+  heap->destroy_obj(this);
+}
+
+long Vfs::mount(const char* guest_path, Filesystem* fs, const FsType* type, unsigned long flags,
+                const char* source, const char* fs_root, const char* options) {
+  Mount* m = heap_->make<Mount>();
+  if (!m) return -ENOMEM;
+  long len = normalize_path(guest_path, m->path, sizeof m->path);
+  long rlen = len < 0 ? len : normalize_path(fs_root, m->root, sizeof m->root);
+  if (len < 0 || rlen < 0) {
+    heap_->destroy_obj(m);
+    return len < 0 ? len : rlen;
+  }
+  m->len = (size_t)len;
+  m->root_len = (size_t)rlen;
+  m->heap = heap_;
+  m->fs = fs;
+  fs->mounts.fetch_add(1, std::memory_order_relaxed);
+  m->type = type;
+  m->flags = flags;
+  copy_cstr(m->source, sizeof m->source, source ? source : "none");
+  copy_cstr(m->options, sizeof m->options, options ? options : "");
+  Guard g(lock_);
+  if (nmounts_ == kMaxMounts) {
+    heap_->destroy_obj(m);
+    return -ENOMEM;
+  }
+  // The parent is the mount that held the mount point until now.
+  Mount* parent = nullptr;
+  for (int i = 0; i < nmounts_; i++) {
+    Mount* x = mounts_[i];
+    bool covers = x->len == 1 || (strncmp(m->path, x->path, x->len) == 0 &&
+                                  (m->path[x->len] == 0 || m->path[x->len] == '/'));
+    if (covers && (!parent || x->len >= parent->len)) parent = x;
+  }
+  m->id = next_id_++;
+  m->parent_id = parent ? parent->id : m->id;
+  mounts_[nmounts_++] = m;
+  return 0;
+}
+
+long Vfs::umount(Mount* m, bool lazy) {
+  Guard g(lock_);
+  int at = -1;
+  for (int i = 0; i < nmounts_; i++) {
+    if (mounts_[i] == m) at = i;
+    else if (mounts_[i]->parent_id == m->id && mounts_[i]->attached) return -EBUSY;
+  }
+  if (at < 0) return -EINVAL;
+  if (m->len == 1 && at == 0) return -EBUSY;  // the root stays
+  // Ours (the caller's find) and the table's: anything else is a user.
+  if (!lazy && m->refs.load() > 2) return -EBUSY;
+  m->attached = false;
+  for (int i = at; i + 1 < nmounts_; i++) mounts_[i] = mounts_[i + 1];
+  nmounts_--;
+  m->put();  // the table's reference
+  return 0;
+}
+
+Mount* Vfs::find(const char* norm, char* inner, size_t n) {
   Mount* best = nullptr;
   {
     Guard g(lock_);
+    // The latest mount wins among equals: a mount over a mount point hides it.
     for (int i = 0; i < nmounts_; i++) {
-      Mount& m = mounts_[i];
-      bool match = m.len == 1 || (strncmp(norm, m.path, m.len) == 0 &&
-                                  (norm[m.len] == 0 || norm[m.len] == '/'));
-      if (match && (!best || m.len > best->len)) best = &m;
+      Mount* m = mounts_[i];
+      bool match = m->len == 1 || (strncmp(norm, m->path, m->len) == 0 &&
+                                   (norm[m->len] == 0 || norm[m->len] == '/'));
+      if (match && (!best || m->len >= best->len)) best = m;
     }
+    if (!best) return nullptr;
+    best->get();
   }
-  if (!best) return -ENOENT;
-  out->fs = best->fs;
-  out->mount = best;
-  if (best->len == 1) {
-    // The root filesystem walks the path itself, so ".." after a symlink
-    // means what it means on Linux rather than what it means lexically.
-    if (!copy_cstr(out->path, sizeof out->path, full)) return -ENAMETOOLONG;
-  } else {
-    const char* rest = norm + best->len;
-    if (!copy_cstr(out->path, sizeof out->path, *rest ? rest : "/")) return -ENAMETOOLONG;
+  const char* rest = best->len == 1 ? norm : norm + best->len;
+  KFmt f(inner, n);
+  if (best->root_len > 1) f.str(best->root);
+  if (*rest) f.str(rest);
+  else if (best->root_len <= 1) f.str("/");
+  if (f.truncated()) {
+    best->put();
+    return nullptr;
   }
-  return 0;
+  f.c_str();
+  return best;
 }
 
-long Vfs::resolve_user(Task& t, int dirfd, const void* guest_path, ResolvedPath* out,
-                       bool allow_empty) {
-  char path[kPathMax];
-  long r = strncpy_from_user(path, static_cast<const char*>(guest_path), sizeof path);
-  if (r < 0) return r;
-  if (r == 0 && !allow_empty) return -ENOENT;
-  return resolve(t, dirfd, path, out);
+Mount* Vfs::find_exact(const char* norm) {
+  Guard g(lock_);
+  Mount* found = nullptr;
+  for (int i = 0; i < nmounts_; i++)
+    if (strcmp(mounts_[i]->path, norm) == 0) found = mounts_[i];
+  if (found) found->get();
+  return found;
+}
+
+long rooted_path(const char* root, const char* path, char* out, size_t n) {
+  char norm[kPathMax];
+  long len = normalize_path(path, norm, sizeof norm);
+  if (len < 0 || (root[0] == '/' && root[1] == 0)) return len < 0 ? len : normalize_path(norm, out, n);
+  KFmt f(out, n);
+  f.str(root);
+  if (len > 1) f.str(norm);
+  if (f.truncated()) return -ENAMETOOLONG;
+  f.c_str();
+  return (long)f.size();
+}
+
+std::string_view strip_root(const char* root, std::string_view path) {
+  std::string_view r(root);
+  if (r.size() <= 1) return path;
+  if (!starts_with(path, r) || (path.size() > r.size() && path[r.size()] != '/')) return path;
+  return path.size() == r.size() ? std::string_view("/") : tail(path, r.size());
+}
+
+long Vfs::absolute(Task& t, int dirfd, const char* path, char* out, size_t n) {
+  const char* root = t.proc->fs->root;
+  if (path[0] == '/') return rooted_path(root, path, out, n);
+  char base[kPathMax];
+  if (dirfd == AT_FDCWD) {
+    if (!copy_cstr(base, sizeof base, t.proc->fs->cwd)) return -ENAMETOOLONG;
+  } else {
+    File* f = t.proc->files->get(dirfd);
+    if (!f) return -EBADF;
+    long r = file_guest_path(t, *f, base, sizeof base);
+    f->put();
+    if (r < 0) return r;
+    if (base[0] != '/') return -ENOTDIR;  // a pipe or socket
+  }
+  // ".." stops at the process's root when the base lies inside it.
+  char full[kPathMax];
+  KFmt j(full, sizeof full);
+  j.str(strip_root(root, base)).str("/").str(path);
+  if (j.truncated()) return -ENAMETOOLONG;
+  std::string_view b(base);
+  bool inside = strip_root(root, b).data() != b.data() || (root[0] == '/' && root[1] == 0);
+  return inside ? rooted_path(root, j.c_str(), out, n) : normalize_path(j.c_str(), out, n);
 }
 
 long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n) {
-  if (!f.fs && f.host_fd >= 0) {
+  if (!f.mount && f.host_fd >= 0) {
     // Not opened by path (stdio, pipes, sockets): what the host calls it,
     // e.g. "pipe:[1234]" or the terminal's name.
     char proc[48];
@@ -126,24 +247,25 @@ long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n) {
     out[len] = 0;
     return 0;
   }
-  if (!f.fs || !f.fs->ops->dir_path) return -ENOTDIR;
+  if (!f.mount || !f.path) return -ENOTDIR;
+  Mount& m = *f.mount;
   char inner[kPathMax];
-  long r = f.fs->ops->dir_path(t, *f.fs, f, inner, sizeof inner);
-  if (r < 0) return r;
-  // Prefix the mount point of the filesystem.
-  Guard g(lock_);
-  for (int i = 0; i < nmounts_; i++) {
-    Mount& m = mounts_[i];
-    if (m.fs != f.fs) continue;
-    if (m.len == 1) return copy_cstr(out, n, inner) ? 0 : -ENAMETOOLONG;
-    size_t il = strcmp(inner, "/") == 0 ? 0 : strlen(inner);
-    if (m.len + il + 1 > n) return -ENAMETOOLONG;
-    memcpy(out, m.path, m.len);
-    memcpy(out + m.len, inner, il);
-    out[m.len + il] = 0;
-    return 0;
+  const char* ip = f.path;
+  if (m.fs->ops->dir_path && m.fs->ops->dir_path(t, *m.fs, f, inner, sizeof inner) == 0) ip = inner;
+  // Inner path -> guest path: drop the mount's root, prefix its mount point.
+  std::string_view rel(ip);
+  if (m.root_len > 1) {
+    std::string_view root(m.root, m.root_len);
+    if (!starts_with(rel, root) || (rel.size() > root.size() && rel[root.size()] != '/'))
+      return -ENOENT;  // moved out of what the mount shows
+    rel = tail(rel, root.size());
   }
-  return -ENOENT;
+  KFmt o(out, n);
+  if (m.len > 1) o.str(std::string_view(m.path, m.len));
+  if (rel.size() > 1 || m.len == 1) o.str(rel.empty() ? std::string_view("/") : rel);
+  if (o.truncated()) return -ENAMETOOLONG;
+  o.c_str();
+  return 0;
 }
 
 }  // namespace flatux

@@ -1,9 +1,17 @@
-// The first VFS: a small mount table over whole-path filesystems. A path is
-// mapped to the mount with the longest matching prefix and handed to that
-// filesystem as an absolute path inside it; the filesystem walks it.
+// The VFS: a mount table over filesystems that walk plain names.
+//
+// A guest path is normalised lexically, the mount with the longest matching
+// prefix is chosen, and the filesystem gets the rest as a `Lookup`. A
+// filesystem never follows a symlink on its own: it hands the link back as
+// a *redirect* and the VFS restarts the walk from the link's target, so
+// mount points, "..", absolute targets and confinement are decided here,
+// once, for every filesystem (see docs/ARCHITECTURE.md, "Paths").
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <ctime>
+#include <string_view>
 
 #include "kernel/task/task.h"
 #include "kernel/vfs/file.h"
@@ -14,73 +22,176 @@ struct statfs;
 namespace flatux {
 
 struct Filesystem;
+struct Mount;
 
+// Returned by a filesystem operation whose walk met a symlink it must not
+// follow itself; Lookup::redirect says where to go on. Never reaches a guest.
+constexpr long kRedirect = -4000;
+
+// Symlinks followed in one walk before ELOOP, as Linux's MAXSYMLINKS.
+constexpr int kMaxSymlinks = 40;
+
+struct Lookup {
+  const char* path;        // absolute and normalised inside the filesystem: "/", "/a/b"
+  bool follow;             // follow a symlink in the last component
+  Mount* mount;            // the mount the path was reached through
+  // Out, with kRedirect: an absolute target is a guest path; a relative one
+  // is a path inside the same filesystem (it may contain "..").
+  bool redirected = false;
+  bool redirect_absolute = false;
+  char redirect[kPathMax];
+};
+
+// Fills lk's redirect for the symlink at `link_path` (inside the
+// filesystem) whose target is `target`, with `rest` (the components after
+// the link, possibly empty) appended. Returns kRedirect, or -ENAMETOOLONG.
+long vfs_make_redirect(Lookup& lk, std::string_view link_path, std::string_view target,
+                       std::string_view rest);
+
+// Splits an inner path into its parent and last component ("/a/b" ->
+// "/a", "b"; "/" -> "/", "").
+void split_last(std::string_view path, std::string_view* parent, std::string_view* name);
+
+// What setattr changes (chmod, chown, utimens, truncate), like Linux's iattr.
+enum : unsigned {
+  kAttrMode = 1, kAttrUid = 2, kAttrGid = 4, kAttrSize = 8, kAttrAtime = 16, kAttrMtime = 32,
+  kAttrCtime = 64,
+  kAttrTimesNow = 128,  // the times are "now" (utimensat(NULL)): owner or writer may
+};
+struct Attr {
+  unsigned mask = 0;
+  uint32_t mode = 0, uid = 0, gid = 0;
+  int64_t size = 0;
+  struct timespec atime{}, mtime{};
+};
+
+// Operations of one filesystem type. A null entry means the filesystem does
+// not support it (the VFS answers as Linux would for such a filesystem).
 struct FsOps {
   const char* name;
-  long (*open)(Task&, Filesystem&, const char* path, int flags, int mode, File** out);
-  long (*stat)(Task&, Filesystem&, const char* path, bool follow, struct stat* out);
-  long (*readlink)(Task&, Filesystem&, const char* path, char* buf, size_t n);
-  long (*access)(Task&, Filesystem&, const char* path, int mode, bool follow);
-  // The canonical path (inside this filesystem) of an open directory.
-  long (*dir_path)(Task&, Filesystem&, File& dir, char* out, size_t n);
-  long (*statfs)(Task&, Filesystem&, const char* path, struct statfs* out);
+  long (*open)(Task&, Filesystem&, Lookup&, int flags, int mode, File** out);
+  long (*stat)(Task&, Filesystem&, Lookup&, struct stat* out);
+  long (*readlink)(Task&, Filesystem&, Lookup&, char* buf, size_t n);
+  long (*access)(Task&, Filesystem&, Lookup&, int mode);
+  long (*statfs)(Task&, Filesystem&, Lookup&, struct statfs* out);
+  long (*mkdir)(Task&, Filesystem&, Lookup&, int mode) = nullptr;
+  long (*mknod)(Task&, Filesystem&, Lookup&, int mode, uint64_t dev) = nullptr;
+  long (*unlink)(Task&, Filesystem&, Lookup&) = nullptr;
+  long (*rmdir)(Task&, Filesystem&, Lookup&) = nullptr;
+  long (*symlink)(Task&, Filesystem&, Lookup&, const char* target) = nullptr;
+  long (*link)(Task&, Filesystem&, Lookup& old_lk, Lookup& new_lk) = nullptr;
+  long (*rename)(Task&, Filesystem&, Lookup& old_lk, Lookup& new_lk, unsigned flags) = nullptr;
+  long (*setattr)(Task&, Filesystem&, Lookup&, const Attr&) = nullptr;
+  // The current inner path of an open directory, where the filesystem can
+  // tell (a renamed directory); otherwise the path recorded at open is used.
+  long (*dir_path)(Task&, Filesystem&, File& dir, char* out, size_t n) = nullptr;
+  void (*sync)(Filesystem&) = nullptr;
 };
 
 struct Filesystem {
   const FsOps* ops;
-  void* priv;
-  bool readonly;
+  void* priv = nullptr;
+  uint64_t dev = 0;              // st_dev of its files
+  std::atomic<int> mounts{0};    // mounts showing it
 };
+
+// A mounted filesystem type: mount(2) finds it by name.
+struct FsType {
+  const char* name;
+  // Creates the filesystem for mount(2)'s source/flags/data (data is a
+  // kernel string or nullptr).
+  long (*mount)(Kernel&, const char* source, unsigned long flags, const char* data, Filesystem** out);
+  void (*unmount)(Filesystem&) = nullptr;  // last mount of it gone: flush and free
+  bool needs_device = false;               // listed without "nodev" in /proc/filesystems
+};
+
 
 struct Mount {
-  char path[256];  // guest path of the mount point, "/" for the root
-  size_t len;
-  Filesystem* fs;
-};
+  std::atomic<int> refs{1};   // the table's own, walks in flight, open files
+  Heap* heap = nullptr;
+  int id = 0, parent_id = 0;
+  char path[kPathMax];        // guest path of the mount point
+  size_t len = 0;
+  char root[kPathMax];        // inner path of fs shown at `path` ("/" but for bind mounts)
+  size_t root_len = 0;
+  Filesystem* fs = nullptr;
+  const FsType* type = nullptr;
+  unsigned long flags = 0;    // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME...
+  char source[256];
+  char options[256];          // the filesystem's own options, for /proc/mounts
+  bool attached = true;       // false once unmounted (lazily, with MNT_DETACH)
 
-struct ResolvedPath {
-  Filesystem* fs;
-  Mount* mount;
-  char path[kPathMax];  // absolute path inside fs
+  bool readonly() const;
+  void get() { refs.fetch_add(1, std::memory_order_relaxed); }
+  void put();
 };
 
 class Vfs {
  public:
-  static constexpr int kMaxMounts = 16;
+  static constexpr int kMaxMounts = 64;
 
   explicit Vfs(Heap* h) : heap_(h) {}
-  long mount(const char* guest_path, Filesystem* fs);
 
-  // Turns (dirfd, path) into a filesystem and a path inside it.
-  long resolve(Task& t, int dirfd, const char* path, ResolvedPath* out);
+  // Mounts fs at guest_path, showing its inner folder fs_root there.
+  long mount(const char* guest_path, Filesystem* fs, const FsType* type, unsigned long flags,
+             const char* source, const char* fs_root = "/", const char* options = "");
+  long mount(const char* guest_path, Filesystem* fs) {
+    return mount(guest_path, fs, nullptr, 0, "none");
+  }
+  // Detaches m (already found by its mount point). EBUSY while mounts lie
+  // beneath it or, unless `lazy`, while anything still refers to it.
+  long umount(Mount* m, bool lazy);
 
-  // Reads a guest path argument and resolves it (EFAULT, ENOENT for "",
-  // ENAMETOOLONG handled here).
-  long resolve_user(Task& t, int dirfd, const void* guest_path, ResolvedPath* out,
-                    bool allow_empty = false);
+  // The mount holding a normalised guest path, with a reference, and the
+  // path inside its filesystem in `inner`.
+  Mount* find(const char* norm, char* inner, size_t n);
+  // The mount whose mount point is exactly `norm`, with a reference.
+  Mount* find_exact(const char* norm);
 
-  // Guest path of an open file that is a directory (for *at and fchdir).
+  // Absolute normalised guest path of (dirfd, path): the cwd or the
+  // directory's path joined with a relative path.
+  long absolute(Task& t, int dirfd, const char* path, char* out, size_t n);
+
+  // Guest path of an open file (for *at calls, fchdir and /proc fd links).
   long file_guest_path(Task& t, File& f, char* out, size_t n);
 
   Heap* heap() const { return heap_; }
 
-  // Calls fn(const Mount&) for each mount, in mount order (lock held).
+  // Filesystem types mount(2) knows by name.
+  static constexpr int kMaxFsTypes = 16;
+  long register_type(const FsType* type);
+  const FsType* find_type(std::string_view name);
+  template <typename F>
+  void for_each_type(F&& fn) {
+    Guard g(lock_);
+    for (int i = 0; i < ntypes_; i++) fn(*types_[i]);
+  }
+
+  // Calls fn(const Mount&) for each attached mount, in mount order (lock held).
   template <typename F>
   void for_each_mount(F&& fn) {
     Guard g(lock_);
-    for (int i = 0; i < nmounts_; i++) fn(mounts_[i]);
+    for (int i = 0; i < nmounts_; i++) fn(*mounts_[i]);
   }
 
  private:
   Heap* heap_;
   KMutex lock_;
-  Mount mounts_[kMaxMounts]{};
+  Mount* mounts_[kMaxMounts]{};
   int nmounts_ = 0;
+  int next_id_ = 1;
+  const FsType* types_[kMaxFsTypes]{};
+  int ntypes_ = 0;
 };
+
+// `path` (absolute, seen from inside `root`) normalised and placed under
+// root, so ".." never climbs above it.
+long rooted_path(const char* root, const char* path, char* out, size_t n);
+// `path` as seen from inside `root` (unchanged when outside it).
+std::string_view strip_root(const char* root, std::string_view path);
 
 // Lexical normalisation: collapses "//", "." and ".." (never above "/").
 // `in` must be absolute. Returns the length, or -ENAMETOOLONG.
 long normalize_path(const char* in, char* out, size_t n);
-
 
 }  // namespace flatux

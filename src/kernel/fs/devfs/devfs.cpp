@@ -33,36 +33,54 @@ constexpr DevNode kNodes[] = {
 };
 constexpr uint64_t kDevfsDev = 0x5;
 
-// nullptr with *root set for "/", else the node.
-const DevNode* find(const char* path, bool* root) {
+// nullptr with *root set for "/", else the node named by the first
+// component; *rest is what follows it (a path below a link: /dev/fd/3).
+const DevNode* find(const char* path, bool* root, std::string_view* rest) {
   std::string_view p(path);
   while (!p.empty() && p.front() == '/') p.remove_prefix(1);
-  while (!p.empty() && p.back() == '/') p.remove_suffix(1);
+  size_t slash = p.find('/');
+  *rest = slash == std::string_view::npos ? std::string_view() : tail(p, slash + 1);
+  p = head(p, slash);
   *root = p.empty();
   for (const DevNode& n : kNodes)
     if (p == n.name) return &n;
   return nullptr;
 }
 
-long dev_stat(Task& t, Filesystem&, const char* path, bool follow, struct stat* out) {
+// The node for lk, or an error: a link to follow becomes a redirect.
+long resolve(Lookup& lk, const DevNode** out, bool* root) {
+  std::string_view rest;
+  const DevNode* n = find(lk.path, root, &rest);
+  *out = n;
+  if (*root) return 0;
+  if (!n) return -ENOENT;
+  if (n->target && (lk.follow || !rest.empty()))
+    return vfs_make_redirect(lk, lk.path, n->target, rest);
+  return rest.empty() ? 0 : -ENOTDIR;
+}
+
+long dev_stat(Task&, Filesystem&, Lookup& lk, struct stat* out) {
   bool root;
-  const DevNode* n = find(path, &root);
+  const DevNode* n;
+  long r = resolve(lk, &n, &root);
+  if (r) return r;
   if (root) {
     synth_stat(out, S_IFDIR | 0755, 1, 0, kDevfsDev);
     return 0;
   }
-  if (!n) return -ENOENT;
   if (n->target) {
-    if (follow) return vfs_stat(t, AT_FDCWD, n->target, true, out);
     synth_stat(out, S_IFLNK | 0777, 2 + (n - kNodes), strlen(n->target), kDevfsDev);
     return 0;
   }
   return host::sys(SYS_newfstatat, AT_FDCWD, n->host, out, 0);
 }
 
-long dev_open(Task& t, Filesystem& fs, const char* path, int flags, int mode, File** out) {
+long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
   bool root;
-  const DevNode* n = find(path, &root);
+  const DevNode* n;
+  lk.follow = !(flags & O_NOFOLLOW);
+  long r = resolve(lk, &n, &root);
+  if (r) return r == -ENOENT && (flags & O_CREAT) ? -EACCES : r;
   if (root) {
     if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
     SynthDirent ents[sizeof kNodes / sizeof kNodes[0]];
@@ -79,11 +97,7 @@ long dev_open(Task& t, Filesystem& fs, const char* path, int flags, int mode, Fi
     *out = f;
     return 0;
   }
-  if (!n) return (flags & O_CREAT) ? -EACCES : -ENOENT;
-  if (n->target) {
-    if (flags & O_NOFOLLOW) return -ELOOP;
-    return vfs_open(t, AT_FDCWD, n->target, flags, mode, out);
-  }
+  if (n->target) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
   if (flags & O_DIRECTORY) return -ENOTDIR;
   long fd = host::sys(SYS_openat, AT_FDCWD, n->host,
                       (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC | O_NOCTTY, 0);
@@ -95,27 +109,24 @@ long dev_open(Task& t, Filesystem& fs, const char* path, int flags, int mode, Fi
   return 0;
 }
 
-long dev_readlink(Task&, Filesystem&, const char* path, char* buf, size_t n) {
+long dev_readlink(Task&, Filesystem&, Lookup& lk, char* buf, size_t n) {
   bool root;
-  const DevNode* d = find(path, &root);
-  if (!d) return root ? -EINVAL : -ENOENT;
-  if (!d->target) return -EINVAL;
+  const DevNode* d;
+  long r = resolve(lk, &d, &root);
+  if (r) return r;
+  if (root || !d->target) return -EINVAL;
   size_t len = strlen(d->target);
   if (len > n) len = n;
   memcpy(buf, d->target, len);
   return (long)len;
 }
 
-long dev_access(Task& t, Filesystem& fs, const char* path, int mode, bool follow) {
+long dev_access(Task& t, Filesystem& fs, Lookup& lk, int) {
   struct stat st;
-  return dev_stat(t, fs, path, follow, &st);
+  return dev_stat(t, fs, lk, &st);
 }
 
-long dev_dir_path(Task&, Filesystem&, File&, char* out, size_t n) {
-  return copy_cstr(out, n, "/") ? 0 : -ENAMETOOLONG;
-}
-
-long dev_statfs(Task&, Filesystem&, const char*, struct statfs* out) {
+long dev_statfs(Task&, Filesystem&, Lookup&, struct statfs* out) {
   memset(out, 0, sizeof *out);
   out->f_type = 0x1021994;  // TMPFS_MAGIC, as devtmpfs reports
   out->f_bsize = 4096;
@@ -129,7 +140,6 @@ const FsOps kDevFsOps = {
     .stat = dev_stat,
     .readlink = dev_readlink,
     .access = dev_access,
-    .dir_path = dev_dir_path,
     .statfs = dev_statfs,
 };
 
@@ -139,8 +149,17 @@ long devfs_create(Heap* heap, Filesystem** out) {
   Filesystem* fs = heap->make<Filesystem>();
   if (!fs) return -ENOMEM;
   fs->ops = &kDevFsOps;
+  fs->dev = kDevfsDev;
   *out = fs;
   return 0;
 }
+
+namespace {
+long devfs_mount(Kernel& k, const char*, unsigned long, const char*, Filesystem** out) {
+  return devfs_create(k.heap, out);
+}
+}  // namespace
+
+const FsType kDevFsType = {.name = "devtmpfs", .mount = devfs_mount};
 
 }  // namespace flatux

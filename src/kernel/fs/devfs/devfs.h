@@ -7,6 +7,8 @@
 
 namespace flatux {
 
+extern const FsType kDevFsType;  // mount(2) type "devtmpfs"
+
 long devfs_create(Heap* heap, Filesystem** out);
 
 }  // namespace flatux

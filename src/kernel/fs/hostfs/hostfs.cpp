@@ -1,7 +1,12 @@
-// Confinement: every lookup is a single openat2(2) from the root folder with
-// RESOLVE_IN_ROOT, so the host kernel itself clamps "..", absolute symlinks
-// and symlink chains to the root, and RESOLVE_NO_MAGICLINKS keeps /proc's
-// magic links (which point anywhere) from being followed.
+// hostfs: a host folder as a guest filesystem, confined to that folder.
+//
+// Confinement: every lookup is an openat2(2) from the root folder with
+// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS. The VFS hands over normalised
+// paths (no "..") and the host follows no symlink at all, so nothing can
+// lead outside the folder. When a path does contain a symlink the host
+// refuses it (ELOOP); the walk is then redone one component at a time to
+// find the link, and the link goes back to the VFS as a redirect, which
+// resolves it in the guest's namespace (mounts, chroot, "..").
 #include "kernel/fs/hostfs/hostfs.h"
 
 #include <cstring>
@@ -10,29 +15,18 @@
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/ioctl.h>
 
-#include "host/entry.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/fs/hostfs/internal.h"
+#include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
-#include "kernel/signal/signal.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
 
-struct HostFs {
-  Heap* heap;
-  int root_fd;
-  bool root_is_slash;
-  size_t root_len;
-  char root[kPathMax];
-};
-
-HostFs& hostfs_of(Filesystem& fs) { return *static_cast<HostFs*>(fs.priv); }
-
-constexpr uint64_t kResolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+constexpr uint64_t kResolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 constexpr uint32_t kWriteFlags = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
 // open(2) ignores unknown flag bits, openat2(2) rejects them: keep the known ones.
 constexpr uint32_t kKnownOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |
@@ -40,86 +34,137 @@ constexpr uint32_t kKnownOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O
                                      O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_SYNC |
                                      O_PATH | O_TMPFILE;
 
-long host_open(HostFs& h, const char* path, uint64_t flags, uint64_t mode) {
+// The inner path relative to the root folder ("." for the root).
+const char* relative(const char* inner) {
+  while (*inner == '/') inner++;
+  return *inner ? inner : ".";
+}
+
+long open_beneath(HostFs& h, const char* inner, uint64_t flags, uint64_t mode) {
   open_how how{};
   // openat2 takes only these with O_PATH, and ignores nothing.
   uint64_t keep = (flags & O_PATH) ? (O_PATH | O_DIRECTORY | O_NOFOLLOW) : (kKnownOpenFlags | O_NOCTTY);
   how.flags = (flags & keep) | O_CLOEXEC;
   how.mode = (flags & (O_CREAT | __O_TMPFILE)) ? (mode & 07777) : 0;
   how.resolve = kResolve;
-  return host::sys(SYS_openat2, h.root_fd, path, &how, sizeof how);
+  return host::sys(SYS_openat2, h.root_fd, relative(inner), &how, sizeof how);
 }
 
-// Pipes and terminals can block: a guest signal interrupts the host call,
-// and the signal code then restarts it or reports EINTR (SA_RESTART).
-long restartable(long r) { return r == -EINTR ? -ERESTARTSYS : r; }
-
-long file_read(Task& t, File& f, void* buf, size_t n) {
-  if (!access_ok(buf, n)) return -EFAULT;
-  return restartable(isys(t, SYS_read, f.host_fd, buf, n));
-}
-long file_write(Task& t, File& f, const void* buf, size_t n) {
-  if (!access_ok(buf, n)) return -EFAULT;
-  return restartable(isys(t, SYS_write, f.host_fd, buf, n));
-}
-long file_pread(Task&, File& f, void* buf, size_t n, int64_t off) {
-  if (!access_ok(buf, n)) return -EFAULT;
-  return host::sys(SYS_pread64, f.host_fd, buf, n, off);
-}
-long file_pwrite(Task&, File& f, const void* buf, size_t n, int64_t off) {
-  if (!access_ok(buf, n)) return -EFAULT;
-  return host::sys(SYS_pwrite64, f.host_fd, buf, n, off);
-}
-long file_lseek(Task&, File& f, int64_t off, int whence) {
-  return host::sys(SYS_lseek, f.host_fd, off, whence);
-}
-long file_stat(Task&, File& f, struct stat* out) { return host::sys(SYS_fstat, f.host_fd, out); }
-long file_getdents64(Task&, File& f, void* buf, size_t n) {
-  if (!access_ok(buf, n)) return -EFAULT;
-  return host::sys(SYS_getdents64, f.host_fd, buf, n);
+void close_fd(long fd, int keep) {
+  if (fd >= 0 && fd != keep) host::sys(SYS_close, fd);
 }
 
-// Terminal ioctls are forwarded with their argument bounced through kernel
-// memory: the host must never be handed a raw guest pointer it could write
-// through into kernel memory.
-long file_ioctl(Task&, File& f, unsigned cmd, uint64_t arg) {
-  unsigned char buf[64];
-  size_t in = 0, out = 0;
-  switch (cmd) {
-    case TCGETS: out = 36; break;                                  // struct termios (kernel)
-    case TCSETS: case TCSETSW: case TCSETSF: in = 36; break;
-    case TIOCGWINSZ: out = 8; break;
-    case TIOCSWINSZ: in = 8; break;
-    case FIONREAD: out = sizeof(int); break;
-    default: return -ENOTTY;
+// After the host refused a path with ELOOP: walks it a component at a
+// time and turns the first symlink into a redirect. 0 when the only link
+// is the last component and `follow_last` is off (the caller's ELOOP or
+// "operate on the link" case), or an errno from the walk.
+long find_link(HostFs& h, Lookup& lk, const char* inner, bool follow_last) {
+  std::string_view p(inner);
+  long dir = h.root_fd;
+  size_t pos = 0;
+  while (true) {
+    while (pos < p.size() && p[pos] == '/') pos++;
+    if (pos >= p.size()) break;
+    size_t end = p.find('/', pos);
+    if (end == std::string_view::npos) end = p.size();
+    char name[256];
+    if (end - pos >= sizeof name) {
+      close_fd(dir, h.root_fd);
+      return -ENAMETOOLONG;
+    }
+    memcpy(name, p.data() + pos, end - pos);
+    name[end - pos] = 0;
+    bool last = p.find_first_not_of('/', end) == std::string_view::npos;
+    long fd = host::sys(SYS_openat, dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    close_fd(dir, h.root_fd);
+    if (fd < 0) return fd;
+    struct stat st;
+    long r = host::sys(SYS_fstat, fd, &st);
+    if (r == 0 && S_ISLNK(st.st_mode)) {
+      if (last && !follow_last) {
+        host::sys(SYS_close, fd);
+        return 0;
+      }
+      char target[kPathMax];
+      long len = host::sys(SYS_readlinkat, fd, "", target, sizeof target - 1);
+      host::sys(SYS_close, fd);
+      if (len < 0) return len;
+      std::string_view rest = last ? std::string_view() : tail(p, end + 1);
+      return vfs_make_redirect(lk, head(p, end), std::string_view(target, (size_t)len), rest);
+    }
+    if (r == 0 && !last && !S_ISDIR(st.st_mode)) r = -ENOTDIR;
+    if (r < 0) {
+      host::sys(SYS_close, fd);
+      return r;
+    }
+    dir = fd;
+    pos = end;
   }
-  if (in && copy_from_user(buf, (const void*)arg, in) < 0) return -EFAULT;
-  long r = host::sys(SYS_ioctl, f.host_fd, cmd, buf);
-  if (r < 0) return r;
-  if (out && copy_to_user((void*)arg, buf, out) < 0) return -EFAULT;
+  close_fd(dir, h.root_fd);
+  return 0;
+}
+
+// Opens lk's path, following (or not) its last component. A symlink on the
+// way comes back as kRedirect.
+long open_path(HostFs& h, Lookup& lk, uint64_t flags, uint64_t mode) {
+  long fd = open_beneath(h, lk.path, flags, mode);
+  if (fd != -ELOOP) return fd;
+  long r = find_link(h, lk, lk.path, !(flags & O_NOFOLLOW));
+  return r < 0 ? r : -ELOOP;
+}
+
+// The parent directory of lk's path, opened, and the last component.
+long open_parent(HostFs& h, Lookup& lk, const char** name) {
+  std::string_view parent, last;
+  split_last(lk.path, &parent, &last);
+  if (last.empty()) return -EBUSY;  // the root folder itself
+  char dir[kPathMax];
+  if (!copy_cstr(dir, sizeof dir, parent)) return -ENAMETOOLONG;
+  long fd = open_beneath(h, dir, O_PATH | O_DIRECTORY, 0);
+  if (fd == -ELOOP) {
+    long r = find_link(h, lk, lk.path, false);
+    return r < 0 ? r : -ELOOP;
+  }
+  *name = last.data();  // the tail of lk.path: NUL-terminated
+  return fd;
+}
+
+// With lk.follow, a symlink as the last component is the VFS's to follow.
+long redirect_last(Lookup& lk, int dir, const char* name) {
+  if (!lk.follow) return 0;
+  char target[kPathMax];
+  long len = host::sys(SYS_readlinkat, dir, name, target, sizeof target - 1);
+  if (len < 0) return len == -EINVAL || len == -ENOENT ? 0 : len;
+  return vfs_make_redirect(lk, lk.path, std::string_view(target, (size_t)len), std::string_view());
+}
+
+// Runs op(dirfd, name) in lk's parent directory.
+template <typename Op>
+long in_parent(Filesystem& fs, Lookup& lk, Op op) {
+  const char* name = nullptr;
+  long dir = open_parent(hostfs_of(fs), lk, &name);
+  if (dir < 0) return dir;
+  long r = op((int)dir, name);
+  host::sys(SYS_close, dir);
   return r;
 }
 
-long file_statfs(Task&, File& f, struct statfs* out) { return host::sys(SYS_fstatfs, f.host_fd, out); }
-
-const FileOps kHostFileOps = {
-    .read = file_read,
-    .write = file_write,
-    .pread = file_pread,
-    .pwrite = file_pwrite,
-    .lseek = file_lseek,
-    .stat = file_stat,
-    .getdents64 = file_getdents64,
-    .ioctl = file_ioctl,
-    .statfs = file_statfs,
-    .release = nullptr,
-};
-
-long fs_open(Task&, Filesystem& fs, const char* path, int flags, int mode, File** out) {
-  if (fs.readonly && (flags & kWriteFlags)) return -EROFS;
+long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
   HostFs& h = hostfs_of(fs);
-  long fd = host_open(h, path, (uint32_t)flags, (uint32_t)mode);
+  long fd = open_path(h, lk, (uint32_t)flags, (uint32_t)mode);
   if (fd < 0) return fd;
+  // The host checks the host user's rights; a guest user's own are checked here.
+  if (t.proc->creds.fsuid != 0 && !(flags & O_PATH)) {
+    struct stat st;
+    int acc = flags & O_ACCMODE;
+    int mask = (acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK) | ((flags & O_TRUNC) ? W_OK : 0);
+    long r = host::sys(SYS_fstat, fd, &st);
+    if (r == 0 && !(flags & O_CREAT && st.st_uid == t.proc->creds.fsuid)) r = may_access(t, st, mask);
+    if (r < 0) {
+      host::sys(SYS_close, fd);
+      return r;
+    }
+  }
   File* f = file_alloc(h.heap, &kHostFileOps, (uint32_t)flags & ~O_CLOEXEC, (int)fd);
   if (!f) {
     host::sys(SYS_close, fd);
@@ -130,40 +175,125 @@ long fs_open(Task&, Filesystem& fs, const char* path, int flags, int mode, File*
   return 0;
 }
 
-long fs_stat(Task&, Filesystem& fs, const char* path, bool follow, struct stat* out) {
-  HostFs& h = hostfs_of(fs);
-  if (h.root_is_slash)  // nothing to confine: one host call
-    return host::sys(SYS_newfstatat, AT_FDCWD, path, out, follow ? 0 : AT_SYMLINK_NOFOLLOW);
-  long fd = host_open(h, path, O_PATH | (follow ? 0 : O_NOFOLLOW), 0);
+long fs_stat(Task&, Filesystem& fs, Lookup& lk, struct stat* out) {
+  long fd = open_path(hostfs_of(fs), lk, O_PATH | (lk.follow ? 0 : O_NOFOLLOW), 0);
   if (fd < 0) return fd;
   long r = host::sys(SYS_fstat, fd, out);
   host::sys(SYS_close, fd);
   return r;
 }
 
-long fs_readlink(Task&, Filesystem& fs, const char* path, char* buf, size_t n) {
-  HostFs& h = hostfs_of(fs);
-  if (h.root_is_slash) return host::sys(SYS_readlinkat, AT_FDCWD, path, buf, n);
-  long fd = host_open(h, path, O_PATH | O_NOFOLLOW, 0);
+long fs_readlink(Task&, Filesystem& fs, Lookup& lk, char* buf, size_t n) {
+  long fd = open_path(hostfs_of(fs), lk, O_PATH | O_NOFOLLOW, 0);
   if (fd < 0) return fd;
   long r = host::sys(SYS_readlinkat, fd, "", buf, n);
   host::sys(SYS_close, fd);
-  return r;
+  return r == -ENOENT ? -EINVAL : r;  // not a symlink
 }
 
-long fs_access(Task&, Filesystem& fs, const char* path, int mode, bool follow) {
-  HostFs& h = hostfs_of(fs);
-  long fd = host_open(h, path, O_PATH | (follow ? 0 : O_NOFOLLOW), 0);
+long fs_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
+  long fd = open_path(hostfs_of(fs), lk, O_PATH | (lk.follow ? 0 : O_NOFOLLOW), 0);
   if (fd < 0) return fd;
-  long r = (fs.readonly && (mode & W_OK)) ? -EROFS
-                                           : host::sys(SYS_faccessat2, fd, "", mode, AT_EMPTY_PATH);
+  long r = host::sys(SYS_faccessat2, fd, "", mode, AT_EMPTY_PATH);
+  if (r == 0 && t.proc->creds.fsuid != 0) {
+    struct stat st;
+    r = host::sys(SYS_fstat, fd, &st);
+    if (r == 0) r = may_access(t, st, mode);
+  }
   host::sys(SYS_close, fd);
   return r;
 }
 
-// The canonical host path of an open directory, made relative to the root.
+long fs_statfs(Task&, Filesystem& fs, Lookup& lk, struct statfs* out) {
+  long fd = open_path(hostfs_of(fs), lk, O_PATH, 0);
+  if (fd < 0) return fd;
+  long r = host::sys(SYS_fstatfs, fd, out);
+  host::sys(SYS_close, fd);
+  return r;
+}
+
+long fs_mkdir(Task&, Filesystem& fs, Lookup& lk, int mode) {
+  return in_parent(fs, lk, [&](int dir, const char* name) { return host::sys(SYS_mkdirat, dir, name, mode); });
+}
+
+long fs_mknod(Task&, Filesystem& fs, Lookup& lk, int mode, uint64_t dev) {
+  return in_parent(fs, lk, [&](int dir, const char* name) {
+    return host::sys(SYS_mknodat, dir, name, mode, dev);
+  });
+}
+
+long fs_unlink(Task&, Filesystem& fs, Lookup& lk) {
+  return in_parent(fs, lk, [&](int dir, const char* name) { return host::sys(SYS_unlinkat, dir, name, 0); });
+}
+
+long fs_rmdir(Task&, Filesystem& fs, Lookup& lk) {
+  return in_parent(fs, lk, [&](int dir, const char* name) {
+    return host::sys(SYS_unlinkat, dir, name, AT_REMOVEDIR);
+  });
+}
+
+long fs_symlink(Task&, Filesystem& fs, Lookup& lk, const char* target) {
+  return in_parent(fs, lk, [&](int dir, const char* name) {
+    return host::sys(SYS_symlinkat, target, dir, name);
+  });
+}
+
+long fs_link(Task&, Filesystem& fs, Lookup& a, Lookup& b) {
+  return in_parent(fs, a, [&](int adir, const char* aname) {
+    long r = redirect_last(a, adir, aname);
+    if (r) return r;
+    return in_parent(fs, b, [&](int bdir, const char* bname) {
+      return host::sys(SYS_linkat, adir, aname, bdir, bname, 0);
+    });
+  });
+}
+
+long fs_rename(Task&, Filesystem& fs, Lookup& a, Lookup& b, unsigned flags) {
+  return in_parent(fs, a, [&](int adir, const char* aname) {
+    return in_parent(fs, b, [&](int bdir, const char* bname) {
+      return host::sys(SYS_renameat2, adir, aname, bdir, bname, flags);
+    });
+  });
+}
+
+long fs_setattr(Task&, Filesystem& fs, Lookup& lk, const Attr& a) {
+  return in_parent(fs, lk, [&](int dir, const char* name) -> long {
+    long r = redirect_last(lk, dir, name);
+    if (r) return r;
+    if (a.mask & (kAttrUid | kAttrGid)) {
+      r = host::sys(SYS_fchownat, dir, name, (a.mask & kAttrUid) ? a.uid : -1u,
+                    (a.mask & kAttrGid) ? a.gid : -1u, AT_SYMLINK_NOFOLLOW);
+      if (r < 0) return r;
+    }
+    if (a.mask & kAttrMode) {
+      struct stat st;
+      r = host::sys(SYS_newfstatat, dir, name, &st, AT_SYMLINK_NOFOLLOW);
+      if (r == 0 && S_ISLNK(st.st_mode)) r = -EOPNOTSUPP;  // links have no mode of their own
+      if (r == 0) r = host::sys(SYS_fchmodat, dir, name, a.mode);
+      if (r < 0) return r;
+    }
+    if (a.mask & kAttrSize) {
+      long fd = host::sys(SYS_openat, dir, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+      if (fd < 0) return fd;
+      r = host::sys(SYS_ftruncate, fd, a.size);
+      host::sys(SYS_close, fd);
+      if (r < 0) return r;
+    }
+    if (a.mask & (kAttrAtime | kAttrMtime)) {
+      timespec ts[2] = {a.atime, a.mtime};
+      if (!(a.mask & kAttrAtime)) ts[0].tv_nsec = UTIME_OMIT;
+      if (!(a.mask & kAttrMtime)) ts[1].tv_nsec = UTIME_OMIT;
+      r = host::sys(SYS_utimensat, dir, name, ts, AT_SYMLINK_NOFOLLOW);
+    }
+    return r;
+  });
+}
+
+// The current host path of an open directory, made relative to the root
+// (so a renamed directory keeps working as a dirfd and a cwd).
 long fs_dir_path(Task&, Filesystem& fs, File& f, char* out, size_t n) {
   HostFs& h = hostfs_of(fs);
+  if (f.host_fd < 0) return -ENOTDIR;
   char proc[64];
   KFmt p(proc, sizeof proc);
   p.str("/proc/self/fd/").dec(f.host_fd);
@@ -171,20 +301,13 @@ long fs_dir_path(Task&, Filesystem& fs, File& f, char* out, size_t n) {
   long len = host::sys(SYS_readlinkat, AT_FDCWD, p.c_str(), host_path, sizeof host_path - 1);
   if (len < 0) return len;
   host_path[len] = 0;
-  if (h.root_is_slash || host_path[0] != '/') return copy_cstr(out, n, host_path) ? 0 : -ENAMETOOLONG;
+  if (host_path[0] != '/') return -ENOENT;
+  if (h.root_is_slash) return copy_cstr(out, n, host_path) ? 0 : -ENAMETOOLONG;
   std::string_view hp(host_path, (size_t)len);
   std::string_view root(h.root, h.root_len);
   if (!starts_with(hp, root) || (hp.size() > root.size() && hp[root.size()] != '/')) return -ENOENT;
   std::string_view rest = tail(hp, root.size());
   return copy_cstr(out, n, rest.empty() ? std::string_view("/") : rest) ? 0 : -ENAMETOOLONG;
-}
-
-long fs_statfs(Task&, Filesystem& fs, const char* path, struct statfs* out) {
-  long fd = host_open(hostfs_of(fs), path, O_PATH, 0);
-  if (fd < 0) return fd;
-  long r = host::sys(SYS_fstatfs, fd, out);
-  host::sys(SYS_close, fd);
-  return r;
 }
 
 const FsOps kHostFsOps = {
@@ -193,13 +316,47 @@ const FsOps kHostFsOps = {
     .stat = fs_stat,
     .readlink = fs_readlink,
     .access = fs_access,
-    .dir_path = fs_dir_path,
     .statfs = fs_statfs,
+    .mkdir = fs_mkdir,
+    .mknod = fs_mknod,
+    .unlink = fs_unlink,
+    .rmdir = fs_rmdir,
+    .symlink = fs_symlink,
+    .link = fs_link,
+    .rename = fs_rename,
+    .setattr = fs_setattr,
+    .dir_path = fs_dir_path,
 };
+
+// mount -t hostfs none /mnt -o /host/dir (UML's syntax); no option: "/".
+long hostfs_mount(Kernel& k, const char*, unsigned long, const char* data, Filesystem** out) {
+  char canon[kPathMax];
+  const char* dir = data && *data ? data : "/";
+  long fd = host::sys(SYS_open, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return fd;
+  char proc[48];
+  KFmt p(proc, sizeof proc);
+  p.str("/proc/self/fd/").dec(fd);
+  long len = host::sys(SYS_readlinkat, AT_FDCWD, p.c_str(), canon, sizeof canon - 1);
+  host::sys(SYS_close, fd);
+  if (len < 0) return len;
+  canon[len] = 0;
+  return hostfs_create(k.heap, canon, out);
+}
+
+void hostfs_unmount(Filesystem& fs) {
+  HostFs& h = hostfs_of(fs);
+  Heap* heap = h.heap;
+  host::sys(SYS_close, h.root_fd);
+  heap->destroy_obj(&h);
+  heap->destroy_obj(&fs);
+}
 
 }  // namespace
 
-long hostfs_create(Heap* heap, const char* host_root, bool readonly, Filesystem** out) {
+const FsType kHostFsType = {.name = "hostfs", .mount = hostfs_mount, .unmount = hostfs_unmount};
+
+long hostfs_create(Heap* heap, const char* host_root, Filesystem** out) {
   long fd = host::sys(SYS_open, host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return fd;
   HostFs* h = heap->make<HostFs>();
@@ -215,23 +372,12 @@ long hostfs_create(Heap* heap, const char* host_root, bool readonly, Filesystem*
   h->root_len = strlen(h->root);
   while (h->root_len > 1 && h->root[h->root_len - 1] == '/') h->root[--h->root_len] = 0;
   h->root_is_slash = h->root_len == 1 && h->root[0] == '/';
+  struct stat st;
+  if (host::sys(SYS_fstat, fd, &st) == 0) fs->dev = st.st_dev;
   fs->ops = &kHostFsOps;
   fs->priv = h;
-  fs->readonly = readonly;
   *out = fs;
   return 0;
-}
-
-File* hostfs_adopt_host_fd(Heap* heap, int host_fd, uint32_t flags) {
-  File* f = file_alloc(heap, &kHostFileOps, flags, host_fd);
-  if (!f) host::sys(SYS_close, host_fd);
-  return f;
-}
-
-File* hostfs_wrap_host_fd(Heap* heap, int host_fd, uint32_t flags) {
-  long fd = host::sys(SYS_fcntl, host_fd, F_DUPFD_CLOEXEC, 0);
-  if (fd < 0) return nullptr;
-  return hostfs_adopt_host_fd(heap, (int)fd, flags);
 }
 
 }  // namespace flatux

@@ -4,8 +4,11 @@
 
 namespace flatux {
 
+// mount(2) type "hostfs": the data string names the host folder.
+extern const FsType kHostFsType;
+
 // Opens `host_root` (a canonical host path) and returns a filesystem for it.
-long hostfs_create(Heap* heap, const char* host_root, bool readonly, Filesystem** out);
+long hostfs_create(Heap* heap, const char* host_root, Filesystem** out);
 
 // A File over a duplicate of an existing host descriptor (stdin/out/err).
 File* hostfs_wrap_host_fd(Heap* heap, int host_fd, uint32_t flags);

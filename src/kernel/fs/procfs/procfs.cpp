@@ -31,11 +31,12 @@ enum class Node {
   kPidFile, kGlobalFile, kSysDir, kSysKernelDir,
 };
 
-struct Lookup {
+struct ProcLookup {
   Node node = Node::kNone;
   int pid = 0;     // the process (or task) the path is about
   int fd = -1;
   ProcFile file = ProcFile::kNone;
+  std::string_view rest;  // components after a link (/proc/self/cwd/x)
 };
 
 bool parse_int(std::string_view s, int* out) {
@@ -58,27 +59,32 @@ std::string_view next(std::string_view* p) {
   return c;
 }
 
-Lookup lookup_pid_path(Task& t, int pid, std::string_view rest) {
-  Lookup l;
+ProcLookup lookup_pid_path(Task& t, int pid, std::string_view rest) {
+  ProcLookup l;
   l.pid = pid;
   std::string_view c = next(&rest);
   if (c.empty()) { l.node = Node::kPidDir; return l; }
   std::string_view c2 = next(&rest);
-  if (c == "exe" && c2.empty()) l.node = Node::kExe;
-  else if (c == "cwd" && c2.empty()) l.node = Node::kCwd;
-  else if (c == "root" && c2.empty()) l.node = Node::kRootLink;
+  if (c == "exe" || c == "cwd" || c == "root") {
+    l.node = c == "exe" ? Node::kExe : c == "cwd" ? Node::kCwd : Node::kRootLink;
+    if (!c2.empty()) l.rest = rest.empty() ? c2 : std::string_view(c2.data(), rest.data() + rest.size() - c2.data());
+  }
   else if ((c == "fd" || c == "fdinfo") && c2.empty()) l.node = Node::kFdDir;
-  else if (c == "fd" && parse_int(c2, &l.fd) && next(&rest).empty()) l.node = Node::kFdLink;
+  else if (c == "fd" && parse_int(c2, &l.fd)) {
+    l.node = Node::kFdLink;
+    while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+    l.rest = rest;
+  }
   else if (c == "task" && c2.empty()) l.node = Node::kTaskDir;
   else if (c == "task" && parse_int(c2, &l.pid)) return lookup_pid_path(t, l.pid, rest);
   else if (c2.empty() && (l.file = proc_file_named(c, true)) != ProcFile::kNone) l.node = Node::kPidFile;
   return l;
 }
 
-Lookup lookup(Task& t, const char* path) {
+ProcLookup lookup(Task& t, const char* path) {
   std::string_view p(path);
   std::string_view c = next(&p);
-  Lookup l;
+  ProcLookup l;
   if (c.empty()) { l.node = Node::kRoot; return l; }
   int pid;
   if (c == "self" || c == "thread-self") {
@@ -107,7 +113,7 @@ Process* target(Kernel& k, int pid) {
   return x && x->proc->state == ProcState::kRunning ? x->proc : nullptr;
 }
 
-bool exists_locked(Kernel& k, const Lookup& l) {
+bool exists_locked(Kernel& k, const ProcLookup& l) {
   switch (l.node) {
     case Node::kNone: return false;
     case Node::kRoot: case Node::kGlobalFile: case Node::kSysDir: case Node::kSysKernelDir: return true;
@@ -122,11 +128,11 @@ bool exists_locked(Kernel& k, const Lookup& l) {
   }
 }
 
-uint64_t ino_of(const Lookup& l) {
+uint64_t ino_of(const ProcLookup& l) {
   return ((uint64_t)l.pid << 16) + ((uint64_t)l.node << 8) + (uint64_t)l.file + (l.fd >= 0 ? l.fd << 20 : 0);
 }
 
-long link_target(Task& t, const Lookup& l, char* out, size_t n) {
+long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
   Kernel& k = *t.kernel;
   KFmt f(out, n);
   Guard g(k.tasks_lock);
@@ -150,10 +156,11 @@ long link_target(Task& t, const Lookup& l, char* out, size_t n) {
   return (long)f.size();
 }
 
-long proc_readlink(Task& t, Filesystem&, const char* path, char* buf, size_t n) {
-  Lookup l = lookup(t, path);
+long proc_readlink(Task& t, Filesystem&, Lookup& lk, char* buf, size_t n) {
+  ProcLookup l = lookup(t, lk.path);
   switch (l.node) {
     case Node::kSelfLink: case Node::kExe: case Node::kCwd: case Node::kRootLink: case Node::kFdLink: {
+      if (!l.rest.empty()) return -ENOTDIR;
       char tmp[kPathMax];
       long len = link_target(t, l, tmp, sizeof tmp);
       if (len < 0) return len;
@@ -174,25 +181,46 @@ bool is_dir(Node n) {
          n == Node::kSysDir || n == Node::kSysKernelDir;
 }
 
-long proc_stat(Task& t, Filesystem&, const char* path, bool follow, struct stat* out) {
-  Lookup l = lookup(t, path);
+// A link whose target is a guest path (exe, cwd, root, an fd opened by
+// path) is followed by the VFS: hand it back as a redirect.
+long redirect_link(Task& t, const ProcLookup& l, Lookup& lk) {
+  char tgt[kPathMax];
+  long len = link_target(t, l, tgt, sizeof tgt);
+  if (len < 0) return len;
+  if (tgt[0] != '/') return l.rest.empty() ? 0 : -ENOTDIR;  // pipe:[..]: no path to follow
+  return vfs_make_redirect(lk, lk.path, std::string_view(tgt, (size_t)len), l.rest);
+}
+
+// The open file behind /proc/PID/fd/N, with a reference.
+File* fd_file(Task& t, const ProcLookup& l) {
+  Kernel& k = *t.kernel;
+  Guard g(k.tasks_lock);
+  Process* p = target(k, l.pid);
+  return p && p->files ? p->files->get(l.fd) : nullptr;
+}
+
+long proc_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
+  ProcLookup l = lookup(t, lk.path);
   {
     Guard g(t.kernel->tasks_lock);
     if (!exists_locked(*t.kernel, l)) return -ENOENT;
   }
-  if (is_link(l.node) && follow) {
-    char tgt[kPathMax];
-    long len = link_target(t, l, tgt, sizeof tgt);
-    if (len < 0) return len;
+  if (is_link(l.node) && (lk.follow || !l.rest.empty())) {
     if (l.node == Node::kSelfLink) {
       synth_stat(out, S_IFDIR | 0555, ino_of(l), 0, kProcDev);
       return 0;
     }
-    if (tgt[0] != '/') {  // pipe:[..] and friends: describe the open file itself
-      synth_stat(out, S_IFIFO | 0600, ino_of(l), 0, kProcDev);
-      return 0;
+    if (l.node == Node::kFdLink && l.rest.empty()) {  // the open file itself, as Linux
+      File* f = fd_file(t, l);
+      if (!f) return -ENOENT;
+      long r = f->ops->stat ? f->ops->stat(t, *f, out) : -EINVAL;
+      f->put();
+      return r;
     }
-    return vfs_stat(t, AT_FDCWD, tgt, true, out);
+    long r = redirect_link(t, l, lk);
+    if (r) return r;
+    synth_stat(out, S_IFIFO | 0600, ino_of(l), 0, kProcDev);
+    return 0;
   }
   uint32_t mode = is_link(l.node) ? (S_IFLNK | 0777) : is_dir(l.node) ? (S_IFDIR | 0555)
                   : (S_IFREG | (proc_file_writable(l.file) ? 0644 : 0444));
@@ -200,7 +228,7 @@ long proc_stat(Task& t, Filesystem&, const char* path, bool follow, struct stat*
   return 0;
 }
 
-File* list_dir(Task& t, const Lookup& l) {
+File* list_dir(Task& t, const ProcLookup& l) {
   Kernel& k = *t.kernel;
   Heap* h = k.heap;
   int cap = 512;
@@ -259,7 +287,7 @@ File* list_dir(Task& t, const Lookup& l) {
 
 // /proc/PID/fd/N opened: the same open file, reopened through the host
 // like Linux's reopen of the magic link (pipes included).
-long open_fd_link(Task& t, const Lookup& l, int flags, File** out) {
+long open_fd_link(Task& t, const ProcLookup& l, int flags, File** out) {
   Kernel& k = *t.kernel;
   File* f;
   {
@@ -277,7 +305,10 @@ long open_fd_link(Task& t, const Lookup& l, int flags, File** out) {
   pf.str("/proc/self/fd/").dec(f->host_fd);
   long fd = host::sys(SYS_open, pf.c_str(), (flags & ~O_CREAT) | O_CLOEXEC | O_NOCTTY, 0);
   File* nf = fd >= 0 ? hostfs_adopt_host_fd(k.heap, (int)fd, (uint32_t)flags & ~O_CLOEXEC) : nullptr;
-  if (nf) nf->fs = f->fs;
+  if (nf) {
+    nf->fs = f->fs;
+    nf->set_origin(f->mount, f->path ? f->path : "/");
+  }
   f->put();
   if (fd < 0) return fd;
   if (!nf) return -ENOMEM;
@@ -285,20 +316,21 @@ long open_fd_link(Task& t, const Lookup& l, int flags, File** out) {
   return 0;
 }
 
-long proc_open(Task& t, Filesystem& fs, const char* path, int flags, int mode, File** out) {
-  Lookup l = lookup(t, path);
+long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
+  ProcLookup l = lookup(t, lk.path);
   {
     Guard g(t.kernel->tasks_lock);
     if (!exists_locked(*t.kernel, l)) return (flags & O_CREAT) ? -EACCES : -ENOENT;
   }
-  if (is_link(l.node)) {
+  if (is_link(l.node) && l.node != Node::kSelfLink) {
+    if ((flags & O_NOFOLLOW) && l.rest.empty()) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
+    if (l.node == Node::kFdLink && l.rest.empty()) return open_fd_link(t, l, flags, out);
+    long r = redirect_link(t, l, lk);
+    return r ? r : -ENOENT;
+  }
+  if (l.node == Node::kSelfLink) {
     if (flags & O_NOFOLLOW) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
-    if (l.node == Node::kFdLink) return open_fd_link(t, l, flags, out);
-    char tgt[kPathMax];
-    long len = link_target(t, l, tgt, sizeof tgt);
-    if (len < 0) return len;
-    if (l.node == Node::kSelfLink) return proc_open(t, fs, tgt, flags, mode, out);  // "PID"
-    return vfs_open(t, AT_FDCWD, tgt, flags, mode, out);
+    l.node = Node::kPidDir;  // /proc/self is the caller's own directory
   }
   if (is_dir(l.node)) {
     if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
@@ -320,23 +352,19 @@ long proc_open(Task& t, Filesystem& fs, const char* path, int flags, int mode, F
   return 0;
 }
 
-long proc_access(Task& t, Filesystem& fs, const char* path, int mode, bool follow) {
+long proc_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
   struct stat st;
-  long r = proc_stat(t, fs, path, follow, &st);
-  if (r < 0) return r;
+  long r = proc_stat(t, fs, lk, &st);
+  if (r) return r;
   if ((mode & W_OK) && !(st.st_mode & 0200)) return -EACCES;
   if ((mode & X_OK) && !(st.st_mode & 0111)) return -EACCES;
   return 0;
 }
 
-// Directories opened here are listings; their guest path is not needed
-// for *at calls relative to /proc yet.
-long proc_dir_path(Task&, Filesystem&, File&, char*, size_t) { return -ENOTDIR; }
-
-long proc_statfs(Task& t, Filesystem& fs, const char* path, struct statfs* out) {
+long proc_statfs(Task& t, Filesystem& fs, Lookup& lk, struct statfs* out) {
   struct stat st;
-  long r = proc_stat(t, fs, path, true, &st);
-  if (r < 0) return r;
+  long r = proc_stat(t, fs, lk, &st);
+  if (r) return r;
   memset(out, 0, sizeof *out);
   out->f_type = 0x9fa0;  // PROC_SUPER_MAGIC
   out->f_bsize = 4096;
@@ -345,14 +373,33 @@ long proc_statfs(Task& t, Filesystem& fs, const char* path, struct statfs* out) 
   return 0;
 }
 
+// Nothing can be created in /proc: a name that is not there is ENOENT,
+// as Linux's proc lookup answers before the create is tried.
+long proc_no_create(Task& t, Filesystem& fs, Lookup& lk) {
+  struct stat st;
+  long r = proc_stat(t, fs, lk, &st);
+  return r == 0 ? -EEXIST : r;
+}
+long proc_mkdir(Task& t, Filesystem& fs, Lookup& lk, int) { return proc_no_create(t, fs, lk); }
+long proc_mknod(Task& t, Filesystem& fs, Lookup& lk, int, uint64_t) { return proc_no_create(t, fs, lk); }
+long proc_symlink(Task& t, Filesystem& fs, Lookup& lk, const char*) { return proc_no_create(t, fs, lk); }
+long proc_unlink(Task& t, Filesystem& fs, Lookup& lk) {
+  long r = proc_no_create(t, fs, lk);
+  return r == -EEXIST ? -EACCES : r;
+}
+
 const FsOps kProcFsOps = {
     .name = "proc",
     .open = proc_open,
     .stat = proc_stat,
     .readlink = proc_readlink,
     .access = proc_access,
-    .dir_path = proc_dir_path,
     .statfs = proc_statfs,
+    .mkdir = proc_mkdir,
+    .mknod = proc_mknod,
+    .unlink = proc_unlink,
+    .rmdir = proc_unlink,
+    .symlink = proc_symlink,
 };
 
 }  // namespace
@@ -361,9 +408,17 @@ long procfs_create(Heap* heap, Filesystem** out) {
   Filesystem* fs = heap->make<Filesystem>();
   if (!fs) return -ENOMEM;
   fs->ops = &kProcFsOps;
-  fs->readonly = true;
+  fs->dev = kProcDev;
   *out = fs;
   return 0;
 }
+
+namespace {
+long procfs_mount(Kernel& k, const char*, unsigned long, const char*, Filesystem** out) {
+  return procfs_create(k.heap, out);
+}
+}  // namespace
+
+const FsType kProcFsType = {.name = "proc", .mount = procfs_mount};
 
 }  // namespace flatux

@@ -5,6 +5,8 @@
 
 namespace flatux {
 
+extern const FsType kProcFsType;  // mount(2) type "proc"
+
 long procfs_create(Heap* heap, Filesystem** out);
 
 }  // namespace flatux

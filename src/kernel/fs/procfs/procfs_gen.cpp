@@ -1,6 +1,7 @@
 #include "kernel/fs/procfs/procfs_gen.h"
 
 #include <cstring>
+#include <sys/mount.h>
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/mman.h>
@@ -117,17 +118,31 @@ void gen_maps(SynthText& o, Process& p) {
   }
 }
 
+// Per-mount flags as /proc/mounts spells them.
+void mount_flags(SynthText& o, const Mount& m) {
+  o.str(m.readonly() ? "ro" : "rw");
+  if (m.flags & MS_NOSUID) o.str(",nosuid");
+  if (m.flags & MS_NODEV) o.str(",nodev");
+  if (m.flags & MS_NOEXEC) o.str(",noexec");
+  if (m.flags & MS_NOATIME) o.str(",noatime");
+  else o.str(",relatime");
+}
+
 void gen_mounts(SynthText& o, Kernel& k, bool mountinfo) {
-  int id = 20;
   k.vfs->for_each_mount([&](const Mount& m) {
-    const char* type = m.fs->ops->name;
-    const char* opts = m.fs->readonly ? "ro" : "rw";
+    const char* type = m.type ? m.type->name : m.fs->ops->name;
     if (mountinfo) {
-      o.dec(id).ch(' ').dec(m.len == 1 ? 1 : 20).str(" 0:").dec(id).str(" / ").str(m.path);
-      o.ch(' ').str(opts).str(" - ").str(type).ch(' ').str(type).ch(' ').str(opts).ch('\n');
-      id++;
+      o.dec(m.id).ch(' ').dec(m.parent_id).str(" 0:").dec((int64_t)(m.fs->dev & 0xff)).ch(' ');
+      o.str(m.root).ch(' ').str(m.path).ch(' ');
+      mount_flags(o, m);
+      o.str(" - ").str(type).ch(' ').str(m.source).ch(' ').str(m.readonly() ? "ro" : "rw");
+      if (m.options[0]) o.ch(',').str(m.options);
+      o.ch('\n');
     } else {
-      o.str(type).ch(' ').str(m.path).ch(' ').str(type).ch(' ').str(opts).str(" 0 0\n");
+      o.str(m.source).ch(' ').str(m.path).ch(' ').str(type).ch(' ');
+      mount_flags(o, m);
+      if (m.options[0]) o.ch(',').str(m.options);
+      o.str(" 0 0\n");
     }
   });
 }

@@ -1,0 +1,125 @@
+// Open hostfs files: a host descriptor each; every call is one host call.
+#include <cstring>
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "host/entry.h"
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/fs/hostfs/hostfs.h"
+#include "kernel/fs/hostfs/internal.h"
+#include "kernel/signal/signal.h"
+
+namespace flatux {
+namespace {
+
+// Pipes and terminals can block: a guest signal interrupts the host call,
+// and the signal code then restarts it or reports EINTR (SA_RESTART).
+long restartable(long r) { return r == -EINTR ? -ERESTARTSYS : r; }
+
+long file_read(Task& t, File& f, void* buf, size_t n) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  return restartable(isys(t, SYS_read, f.host_fd, buf, n));
+}
+long file_write(Task& t, File& f, const void* buf, size_t n) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  return restartable(isys(t, SYS_write, f.host_fd, buf, n));
+}
+long file_pread(Task&, File& f, void* buf, size_t n, int64_t off) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  return host::sys(SYS_pread64, f.host_fd, buf, n, off);
+}
+long file_pwrite(Task&, File& f, const void* buf, size_t n, int64_t off) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  return host::sys(SYS_pwrite64, f.host_fd, buf, n, off);
+}
+long file_lseek(Task&, File& f, int64_t off, int whence) {
+  return host::sys(SYS_lseek, f.host_fd, off, whence);
+}
+long file_stat(Task&, File& f, struct stat* out) { return host::sys(SYS_fstat, f.host_fd, out); }
+long file_getdents64(Task&, File& f, void* buf, size_t n) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  return host::sys(SYS_getdents64, f.host_fd, buf, n);
+}
+
+// Terminal ioctls are forwarded with their argument bounced through kernel
+// memory: the host must never be handed a raw guest pointer it could write
+// through into kernel memory.
+long file_ioctl(Task&, File& f, unsigned cmd, uint64_t arg) {
+  unsigned char buf[64];
+  size_t in = 0, out = 0;
+  switch (cmd) {
+    case TCGETS: out = 36; break;                                  // struct termios (kernel)
+    case TCSETS: case TCSETSW: case TCSETSF: in = 36; break;
+    case TIOCGWINSZ: out = 8; break;
+    case TIOCSWINSZ: in = 8; break;
+    case FIONREAD: out = sizeof(int); break;
+    default: return -ENOTTY;
+  }
+  if (in && copy_from_user(buf, (const void*)arg, in) < 0) return -EFAULT;
+  long r = host::sys(SYS_ioctl, f.host_fd, cmd, buf);
+  if (r < 0) return r;
+  if (out && copy_to_user((void*)arg, buf, out) < 0) return -EFAULT;
+  return r;
+}
+
+long file_statfs(Task&, File& f, struct statfs* out) { return host::sys(SYS_fstatfs, f.host_fd, out); }
+
+long file_setattr(Task&, File& f, const Attr& a) {
+  long r = 0;
+  if (a.mask & (kAttrUid | kAttrGid))
+    r = host::sys(SYS_fchown, f.host_fd, (a.mask & kAttrUid) ? a.uid : -1u, (a.mask & kAttrGid) ? a.gid : -1u);
+  if (r == 0 && (a.mask & kAttrMode)) r = host::sys(SYS_fchmod, f.host_fd, a.mode);
+  if (r == 0 && (a.mask & kAttrSize)) r = host::sys(SYS_ftruncate, f.host_fd, a.size);
+  if (r == 0 && (a.mask & (kAttrAtime | kAttrMtime))) {
+    timespec ts[2] = {a.atime, a.mtime};
+    if (!(a.mask & kAttrAtime)) ts[0].tv_nsec = UTIME_OMIT;
+    if (!(a.mask & kAttrMtime)) ts[1].tv_nsec = UTIME_OMIT;
+    r = host::sys(SYS_utimensat, f.host_fd, nullptr, ts, 0);
+  }
+  return r;
+}
+
+long file_fsync(Task&, File& f, bool datasync) {
+  return host::sys(datasync ? SYS_fdatasync : SYS_fsync, f.host_fd);
+}
+
+long file_fallocate(Task&, File& f, int mode, int64_t off, int64_t len) {
+  return host::sys(SYS_fallocate, f.host_fd, mode, off, len);
+}
+
+}  // namespace
+
+const FileOps kHostFileOps = {
+    .read = file_read,
+    .write = file_write,
+    .pread = file_pread,
+    .pwrite = file_pwrite,
+    .lseek = file_lseek,
+    .stat = file_stat,
+    .getdents64 = file_getdents64,
+    .ioctl = file_ioctl,
+    .statfs = file_statfs,
+    .release = nullptr,
+    .poll = nullptr,
+    .setattr = file_setattr,
+    .fsync = file_fsync,
+    .fallocate = file_fallocate,
+};
+
+File* hostfs_adopt_host_fd(Heap* heap, int host_fd, uint32_t flags) {
+  File* f = file_alloc(heap, &kHostFileOps, flags, host_fd);
+  if (!f) host::sys(SYS_close, host_fd);
+  return f;
+}
+
+File* hostfs_wrap_host_fd(Heap* heap, int host_fd, uint32_t flags) {
+  long fd = host::sys(SYS_fcntl, host_fd, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) return nullptr;
+  return hostfs_adopt_host_fd(heap, (int)fd, flags);
+}
+
+}  // namespace flatux

@@ -1,0 +1,40 @@
+// The path walk: guest path -> (mount, path inside its filesystem), then
+// the operation; a symlink the filesystem hands back as a redirect restarts
+// the walk at its target, up to kMaxSymlinks times.
+#pragma once
+#include <linux/errno.h>
+
+#include "kernel/kernel.h"
+#include "kernel/vfs/vfs.h"
+
+namespace flatux {
+
+// Where the walk goes on after lk's redirect: the guest path of the target.
+long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n);
+
+// Runs op(Lookup&) on the filesystem holding (dirfd, path). `path` is a
+// kernel string, non-empty.
+template <typename Op>
+long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op) {
+  Vfs& vfs = *t.kernel->vfs;
+  char cur[kPathMax];
+  long r = vfs.absolute(t, dirfd, path, cur, sizeof cur);
+  if (r < 0) return r;
+  for (int hops = 0;; hops++) {
+    char inner[kPathMax];
+    Mount* m = vfs.find(cur, inner, sizeof inner);
+    if (!m) return -ENAMETOOLONG;
+    Lookup lk;
+    lk.path = inner;
+    lk.follow = follow;
+    lk.mount = m;
+    r = op(lk);
+    // A redirect not ours belongs to an enclosing walk (two-path calls).
+    bool again = r == kRedirect && lk.redirected;
+    if (again) r = hops == kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, cur, sizeof cur);
+    m->put();
+    if (!again || r < 0) return r;
+  }
+}
+
+}  // namespace flatux

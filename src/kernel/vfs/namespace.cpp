@@ -1,0 +1,153 @@
+// Creating, removing and renaming names: the checks every filesystem
+// shares (read-only mounts, mount points, crossing mounts), then the
+// filesystem's own operation.
+#include <cstring>
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <linux/fs.h>
+#include <sys/stat.h>
+
+#include "kernel/vfs/namei.h"
+#include "kernel/vfs/ops.h"
+
+namespace flatux {
+namespace {
+
+bool is_mount_root(const Lookup& lk) {
+  const Mount& m = *lk.mount;
+  return strcmp(lk.path, m.root_len > 1 ? m.root : "/") == 0;
+}
+
+// A name about to be created on a read-only mount: EEXIST if it exists
+// (Linux looks the name up first), else EROFS.
+long create_on_readonly(Task& t, Lookup& lk) {
+  Filesystem& fs = *lk.mount->fs;
+  struct stat st;
+  long e = fs.ops->stat(t, fs, lk, &st);
+  if (e == kRedirect) return e;
+  return e == 0 ? -EEXIST : e == -ENOENT ? -EROFS : e;
+}
+
+// The checks before a name is created at lk.
+long may_create(Task& t, Lookup& lk) {
+  if (is_mount_root(lk)) return -EEXIST;
+  if (lk.mount->readonly()) return create_on_readonly(t, lk);
+  return 0;
+}
+
+// The checks before the name at lk is removed or renamed.
+long may_remove(Task& t, Lookup& lk) {
+  if (is_mount_root(lk)) return -EBUSY;
+  if (lk.mount->readonly()) {
+    struct stat st;
+    Filesystem& fs = *lk.mount->fs;
+    long e = fs.ops->stat(t, fs, lk, &st);
+    return e < 0 ? e : -EROFS;
+  }
+  return 0;
+}
+
+// Two-path calls: the first path's walk runs the second's inside it, so
+// each side can be redirected by its own symlinks.
+template <typename Op>
+long walk2(Task& t, int dfd1, const char* p1, bool follow1, int dfd2, const char* p2, Op&& op) {
+  return vfs_walk(t, dfd1, p1, follow1, [&](Lookup& a) {
+    return vfs_walk(t, dfd2, p2, false, [&](Lookup& b) { return op(a, b); });
+  });
+}
+
+}  // namespace
+
+long vfs_mkdir(Task& t, int dirfd, const char* path, int mode) {
+  return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    long r = may_create(t, lk);
+    if (r) return r;
+    return fs.ops->mkdir ? fs.ops->mkdir(t, fs, lk, mode & 07777) : -EPERM;
+  });
+}
+
+long vfs_mknod(Task& t, int dirfd, const char* path, int mode, uint64_t dev) {
+  switch (mode & S_IFMT) {
+    case 0: mode |= S_IFREG; break;
+    case S_IFREG: case S_IFCHR: case S_IFBLK: case S_IFIFO: case S_IFSOCK: break;
+    case S_IFDIR: return -EPERM;
+    default: return -EINVAL;
+  }
+  if ((S_ISCHR(mode) || S_ISBLK(mode)) && t.proc->creds.euid != 0) return -EPERM;
+  return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    long r = may_create(t, lk);
+    if (r) return r;
+    return fs.ops->mknod ? fs.ops->mknod(t, fs, lk, mode, dev) : -EPERM;
+  });
+}
+
+long vfs_unlink(Task& t, int dirfd, const char* path) {
+  size_t len = strlen(path);
+  bool slash = len > 1 && path[len - 1] == '/';
+  return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    if (is_mount_root(lk)) return -EISDIR;
+    if (slash) {  // "name/": a directory (EISDIR) or not one (ENOTDIR)
+      struct stat st;
+      long e = fs.ops->stat(t, fs, lk, &st);
+      return e < 0 ? e : S_ISDIR(st.st_mode) ? -EISDIR : -ENOTDIR;
+    }
+    long r = may_remove(t, lk);
+    if (r) return r;
+    return fs.ops->unlink ? fs.ops->unlink(t, fs, lk) : -EPERM;
+  });
+}
+
+long vfs_rmdir(Task& t, int dirfd, const char* path) {
+  std::string_view p(path);
+  while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
+  if (p == "." || (p.size() >= 2 && p.substr(p.size() - 2) == "/.")) return -EINVAL;
+  if (p == ".." || (p.size() >= 3 && p.substr(p.size() - 3) == "/..")) return -ENOTEMPTY;
+  return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    long r = may_remove(t, lk);
+    if (r) return r;
+    return fs.ops->rmdir ? fs.ops->rmdir(t, fs, lk) : -EPERM;
+  });
+}
+
+long vfs_symlink(Task& t, const char* target, int dirfd, const char* path) {
+  if (!*target) return -ENOENT;
+  return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    long r = may_create(t, lk);
+    if (r) return r;
+    return fs.ops->symlink ? fs.ops->symlink(t, fs, lk, target) : -EPERM;
+  });
+}
+
+long vfs_link(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+              bool follow) {
+  return walk2(t, olddirfd, oldpath, follow, newdirfd, newpath, [&](Lookup& a, Lookup& b) -> long {
+    Filesystem& fs = *a.mount->fs;
+    long r = may_create(t, b);
+    if (r) return r;
+    if (a.mount != b.mount) return -EXDEV;
+    return fs.ops->link ? fs.ops->link(t, fs, a, b) : -EPERM;
+  });
+}
+
+long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
+                unsigned flags) {
+  if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) return -EINVAL;
+  if ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT))) return -EINVAL;
+  if (flags & RENAME_WHITEOUT) return -EINVAL;  // overlayfs's business
+  return walk2(t, olddirfd, oldpath, false, newdirfd, newpath, [&](Lookup& a, Lookup& b) -> long {
+    Filesystem& fs = *a.mount->fs;
+    long r = may_remove(t, a);
+    if (r) return r;
+    if (is_mount_root(b)) return -EBUSY;
+    if (a.mount != b.mount) return -EXDEV;
+    if (b.mount->readonly()) return -EROFS;
+    return fs.ops->rename ? fs.ops->rename(t, fs, a, b, flags) : -EPERM;
+  });
+}
+
+}  // namespace flatux
