@@ -45,11 +45,6 @@ long sys_getresgid(Task& t, SyscallArgs a) {
   return put_ids(a[0], a[1], a[2], c.gid, c.egid, c.sgid);
 }
 
-long sys_getgroups(Task& t, SyscallArgs a) {
-  if ((int)a[0] < 0) return -EINVAL;
-  return 0;  // no supplementary groups: the guest runs as plain root
-}
-
 long sys_getpgid(Task& t, SyscallArgs a) {
   Guard g(t.kernel->tasks_lock);
   Process* p = a[0] == 0 ? t.proc : find_process_locked(*t.kernel, (int)a[0]);

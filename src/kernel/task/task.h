@@ -73,8 +73,11 @@ struct FsContext {
 };
 
 struct Creds {
+  static constexpr int kMaxGroups = 64;
   uint32_t uid = 0, euid = 0, suid = 0, fsuid = 0;
   uint32_t gid = 0, egid = 0, sgid = 0, fsgid = 0;
+  int ngroups = 0;
+  uint32_t groups[kMaxGroups]{};
 };
 
 enum class ProcState : uint8_t { kRunning, kZombie };

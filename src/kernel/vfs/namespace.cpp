@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 
 #include "kernel/vfs/namei.h"
+#include "kernel/lib/kfmt.h"
+#include "kernel/lib/kstring.h"
 #include "kernel/vfs/ops.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
@@ -16,6 +19,47 @@ namespace {
 bool is_mount_root(const Lookup& lk) {
   const Mount& m = *lk.mount;
   return strcmp(lk.path, m.root_len > 1 ? m.root : "/") == 0;
+}
+
+// Stats the directory holding lk's last component. A symlink on the way
+// redirects lk itself (the name appended to the parent's target).
+long stat_parent(Task& t, Lookup& lk, struct stat* st) {
+  std::string_view parent, name;
+  split_last(lk.path, &parent, &name);
+  char dir[kPathMax];
+  if (!copy_cstr(dir, sizeof dir, parent)) return -ENAMETOOLONG;
+  Lookup plk;
+  plk.path = dir;
+  plk.follow = true;
+  plk.mount = lk.mount;
+  Filesystem& fs = *lk.mount->fs;
+  long r = fs.ops->stat(t, fs, plk, st);
+  if (r != kRedirect) return r;
+  KFmt f(lk.redirect, sizeof lk.redirect);
+  f.str(plk.redirect).str("/").str(name);
+  if (f.truncated()) return -ENAMETOOLONG;
+  f.c_str();
+  lk.redirect_absolute = plk.redirect_absolute;
+  lk.redirected = true;
+  return kRedirect;
+}
+
+// A guest user other than root needs write and search permission on the
+// directory, and in a sticky directory must own the file or the directory
+// to remove it (Linux's may_delete).
+long check_dir_permission(Task& t, Lookup& lk, bool removing) {
+  if (t.proc->creds.fsuid == 0) return 0;
+  struct stat dir;
+  long r = stat_parent(t, lk, &dir);
+  if (r) return r;
+  r = may_access(t, dir, W_OK | X_OK);
+  if (r || !removing || !(dir.st_mode & S_ISVTX)) return r;
+  struct stat victim;
+  Filesystem& fs = *lk.mount->fs;
+  r = fs.ops->stat(t, fs, lk, &victim);
+  if (r) return r;
+  uint32_t me = t.proc->creds.fsuid;
+  return victim.st_uid == me || dir.st_uid == me ? 0 : -EPERM;
 }
 
 // A name about to be created on a read-only mount: EEXIST if it exists
@@ -32,7 +76,7 @@ long create_on_readonly(Task& t, Lookup& lk) {
 long may_create(Task& t, Lookup& lk) {
   if (is_mount_root(lk)) return -EEXIST;
   if (lk.mount->readonly()) return create_on_readonly(t, lk);
-  return 0;
+  return check_dir_permission(t, lk, false);
 }
 
 // The checks before the name at lk is removed or renamed.
@@ -44,7 +88,7 @@ long may_remove(Task& t, Lookup& lk) {
     long e = fs.ops->stat(t, fs, lk, &st);
     return e < 0 ? e : -EROFS;
   }
-  return 0;
+  return check_dir_permission(t, lk, true);
 }
 
 // Two-path calls: the first path's walk runs the second's inside it, so
@@ -146,6 +190,8 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
     if (is_mount_root(b)) return -EBUSY;
     if (a.mount != b.mount) return -EXDEV;
     if (b.mount->readonly()) return -EROFS;
+    r = check_dir_permission(t, b, false);
+    if (r) return r;
     return fs.ops->rename ? fs.ops->rename(t, fs, a, b, flags) : -EPERM;
   });
 }

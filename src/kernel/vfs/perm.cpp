@@ -8,7 +8,13 @@
 
 namespace flatux {
 
-bool in_group(Task& t, uint32_t gid) { return t.proc->creds.fsgid == gid; }
+bool in_group(Task& t, uint32_t gid) {
+  const Creds& c = t.proc->creds;
+  if (c.fsgid == gid) return true;
+  for (int i = 0; i < c.ngroups; i++)
+    if (c.groups[i] == gid) return true;
+  return false;
+}
 
 bool owner_or_root(Task& t, uint32_t uid) {
   const Creds& c = t.proc->creds;

@@ -320,7 +320,7 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
   ProcLookup l = lookup(t, lk.path);
   {
     Guard g(t.kernel->tasks_lock);
-    if (!exists_locked(*t.kernel, l)) return (flags & O_CREAT) ? -EACCES : -ENOENT;
+    if (!exists_locked(*t.kernel, l)) return -ENOENT;
   }
   if (is_link(l.node) && l.node != Node::kSelfLink) {
     if ((flags & O_NOFOLLOW) && l.rest.empty()) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
