@@ -178,6 +178,14 @@ long sys_poll(Task& t, SyscallArgs a) {
   return do_poll(t, a[0], a[1], deadline);
 }
 
+// ppoll and pselect6 report the time left, as Linux does (glibc's select
+// is pselect6 underneath and hands it back as a timeval).
+void put_time_left(uint64_t guest_ts, uint64_t deadline) {
+  uint64_t now = monotonic_ns(), left = deadline > now ? deadline - now : 0;
+  timespec rem{(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+  copy_to_user((void*)guest_ts, &rem, sizeof rem);
+}
+
 long sys_ppoll(Task& t, SyscallArgs a) {
   uint64_t deadline = UINT64_MAX;
   if (a[2]) {
@@ -192,7 +200,9 @@ long sys_ppoll(Task& t, SyscallArgs a) {
     if (copy_from_user(&mask, (const void*)a[3], 8) < 0) return -EFAULT;
     push_mask(t, mask);
   }
-  return pop_mask(t, do_poll(t, a[0], a[1], deadline));
+  long r = pop_mask(t, do_poll(t, a[0], a[1], deadline));
+  if (a[2] && (r >= 0 || r == -ERESTARTNOHAND || r == -EINTR)) put_time_left(a[2], deadline);
+  return r;
 }
 
 long sys_select(Task& t, SyscallArgs a) {
@@ -231,7 +241,9 @@ long sys_pselect6(Task& t, SyscallArgs a) {
       push_mask(t, mask);
     }
   }
-  return pop_mask(t, do_select(t, (int)a[0], a[1], a[2], a[3], deadline));
+  long r = pop_mask(t, do_select(t, (int)a[0], a[1], a[2], a[3], deadline));
+  if (a[4] && (r >= 0 || r == -ERESTARTNOHAND || r == -EINTR)) put_time_left(a[4], deadline);
+  return r;
 }
 
 }  // namespace flatux
