@@ -34,7 +34,7 @@ def usage_of(pid):
 
 class Guest:
     def __init__(self, flatux, argv):
-        self.proc = subprocess.Popen([flatux, "run", "--"] + argv, stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(flatux + ["--"] + argv, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
 
     def line(self):
@@ -122,7 +122,7 @@ def tcp_client(args, failures):
 
     th = threading.Thread(target=serve, daemon=True)
     th.start()
-    r = subprocess.run([args.flatux, "run", "--", args.peer, "tcp-client", str(port),
+    r = subprocess.run(args.flatux + ["--", args.peer, "tcp-client", str(port),
                         str(args.bytes)], timeout=120)
     th.join(30)
     ls.close()
@@ -148,6 +148,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flatux", required=True)
     ap.add_argument("--peer", required=True)
+    ap.add_argument("--net", help="pass --net=NET to flatux run")
     ap.add_argument("case", choices=["tcp_server", "tcp_client", "unix_load"])
     ap.add_argument("--count", type=int, default=10000)
     ap.add_argument("--bytes", type=int, default=1 << 20)
@@ -155,6 +156,7 @@ def main():
     ap.add_argument("--msgs", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    args.flatux = [args.flatux, "run"] + ([f"--net={args.net}"] if args.net else [])
     failures = []
     globals()[args.case](args, failures)
     for f in failures:

@@ -13,6 +13,8 @@
 //                            an in-guest echo server, MSGS numbered messages
 //                            each, every echo checked in order; a
 //                            "checkpoint" after round 1 and after the last
+//   no-inet                  under --net=none: AF_INET and AF_INET6
+//                            sockets are refused with EACCES, AF_UNIX works
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -203,11 +205,35 @@ static int unix_load(int conns, long msgs, int rounds) {
   return lost ? 1 : 0;
 }
 
+static int no_inet(void) {
+  int bad = 0;
+  int fams[] = {AF_INET, AF_INET6};
+  int types[] = {SOCK_STREAM, SOCK_DGRAM};
+  for (int f = 0; f < 2; f++)
+    for (int k = 0; k < 2; k++) {
+      errno = 0;
+      int s = socket(fams[f], types[k], 0);
+      if (s != -1 || errno != EACCES) {
+        fprintf(stderr, "net_peer: socket(%d, %d): %d %s, want EACCES\n", fams[f], types[k], s,
+                strerror(errno));
+        bad++;
+      }
+    }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || write(sv[0], "u", 1) != 1) {
+    fprintf(stderr, "net_peer: AF_UNIX: %s\n", strerror(errno));
+    bad++;
+  }
+  printf("no-inet: %s\n", bad ? "FAILED" : "AF_INET/AF_INET6 refused, AF_UNIX works");
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 2 && !strcmp(argv[1], "no-inet")) return no_inet();
   if (argc == 3 && !strcmp(argv[1], "tcp-serve")) return tcp_serve(atol(argv[2]));
   if (argc == 4 && !strcmp(argv[1], "tcp-client")) return tcp_client(atoi(argv[2]), atol(argv[3]));
   if (argc == 5 && !strcmp(argv[1], "unix-load"))
     return unix_load(atoi(argv[2]), atol(argv[3]), atoi(argv[4]));
-  fprintf(stderr, "usage: net_peer tcp-serve COUNT | tcp-client PORT BYTES | unix-load CONNS MSGS ROUNDS\n");
+  fprintf(stderr, "usage: net_peer no-inet | tcp-serve COUNT | tcp-client PORT BYTES | unix-load CONNS MSGS ROUNDS\n");
   return 2;
 }
