@@ -33,6 +33,7 @@ struct KernelConfig {
   uint64_t hwcap = 0, hwcap2 = 0, minsigstksz = 0;
   bool fsgsbase = false;
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
+  bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
 };
 
 constexpr int kMaxTasks = 4096;

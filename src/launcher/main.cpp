@@ -46,6 +46,7 @@ struct RunOptions {
   std::string root = "/";
   bool readonly = false;
   std::string strace;  // "" off, "-" stderr, else a file
+  std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
   std::vector<std::string> argv;
 };
 
@@ -99,6 +100,7 @@ int run(const RunOptions& o) {
       snprintf(cfg.cwd, sizeof cfg.cwd, "%s", here[rl] ? here + rl : "/");
   }
   cfg.root_readonly = o.readonly;
+  cfg.net_none = o.net == "none";
   if (!o.strace.empty()) {
     cfg.strace_fd = o.strace == "-" ? fcntl(2, F_DUPFD_CLOEXEC, 3)
                                     : open(o.strace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -164,7 +166,7 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root") { i++; continue; }  // takes the next word as its value
+    if (a == "--root" || a == "--net") { i++; continue; }  // take the next word as their value
     if (a.empty() || a[0] != '-') return i;
   }
   return argc;
@@ -180,6 +182,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--strace", o.strace, "Print one line per guest syscall (to FILE, default stderr)")
       ->expected(0, 1)
       ->default_str("-");
+  run_cmd->add_option("--net", o.net, "Network: host (the host's own, default) or none (no IPv4/IPv6 sockets)")
+      ->check(CLI::IsMember({"host", "none"}));
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
   flatux::mkimage::Options mk;
   CLI::App* mk_cmd = app.add_subcommand("mkimage", "Build an ext4 image from a folder or a tar archive, unprivileged");

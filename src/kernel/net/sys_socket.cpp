@@ -19,6 +19,13 @@ namespace {
 constexpr int kTypeFlags = SOCK_NONBLOCK | SOCK_CLOEXEC;
 
 bool family_ok(int domain) { return domain == AF_UNIX || domain == AF_INET || domain == AF_INET6; }
+
+// --net=none: the host's network is out of reach. socket() is refused as a
+// security policy refuses it (EACCES), so programs fail at once instead of
+// timing out.
+bool net_denied(Task& t, int domain) {
+  return t.kernel->cfg.net_none && (domain == AF_INET || domain == AF_INET6);
+}
 bool type_ok(int type) { return type == SOCK_STREAM || type == SOCK_DGRAM || type == SOCK_SEQPACKET; }
 
 // The host socket behind a guest descriptor: EBADF for no descriptor,
@@ -96,6 +103,7 @@ long sys_socket(Task& t, SyscallArgs a) {
   if (type & ~(kTypeFlags | 0xf)) return -EINVAL;
   if (!family_ok(domain)) return -EAFNOSUPPORT;
   if (!type_ok(type & 0xf)) return -ESOCKTNOSUPPORT;
+  if (net_denied(t, domain)) return -EACCES;
   long hfd = host::sys(SYS_socket, domain, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, a[2]);
   if (hfd < 0) return hfd;
   File* f = sock_file_adopt(t.kernel->heap, (int)hfd, file_flags(type));

@@ -77,6 +77,18 @@ File* FdTable::get(int fd) {
   return f;
 }
 
+void FdTable::get_many(const int* fds, int n, File** out, bool* owned) {
+  Guard g(lock_);
+  File* prev = nullptr;
+  for (int i = 0; i < n; i++) {
+    File* f = fds[i] >= 0 && fds[i] < kMaxFds ? files_[fds[i]] : nullptr;
+    out[i] = f;
+    owned[i] = f && f != prev;
+    if (owned[i]) f->get();
+    if (f) prev = f;
+  }
+}
+
 int FdTable::close(int fd) {
   if (fd < 0 || fd >= kMaxFds) return -EBADF;
   File* f;

@@ -25,37 +25,40 @@ constexpr int kMaxPollFds = FdTable::kMaxFds;
 struct PollSet {
   Heap* heap;
   pollfd* host = nullptr;   // what the host polls
-  File** files = nullptr;   // references held for the duration
+  File** files = nullptr;   // the files, for the duration
+  bool* owned = nullptr;    // which entries of `files` hold a reference
   int n = 0;
+  int nvirtual = 0;
   ~PollSet() {
     for (int i = 0; i < n; i++)
-      if (files[i]) files[i]->put();
+      if (owned && owned[i]) files[i]->put();
     heap->free(host);
     heap->free(files);
+    heap->free(owned);
   }
   bool init(int count) {
+    size_t c = count ? (size_t)count : 1;
+    host = static_cast<pollfd*>(heap->alloc(sizeof(pollfd) * c));
+    files = static_cast<File**>(heap->alloc(sizeof(File*) * c));
+    owned = static_cast<bool*>(heap->alloc(c));
+    if (!host || !files || !owned) return false;
     n = count;
-    host = static_cast<pollfd*>(heap->alloc(sizeof(pollfd) * (count ? count : 1)));
-    files = static_cast<File**>(heap->alloc(sizeof(File*) * (count ? count : 1)));
-    return host && files;
-  }
-  // A negative guest fd is skipped; an unknown one is reported by the caller.
-  bool add(Task& t, int i, int fd, short events) {
-    host[i].fd = -1;
-    host[i].events = events;
-    host[i].revents = 0;
-    files[i] = nullptr;
-    if (fd < 0) return true;
-    File* f = t.proc->files->get(fd);
-    if (!f) return false;
-    files[i] = f;
-    host[i].fd = f->host_fd;
-    if (virtual_file(i)) nvirtual++;
     return true;
+  }
+  // Looks the guest descriptors up in one pass (a negative one is
+  // skipped). Returns how many are not open.
+  int fill(Task& t, const int* fds, const short* events) {
+    t.proc->files->get_many(fds, n, files, owned);
+    int bad = 0;
+    for (int i = 0; i < n; i++) {
+      host[i] = {files[i] ? files[i]->host_fd : -1, events[i], 0};
+      if (fds[i] >= 0 && !files[i]) bad++;
+      if (virtual_file(i)) nvirtual++;
+    }
+    return bad;
   }
   // A file with no host descriptor answers for itself (FileOps::poll).
   bool virtual_file(int i) const { return files[i] && files[i]->host_fd < 0 && files[i]->ops->poll; }
-  int nvirtual = 0;
 };
 
 // Waits until a host descriptor is ready, the deadline passes (0: don't
@@ -107,12 +110,13 @@ long do_poll(Task& t, uint64_t guest_fds, uint64_t nfds, uint64_t deadline) {
   if (!ps.init((int)nfds)) return -ENOMEM;
   pollfd* g = ps.host;
   if (nfds && copy_from_user(g, (const void*)guest_fds, sizeof(pollfd) * nfds) < 0) return -EFAULT;
-  int bad = 0;
   int guest_fd[kMaxPollFds];
+  short events[kMaxPollFds];
   for (int i = 0; i < (int)nfds; i++) {
     guest_fd[i] = g[i].fd;
-    if (!ps.add(t, i, g[i].fd, g[i].events)) bad++;
+    events[i] = g[i].events;
   }
+  int bad = ps.fill(t, guest_fd, events);
   long r = bad ? 0 : wait_ready(t, ps, deadline);
   if (r < 0) return r;
   long ready = 0;
@@ -147,12 +151,13 @@ long do_select(Task& t, int nfds, uint64_t rp, uint64_t wp, uint64_t ep, uint64_
     if (FD_ISSET(fd, &in[0]) || FD_ISSET(fd, &in[1]) || FD_ISSET(fd, &in[2])) which[count++] = fd;
   PollSet ps{t.kernel->heap};
   if (!ps.init(count)) return -ENOMEM;
+  short events[FD_SETSIZE];
   for (int i = 0; i < count; i++) {
     int fd = which[i];
-    short ev = (FD_ISSET(fd, &in[0]) ? POLLIN : 0) | (FD_ISSET(fd, &in[1]) ? POLLOUT : 0) |
-               (FD_ISSET(fd, &in[2]) ? POLLPRI : 0);
-    if (!ps.add(t, i, fd, ev)) return -EBADF;
+    events[i] = (short)((FD_ISSET(fd, &in[0]) ? POLLIN : 0) | (FD_ISSET(fd, &in[1]) ? POLLOUT : 0) |
+                        (FD_ISSET(fd, &in[2]) ? POLLPRI : 0));
   }
+  if (ps.fill(t, which, events)) return -EBADF;
   long r = wait_ready(t, ps, deadline);
   if (r < 0) return r;
   fd_set out[3];
@@ -178,6 +183,14 @@ long sys_poll(Task& t, SyscallArgs a) {
   return do_poll(t, a[0], a[1], deadline);
 }
 
+// ppoll and pselect6 report the time left, as Linux does (glibc's select
+// is pselect6 underneath and hands it back as a timeval).
+void put_time_left(uint64_t guest_ts, uint64_t deadline) {
+  uint64_t now = monotonic_ns(), left = deadline > now ? deadline - now : 0;
+  timespec rem{(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+  copy_to_user((void*)guest_ts, &rem, sizeof rem);
+}
+
 long sys_ppoll(Task& t, SyscallArgs a) {
   uint64_t deadline = UINT64_MAX;
   if (a[2]) {
@@ -192,7 +205,9 @@ long sys_ppoll(Task& t, SyscallArgs a) {
     if (copy_from_user(&mask, (const void*)a[3], 8) < 0) return -EFAULT;
     push_mask(t, mask);
   }
-  return pop_mask(t, do_poll(t, a[0], a[1], deadline));
+  long r = pop_mask(t, do_poll(t, a[0], a[1], deadline));
+  if (a[2] && (r >= 0 || r == -ERESTARTNOHAND || r == -EINTR)) put_time_left(a[2], deadline);
+  return r;
 }
 
 long sys_select(Task& t, SyscallArgs a) {
@@ -231,7 +246,9 @@ long sys_pselect6(Task& t, SyscallArgs a) {
       push_mask(t, mask);
     }
   }
-  return pop_mask(t, do_select(t, (int)a[0], a[1], a[2], a[3], deadline));
+  long r = pop_mask(t, do_select(t, (int)a[0], a[1], a[2], a[3], deadline));
+  if (a[4] && (r >= 0 || r == -ERESTARTNOHAND || r == -EINTR)) put_time_left(a[4], deadline);
+  return r;
 }
 
 }  // namespace flatux

@@ -1,13 +1,16 @@
 // epoll over a host epoll instance. epoll_ctl names the guest file's host
 // descriptor; the guest's epoll_data is stored in the host instance as it
 // is, so what epoll_wait returns needs no translation. Files without a host
-// descriptor (signalfd) cannot be watched: EPERM, as Linux gives for files
-// that do not support polling.
+// descriptor that answer FileOps::poll (signalfd) are kept on a kernel-side
+// list instead and asked between short host waits, as poll/select do;
+// files that answer neither way cannot be watched (EPERM, as Linux gives
+// for files that do not support polling).
 #include <climits>
 #include <ctime>
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "host/entry.h"
@@ -23,9 +26,126 @@ namespace flatux {
 namespace {
 
 constexpr uint64_t kForever = UINT64_MAX;
+constexpr uint64_t kSliceNs = 5000000;  // host wait slice while virtual files are watched
+constexpr uint32_t kModeBits = EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE | EPOLLWAKEUP;
+
+// A watched file without a host descriptor. It holds a reference: nothing
+// tells the instance when the guest closes its last descriptor of it.
+struct VirtualMember {
+  VirtualMember* next;
+  File* file;
+  epoll_event ev;
+  bool disarmed;    // EPOLLONESHOT, reported
+  bool was_ready;   // EPOLLET: report on a not-ready -> ready change only
+};
+
+struct EpollPriv {
+  KMutex lock;
+  VirtualMember* members = nullptr;
+};
+
+long epoll_stat(Task&, File& f, struct stat* out) { return host::sys(SYS_fstat, f.host_fd, out); }
+
+void epoll_release(File& f) {
+  auto* p = static_cast<EpollPriv*>(f.priv);
+  if (!p) return;
+  while (VirtualMember* m = p->members) {
+    p->members = m->next;
+    m->file->put();
+    f.heap->free(m);
+  }
+  f.heap->destroy_obj(p);
+}
+
+const FileOps kEpollOps = {
+    .read = nullptr,
+    .write = nullptr,
+    .pread = nullptr,
+    .pwrite = nullptr,
+    .lseek = nullptr,
+    .stat = epoll_stat,
+    .getdents64 = nullptr,
+    .ioctl = nullptr,
+    .statfs = nullptr,
+    .release = epoll_release,
+};
 
 long create(Task& t, bool cloexec) {
-  return anon_install(t, host::sys(SYS_epoll_create1, EPOLL_CLOEXEC), O_RDWR, cloexec);
+  long hfd = host::sys(SYS_epoll_create1, EPOLL_CLOEXEC);
+  if (hfd < 0) return hfd;
+  Heap* h = t.kernel->heap;
+  File* f = file_alloc(h, &kEpollOps, O_RDWR, (int)hfd);
+  if (!f) {
+    host::sys(SYS_close, hfd);
+    return -ENOMEM;
+  }
+  f->priv = h->make<EpollPriv>();
+  if (!f->priv) {
+    f->put();
+    return -ENOMEM;
+  }
+  int fd = t.proc->files->install(f, cloexec);
+  f->put();
+  return fd;
+}
+
+EpollPriv* epoll_priv(File& f) { return f.ops == &kEpollOps ? static_cast<EpollPriv*>(f.priv) : nullptr; }
+
+// epoll_ctl for a file without a host descriptor, with Linux's checks.
+long ctl_virtual(Task& t, EpollPriv& ep, int op, File& target, const epoll_event& ev) {
+  if (!target.ops->poll) return -EPERM;
+  Guard g(ep.lock);
+  VirtualMember** link = &ep.members;
+  while (*link && (*link)->file != &target) link = &(*link)->next;
+  VirtualMember* m = *link;
+  if (op == EPOLL_CTL_ADD) {
+    if (m) return -EEXIST;
+    if ((ev.events & EPOLLEXCLUSIVE) && (ev.events & EPOLLONESHOT)) return -EINVAL;
+    m = static_cast<VirtualMember*>(t.kernel->heap->alloc(sizeof(VirtualMember)));
+    if (!m) return -ENOMEM;
+    target.get();
+    *m = {ep.members, &target, ev, false, false};
+    ep.members = m;
+    return 0;
+  }
+  if (!m) return -ENOENT;
+  if (op == EPOLL_CTL_DEL) {
+    *link = m->next;
+    m->file->put();
+    t.kernel->heap->free(m);
+    return 0;
+  }
+  if (op != EPOLL_CTL_MOD) return -EINVAL;
+  if ((ev.events | m->ev.events) & EPOLLEXCLUSIVE) return -EINVAL;
+  m->ev = ev;
+  m->disarmed = false;
+  m->was_ready = false;
+  return 0;
+}
+
+// Appends the ready virtual members' events after the `n` already in the
+// guest array (at most `max` in all). Returns the new count.
+long collect_virtual(Task& t, EpollPriv& ep, uint64_t events, long n, long max) {
+  Guard g(ep.lock);
+  for (VirtualMember* m = ep.members; m && n < max; m = m->next) {
+    if (m->disarmed) continue;
+    short want = (short)(m->ev.events & ~kModeBits);
+    uint32_t got = (uint32_t)m->file->ops->poll(t, *m->file, want) & (m->ev.events | EPOLLERR | EPOLLHUP);
+    bool edge = got && !m->was_ready;
+    m->was_ready = got != 0;
+    if (!got || ((m->ev.events & EPOLLET) && !edge)) continue;
+    epoll_event out = {got, m->ev.data};
+    if (copy_to_user((char*)events + n * sizeof out, &out, sizeof out) < 0) return -EFAULT;
+    if (m->ev.events & EPOLLONESHOT) m->disarmed = true;
+    n++;
+  }
+  return n;
+}
+
+bool has_virtual(EpollPriv* ep) {
+  if (!ep) return false;
+  Guard g(ep->lock);
+  return ep->members != nullptr;
 }
 
 // Waits on the host instance until an event, the deadline or a guest
@@ -37,22 +157,35 @@ long do_wait(Task& t, uint64_t epfd, uint64_t events, uint64_t maxevents, uint64
   FdRef ep(t, epfd);
   if (!ep) return -EBADF;
   if (ep->host_fd < 0) return -EINVAL;
+  EpollPriv* vp = epoll_priv(*ep);
   for (;;) {
+    // Virtual members first: they are ready without waiting on the host.
+    bool virt = has_virtual(vp);
+    long vn = virt ? collect_virtual(t, *vp, events, 0, (long)maxevents) : 0;
+    if (vn < 0) return vn;
+    uint64_t until = vn ? 0 : deadline;
+    if (virt && !vn) {
+      uint64_t now = monotonic_ns();
+      if (deadline > now && deadline - now > kSliceNs) until = now + kSliceNs;
+    }
     long ms = -1;
-    uint64_t now = 0;
-    if (deadline != kForever) {
-      now = monotonic_ns();
-      uint64_t left = deadline > now ? deadline - now : 0;
+    if (until != kForever) {
+      uint64_t now = monotonic_ns();
+      uint64_t left = until > now ? until - now : 0;
       uint64_t lms = (left + 999999) / 1000000;
       ms = lms > INT_MAX ? INT_MAX : (long)lms;
     }
-    long r = isys(t, SYS_epoll_pwait, ep->host_fd, events, maxevents, ms, 0, 8);
+    long r = isys(t, SYS_epoll_pwait, ep->host_fd, (char*)events + vn * sizeof(epoll_event),
+                  maxevents - (uint64_t)vn, ms, 0, 8);
     if (r == -EINTR) {
+      if (vn) return vn;
       if (t.notify.load()) return -EINTR;
       continue;  // a stale wake-up, no signal to take
     }
-    if (r == 0 && deadline != kForever && monotonic_ns() < deadline) continue;
-    return r;
+    if (r < 0) return vn ? vn : r;
+    if (r + vn == 0 && deadline != kForever && monotonic_ns() < deadline) continue;
+    if (r + vn == 0 && deadline == kForever) continue;
+    return r + vn;
   }
 }
 
@@ -87,10 +220,14 @@ long sys_epoll_ctl(Task& t, SyscallArgs a) {
   FdRef f(t, a[2]);
   if (!ep || !f) return -EBADF;
   if (ep->host_fd < 0) return -EINVAL;
-  if (f->host_fd < 0) return -EPERM;
   epoll_event ev{};
   if ((int)a[1] != EPOLL_CTL_DEL && copy_from_user(&ev, (const void*)a[3], sizeof ev) < 0)
     return -EFAULT;
+  if (f->host_fd < 0) {
+    EpollPriv* vp = epoll_priv(*ep);
+    if (!vp) return -EINVAL;
+    return ctl_virtual(t, *vp, (int)a[1], *f, ev);
+  }
   return host::sys(SYS_epoll_ctl, ep->host_fd, (int)a[1], f->host_fd, &ev);
 }
 

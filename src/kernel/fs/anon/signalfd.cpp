@@ -3,7 +3,7 @@
 // reading thread's and its process's pending sets, as Linux does; a
 // blocking read sleeps on the process's "signal queued" counter, which
 // send_signal bumps for blocked signals too (they set no notify word).
-// poll/select ask FileOps::poll; epoll cannot watch it (EPERM).
+// poll, select and epoll ask FileOps::poll between short host waits.
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
