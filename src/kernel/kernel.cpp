@@ -12,6 +12,7 @@
 #include "kernel/net/net.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
+#include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -29,6 +30,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->boot_ns = monotonic_ns();
   k->host_pid = (int)host::sys(SYS_getpid);
   k->vfs = heap->make<Vfs>(heap);
+  k->locks = heap->make<LockTable>(heap);
   k->timers = heap->make<TimerService>();
   k->net = net_state_create(heap);
   Filesystem* root = nullptr;
@@ -36,7 +38,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   Filesystem* dev = nullptr;
   if (k->vfs)
     for (const FsType* type : {&kHostFsType, &kProcFsType, &kDevFsType}) k->vfs->register_type(type);
-  if (!k->vfs || !k->timers || !k->net || hostfs_create(heap, cfg.root, &root) < 0 ||
+  if (!k->vfs || !k->locks || !k->timers || !k->net || hostfs_create(heap, cfg.root, &root) < 0 ||
       procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
       k->vfs->mount("/", root, &kHostFsType, cfg.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
                     cfg.root) < 0 ||

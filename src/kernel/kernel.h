@@ -11,6 +11,8 @@
 
 namespace flatux {
 
+class LockTable;
+
 class Vfs;
 struct TimerService;
 struct NetState;
@@ -42,6 +44,7 @@ struct Kernel {
   Heap* heap;
   KernelConfig cfg;
   Vfs* vfs = nullptr;
+  LockTable* locks = nullptr;
   TimerService* timers = nullptr;
   NetState* net = nullptr;
   uint64_t boot_ns = 0;

@@ -11,6 +11,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/vfs/locks.h"
 #include "kernel/mm/mm.h"
 #include "kernel/signal/signal.h"
 #include "kernel/task/process.h"
@@ -136,6 +137,7 @@ void exit_process(Task& t) {
 
 void discard_process_resources(Process& p) {
   Heap* h = p.kernel->heap;
+  p.kernel->locks->on_exit(p);
   drop_files(p.files, h);
   drop_fs(p.fs, h);
   drop_mm(p.mm, h);

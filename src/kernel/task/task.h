@@ -114,6 +114,7 @@ struct Process {
   int wait_status = 0;        // valid once a zombie, or for a stop/continue report
   bool stopped = false;
   bool report_stopped = false, report_continued = false;
+  bool has_posix_locks = false;          // fcntl record locks taken: close() must drop them
   std::atomic<uint32_t> cont_seq{0};     // bumped by SIGCONT / SIGKILL: wakes stopped threads
   std::atomic<uint32_t> child_event{0};  // bumped when a child changes state: wakes waiters
   std::atomic<uint32_t> threads_gone{0}; // bumped when a thread leaves: wakes execve

@@ -6,6 +6,7 @@
 
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
+#include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -22,6 +23,7 @@ File* file_alloc(Heap* heap, const FileOps* ops, uint32_t flags, int host_fd) {
 
 void File::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (locks) locks->on_release(*this);
   if (ops && ops->release) ops->release(*this);
   if (host_fd >= 0) host::sys(SYS_close, host_fd);
   if (path) heap->free(path);

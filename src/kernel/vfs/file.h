@@ -17,6 +17,7 @@ struct Task;
 struct Filesystem;
 struct Mount;
 struct Attr;
+class LockTable;
 
 // Operations of one kind of open file. A null entry means the operation is
 // not supported by that kind (the syscall layer turns it into the right errno).
@@ -48,6 +49,7 @@ struct File {
   int host_fd = -1;    // the host open file description backing it, if any
   Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
   Mount* mount = nullptr;    // the mount it was opened through (holds a reference)
+  LockTable* locks = nullptr;  // set once it holds a flock or OFD lock
   char* path = nullptr;      // its path inside fs when opened (kernel heap string)
   void* priv = nullptr;
   uint64_t priv_word = 0;

@@ -8,6 +8,7 @@
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
+#include "kernel/vfs/locks.h"
 #include "kernel/vfs/ops.h"
 
 namespace flatux {
@@ -37,7 +38,17 @@ long sys_creat(Task& t, SyscallArgs a) {
 
 long sys_close(Task& t, SyscallArgs a) {
   if (a[0] > (uint64_t)FdTable::kMaxFds) return -EBADF;
+  if (t.proc->has_posix_locks) {
+    FdRef f(t, a[0]);
+    if (f) t.kernel->locks->on_close(t, *f);
+  }
   return t.proc->files->close((int)a[0]);
+}
+
+long sys_flock(Task& t, SyscallArgs a) {
+  FdRef f(t, a[0]);
+  if (!f || (f->flags & O_PATH)) return -EBADF;
+  return t.kernel->locks->flock(t, *f, (int)a[1]);
 }
 
 long sys_dup(Task& t, SyscallArgs a) {
@@ -85,6 +96,16 @@ long sys_fcntl(Task& t, SyscallArgs a) {
       }
       f->flags = (f->flags & ~kSettable) | ((uint32_t)a[2] & kSettable);
       return 0;
+    }
+    case F_GETLK: case F_SETLK: case F_SETLKW:
+    case F_OFD_GETLK: case F_OFD_SETLK: case F_OFD_SETLKW: {
+      if (f->flags & O_PATH) return -EBADF;
+      struct flock fl;
+      if (copy_from_user(&fl, (const void*)a[2], sizeof fl) < 0) return -EFAULT;
+      long r = t.kernel->locks->fcntl_lock(t, *f, (int)a[1], &fl);
+      if (r == 0 && ((int)a[1] == F_GETLK || (int)a[1] == F_OFD_GETLK))
+        r = copy_to_user((void*)a[2], &fl, sizeof fl);
+      return r;
     }
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
