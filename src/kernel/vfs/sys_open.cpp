@@ -107,6 +107,11 @@ long sys_fcntl(Task& t, SyscallArgs a) {
         r = copy_to_user((void*)a[2], &fl, sizeof fl);
       return r;
     }
+    case F_ADD_SEALS:
+    case F_GET_SEALS:
+      // Seals live on host memfds; anything else cannot be sealed.
+      if (f->host_fd < 0) return -EINVAL;
+      return host::sys(SYS_fcntl, f->host_fd, (int)a[1], a[2]);
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
       // Pipes are host pipes: the host keeps their capacity (EBADF/EINVAL
