@@ -268,6 +268,7 @@ long exec_depth(Task& t, Mm& mm, const char* path, const char* const* argv, cons
     nargv[k] = nullptr;
     r = exec_depth(t, mm, interp, nargv, envp, out, depth + 1);
     t.kernel->heap->free(nargv);
+    if (r == 0) set_comm(out, path);  // Linux names the process after the script
     return r;
   }
 
