@@ -80,10 +80,14 @@ static void pid_files(void) {
   CHECK(saw_self && saw_me, "/proc lists self (%d) and %s (%d)", saw_self, want, saw_me);
   d = opendir("/proc/self/fd");
   REQUIRE(d, "opendir /proc/self/fd: %s", strerror(errno));
-  int fds = 0;
-  for (struct dirent* e; (e = readdir(d));) fds += e->d_name[0] >= '0' && e->d_name[0] <= '9';
+  int fds = 0, saw_own = 0;
+  for (struct dirent* e; (e = readdir(d));) {
+    fds += e->d_name[0] >= '0' && e->d_name[0] <= '9';
+    saw_own |= atoi(e->d_name) == dirfd(d) && e->d_name[0] != '.';
+  }
   closedir(d);
   CHECK(fds >= 3, "/proc/self/fd lists %d descriptors", fds);
+  CHECK(saw_own, "/proc/self/fd lists the descriptor reading it");
   slurp("/proc/meminfo", buf, sizeof buf);
   CHECK(strncmp(buf, "MemTotal:", 9) == 0, "meminfo starts '%.20s'", buf);
   slurp("/proc/uptime", buf, sizeof buf);

@@ -42,6 +42,13 @@ void File::set_origin(Mount* m, const char* inner_path) {
   path = copy;
 }
 
+int FdTable::lowest_free() {
+  Guard g(lock_);
+  for (int fd = 0; fd < limit_; fd++)
+    if (!files_[fd]) return fd;
+  return -EMFILE;
+}
+
 int FdTable::install(File* f, bool cloexec, int min_fd) {
   Guard g(lock_);
   for (int fd = min_fd < 0 ? 0 : min_fd; fd < limit_; fd++) {

@@ -83,6 +83,7 @@ class FdTable {
   int install(File* f, bool cloexec, int min_fd = 0);
   int install_at(int fd, File* f, bool cloexec);  // dup2 semantics
   File* get(int fd);                               // new reference or nullptr
+  int lowest_free();                               // what install() would pick, or -EMFILE
   // Looks up n descriptors under one lock (poll/select sets): out[i] is
   // the file or nullptr. A run of equal files (a set of dups) takes one
   // reference, on its first entry; owned[i] says which entries hold one.

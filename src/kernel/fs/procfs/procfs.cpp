@@ -265,11 +265,13 @@ File* list_dir(Task& t, const ProcLookup& l) {
       for (int i = 0; i < proc_pid_file_count(); i++) add(proc_pid_file_name(i), DT_REG, 20 + i);
     } else if (l.node == Node::kFdDir) {
       Process* p = target(k, l.pid);
+      // The listing is made at open, before its own descriptor exists: a
+      // process listing its own fds also sees the one this open will get.
+      int own = p && p == t.proc && p->files ? p->files->lowest_free() : -1;
       for (int fd = 0; p && p->files && fd < FdTable::kMaxFds; fd++) {
         File* f = p->files->get(fd);
-        if (!f) continue;
-        f->put();
-        add_num(fd, DT_LNK);
+        if (f) f->put();
+        if (f || fd == own) add_num(fd, DT_LNK);
       }
     } else if (l.node == Node::kTaskDir) {
       Process* p = target(k, l.pid);
