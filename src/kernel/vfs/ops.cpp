@@ -3,7 +3,10 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
@@ -99,8 +102,22 @@ long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow) {
 long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out) {
   return vfs_walk(t, dirfd, path, true, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
-    return fs.ops->statfs ? fs.ops->statfs(t, fs, lk, out) : -ENOSYS;
+    long r = fs.ops->statfs ? fs.ops->statfs(t, fs, lk, out) : -ENOSYS;
+    if (r == 0) statfs_mount_flags(*lk.mount, out);
+    return r;
   });
+}
+
+void statfs_mount_flags(const Mount& m, struct statfs* out) {
+  // f_flags are the mount's, as Linux's statfs reports them.
+  unsigned long f = 0x20;  // ST_VALID: f_flags are meaningful
+  if (m.readonly()) f |= ST_RDONLY;
+  if (m.flags & MS_NOSUID) f |= ST_NOSUID;
+  if (m.flags & MS_NODEV) f |= ST_NODEV;
+  if (m.flags & MS_NOEXEC) f |= ST_NOEXEC;
+  if (m.flags & MS_NOATIME) f |= ST_NOATIME;
+  else f |= ST_RELATIME;
+  out->f_flags = (long)f;
 }
 
 }  // namespace flatux

@@ -11,6 +11,8 @@ long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* ou
 long vfs_readlink(Task& t, int dirfd, const char* path, char* buf, size_t n);
 long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out);
 long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow);
+// Sets statfs's f_flags from the mount's flags (ST_RDONLY, ST_NOSUID...).
+void statfs_mount_flags(const Mount& m, struct statfs* out);
 
 // The namespace operations (vfs/namespace.cpp).
 long vfs_mkdir(Task& t, int dirfd, const char* path, int mode);

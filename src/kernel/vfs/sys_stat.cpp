@@ -146,6 +146,7 @@ long sys_fstatfs(Task& t, SyscallArgs a) {
   struct statfs sf;
   long r = f->ops->statfs(t, *f, &sf);
   if (r < 0) return r;
+  if (f->mount) statfs_mount_flags(*f->mount, &sf);
   return copy_to_user((void*)a[1], &sf, sizeof sf);
 }
 
