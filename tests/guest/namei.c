@@ -108,6 +108,26 @@ static void test_unlink_link(void) {
   CHECK_OK(rmdir(at("dd")));
 }
 
+static void test_tmpfile(void) {
+  printf("O_TMPFILE\n");
+  int fd = open(dir, O_TMPFILE | O_RDWR, 0600);
+  if (fd < 0 && errno == EOPNOTSUPP) {
+    printf("  the folder's filesystem has no O_TMPFILE: skipped\n");
+    return;
+  }
+  REQUIRE(fd >= 0, "O_TMPFILE: %s", strerror(errno));
+  CHECK(write(fd, "anon", 4) == 4);
+  CHECK_OK(syscall(SYS_linkat, fd, "", AT_FDCWD, at("named"), AT_EMPTY_PATH));
+  char buf[8];
+  read_file("named", buf, sizeof buf);
+  CHECK(strcmp(buf, "anon") == 0, "named '%s'", buf);
+  CHECK_ERR(syscall(SYS_linkat, fd, "", AT_FDCWD, at("named"), AT_EMPTY_PATH), EEXIST);
+  CHECK_ERR(syscall(SYS_linkat, AT_FDCWD, "", AT_FDCWD, at("x"), AT_EMPTY_PATH), EPERM);  // the cwd: a directory
+  close(fd);
+  CHECK_ERR(open(dir, O_TMPFILE | O_RDONLY, 0600), EINVAL);
+  CHECK_OK(unlink(at("named")));
+}
+
 static void test_symlinks(void) {
   printf("symlinks\n");
   CHECK_OK(syscall(SYS_mkdir, at("real"), 0755));
@@ -344,6 +364,7 @@ int main(int argc, char** argv) {
   REQUIRE(chmod(dir, 0755) == 0);  // searchable by the ordinary user below
   test_mkdir_rmdir();
   test_unlink_link();
+  test_tmpfile();
   test_symlinks();
   test_rename();
   test_attributes();

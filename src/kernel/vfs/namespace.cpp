@@ -178,6 +178,17 @@ long vfs_link(Task& t, int olddirfd, const char* oldpath, int newdirfd, const ch
   });
 }
 
+long vfs_link_file(Task& t, File& f, int newdirfd, const char* newpath) {
+  if (!f.mount) return -ENOENT;
+  return vfs_walk(t, newdirfd, newpath, false, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    long r = may_create(t, lk);
+    if (r) return r;
+    if (lk.mount != f.mount) return -EXDEV;
+    return fs.ops->link_file ? fs.ops->link_file(t, fs, f, lk) : -ENOENT;
+  });
+}
+
 long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
                 unsigned flags) {
   if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) return -EINVAL;

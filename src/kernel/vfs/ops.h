@@ -21,6 +21,7 @@ long vfs_unlink(Task& t, int dirfd, const char* path);
 long vfs_rmdir(Task& t, int dirfd, const char* path);
 long vfs_symlink(Task& t, const char* target, int dirfd, const char* path);
 long vfs_link(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath, bool follow);
+long vfs_link_file(Task& t, File& f, int newdirfd, const char* newpath);
 long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
                 unsigned flags);
 

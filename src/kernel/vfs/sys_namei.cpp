@@ -40,14 +40,12 @@ long do_link(Task& t, int olddirfd, uint64_t oldpath, int newdirfd, uint64_t new
   if (!n.ok()) return n.err;
   if (!o.ok()) {
     // linkat(fd, "", ...): link the open file itself (O_TMPFILE's way in).
-    if (olddirfd == AT_FDCWD) return -ENOENT;
-    char path[kPathMax];
+    if (olddirfd == AT_FDCWD) return vfs_link(t, AT_FDCWD, ".", newdirfd, n.buf, false);
     File* f = t.proc->files->get(olddirfd);
     if (!f) return -EBADF;
-    long r = vfs_of(t).file_guest_path(t, *f, path, sizeof path);
+    long r = vfs_link_file(t, *f, newdirfd, n.buf);
     f->put();
-    if (r < 0) return r == -ENOTDIR ? -ENOENT : r;
-    return vfs_link(t, AT_FDCWD, path, newdirfd, n.buf, false);
+    return r;
   }
   return vfs_link(t, olddirfd, o.buf, newdirfd, n.buf, flags & AT_SYMLINK_FOLLOW);
 }

@@ -82,6 +82,8 @@ struct FsOps {
   long (*link)(Task&, Filesystem&, Lookup& old_lk, Lookup& new_lk) = nullptr;
   long (*rename)(Task&, Filesystem&, Lookup& old_lk, Lookup& new_lk, unsigned flags) = nullptr;
   long (*setattr)(Task&, Filesystem&, Lookup&, const Attr&) = nullptr;
+  // linkat(fd, "", ..., AT_EMPTY_PATH): a name for an open file (O_TMPFILE's).
+  long (*link_file)(Task&, Filesystem&, File& f, Lookup& new_lk) = nullptr;
   // The current inner path of an open directory, where the filesystem can
   // tell (a renamed directory); otherwise the path recorded at open is used.
   long (*dir_path)(Task&, Filesystem&, File& dir, char* out, size_t n) = nullptr;

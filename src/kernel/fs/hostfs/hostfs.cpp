@@ -248,6 +248,13 @@ long fs_link(Task&, Filesystem& fs, Lookup& a, Lookup& b) {
   });
 }
 
+long fs_link_file(Task&, Filesystem& fs, File& f, Lookup& lk) {
+  if (f.host_fd < 0) return -ENOENT;
+  return in_parent(fs, lk, [&](int dir, const char* name) {
+    return host::sys(SYS_linkat, f.host_fd, "", dir, name, AT_EMPTY_PATH);
+  });
+}
+
 long fs_rename(Task&, Filesystem& fs, Lookup& a, Lookup& b, unsigned flags) {
   return in_parent(fs, a, [&](int adir, const char* aname) {
     return in_parent(fs, b, [&](int bdir, const char* bname) {
@@ -325,6 +332,7 @@ const FsOps kHostFsOps = {
     .link = fs_link,
     .rename = fs_rename,
     .setattr = fs_setattr,
+    .link_file = fs_link_file,
     .dir_path = fs_dir_path,
 };
 
