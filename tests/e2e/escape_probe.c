@@ -1,7 +1,7 @@
 // Tries to leave the guest root of `flatux run --root ROOT`.
 //
 // usage (inside the guest): /prog CASE [HOST_MARKER HOST_ROOT]
-//   CASE: dotdot | abs_symlink | rel_symlink | host_path | loop
+//   CASE: dotdot | abs_symlink | rel_symlink | host_path | loop | proc_links
 //
 // make_escape_root.py builds ROOT and puts a marker file next to it, in
 // ROOT's parent. Every way of naming that marker from inside must fail with
@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MARKER "flatux hostfs escape marker: this file lies outside the guest root\n"
@@ -215,6 +216,54 @@ static void host_path(const char* host_marker, const char* host_root) {
   unreachable(AT_FDCWD, path);
 }
 
+// /proc's links name guest paths and are followed in the guest's
+// namespace: the root link is the guest root, another process's cwd is a
+// guest folder, and ".." after either stops at the root.
+static void proc_links(const char* self) {
+  printf("/proc links:\n");
+  reachable(AT_FDCWD, "/proc/self/root/inside");
+  unreachable(AT_FDCWD, "/proc/self/root/../escape-marker");
+  unreachable(AT_FDCWD, "/proc/1/root/../../escape-marker");
+  CHECK_OK(chdir("/d1"));
+  reachable(AT_FDCWD, "/proc/self/cwd/../inside");
+  unreachable(AT_FDCWD, "/proc/self/cwd/../../escape-marker");
+  int p[2];
+  REQUIRE(pipe2(p, O_CLOEXEC) == 0);  // the child keeps only its stdin copy
+  pid_t child = vfork();
+  if (child == 0) {
+    dup2(p[0], 0);
+    execl(self, self, "park", (char*)NULL);
+    _exit(127);
+  }
+  REQUIRE(child > 0);
+  close(p[0]);
+  char path[PATH_MAX], cwd[PATH_MAX];
+  snprintf(path, sizeof path, "/proc/%d/cwd", (int)child);
+  ssize_t n;
+  for (int i = 0; i < 500; i++) {  // until the child has moved to /d1/d2/d3
+    n = readlink(path, cwd, sizeof cwd - 1);
+    if (n > 0 && (cwd[n] = 0, strcmp(cwd, "/d1/d2/d3") == 0)) break;
+    usleep(10000);
+  }
+  CHECK(n > 0 && strcmp(cwd, "/d1/d2/d3") == 0, "%s -> \"%s\"", path, n > 0 ? cwd : "?");
+  snprintf(path, sizeof path, "/proc/%d/cwd/../../../inside", (int)child);
+  reachable(AT_FDCWD, path);
+  snprintf(path, sizeof path, "/proc/%d/cwd/../../../../escape-marker", (int)child);
+  unreachable(AT_FDCWD, path);
+  close(p[1]);  // the child reads EOF and exits
+  int status;
+  waitpid(child, &status, 0);
+}
+
+// The other process of proc_links: sits in /d1/d2/d3 until stdin closes.
+static int park(void) {
+  if (chdir("/d1/d2/d3") != 0) return 1;
+  char c;
+  while (read(0, &c, 1) > 0) {
+  }
+  return 0;
+}
+
 static void loop(void) {
   printf("symlink loops:\n");
   struct stat st;
@@ -244,6 +293,10 @@ int main(int argc, char** argv) {
     host_path(argv[2], argv[3]);
   } else if (strcmp(which, "loop") == 0) {
     loop();
+  } else if (strcmp(which, "proc_links") == 0) {
+    proc_links(argv[0]);
+  } else if (strcmp(which, "park") == 0) {
+    return park();
   } else {
     REQUIRE(0, "unknown case %s", which);
   }

@@ -142,6 +142,16 @@ static void test_symlinks(void) {
   CHECK(strcmp(buf, "data") == 0, "through abs: '%s'", buf);
   read_file("rel/up", buf, sizeof buf);
   CHECK(strcmp(buf, "data") == 0, "through rel/up: '%s'", buf);
+  // ".." after a link is the parent of where the link leads, not the
+  // folder holding the link.
+  CHECK_OK(mkdir(at("real/sub"), 0755));
+  CHECK_OK(symlink("real/sub", at("into-sub")));
+  read_file("into-sub/../file", buf, sizeof buf);
+  CHECK(strcmp(buf, "data") == 0, "through into-sub/..: '%s'", buf);
+  struct stat lst;
+  CHECK_ERR(stat(at("real/file/.."), &lst), ENOTDIR);
+  CHECK_OK(unlink(at("into-sub")));
+  CHECK_OK(rmdir(at("real/sub")));
   ssize_t n = readlink(at("rel"), buf, sizeof buf);
   CHECK(n == 4 && memcmp(buf, "real", 4) == 0);
   CHECK_ERR(readlink(at("real/file"), buf, sizeof buf), EINVAL);

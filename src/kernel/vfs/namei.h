@@ -12,6 +12,11 @@ namespace flatux {
 // Where the walk goes on after lk's redirect: the guest path of the target.
 long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n);
 
+// Resolves the first ".." in `cur` where its folder really is (after that
+// folder's symlinks). 1 when cur changed, 0 when it holds no "..", or an
+// error; symlinks followed count in *hops.
+long step_dotdot(Task& t, char* cur, size_t n, int* hops);
+
 // Runs op(Lookup&) on the filesystem holding (dirfd, path). `path` is a
 // kernel string, non-empty.
 template <typename Op>
@@ -20,7 +25,10 @@ long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op) {
   char cur[kPathMax];
   long r = vfs.absolute(t, dirfd, path, cur, sizeof cur);
   if (r < 0) return r;
-  for (int hops = 0;; hops++) {
+  for (int hops = 0;;) {
+    r = step_dotdot(t, cur, sizeof cur, &hops);
+    if (r < 0) return r;
+    if (r > 0) continue;
     char inner[kPathMax];
     Mount* m = vfs.find(cur, inner, sizeof inner);
     if (!m) return -ENAMETOOLONG;
@@ -31,7 +39,7 @@ long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op) {
     r = op(lk);
     // A redirect not ours belongs to an enclosing walk (two-path calls).
     bool again = r == kRedirect && lk.redirected;
-    if (again) r = hops == kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, cur, sizeof cur);
+    if (again) r = ++hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, cur, sizeof cur);
     m->put();
     if (!again || r < 0) return r;
   }

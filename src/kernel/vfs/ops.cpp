@@ -1,6 +1,7 @@
 #include "kernel/vfs/ops.h"
 
 #include <cstring>
+#include <string_view>
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/mount.h>
@@ -29,7 +30,67 @@ long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_
   if (m.len > 1) j.str(std::string_view(m.path, m.len));
   j.str("/").str(rel);
   if (j.truncated()) return -ENAMETOOLONG;
-  return normalize_path(j.c_str(), out, n);
+  return normalize_path(j.c_str(), out, n, false);
+}
+
+namespace {
+
+// The first ".." component of a path: its offset, or -1.
+long find_dotdot(const char* path) {
+  for (const char* p = path; *p;) {
+    while (*p == '/') p++;
+    const char* s = p;
+    while (*p && *p != '/') p++;
+    if (p - s == 2 && s[0] == '.' && s[1] == '.') return s - path;
+  }
+  return -1;
+}
+
+}  // namespace
+
+long step_dotdot(Task& t, char* cur, size_t n, int* hops) {
+  long at = find_dotdot(cur);
+  if (at < 0) return 0;
+  char prefix[kPathMax];
+  size_t plen = (size_t)at > 1 ? (size_t)at - 1 : 1;  // without the '/' before ".."
+  memcpy(prefix, cur, plen);
+  prefix[plen] = 0;
+  const char* rest = cur + at + 2;  // "" or "/..."
+  const char* root = t.proc->fs->root;
+  char next[kPathMax];
+  KFmt out(next, sizeof next);
+  if (strcmp(prefix, "/") == 0 || strcmp(prefix, root) == 0) {
+    out.str(prefix).str("/").str(rest);  // ".." at the root is the root
+  } else {
+    // Walk the folder before ".." (following its links); ".." is then its
+    // parent where it really is.
+    Vfs& vfs = vfs_of(t);
+    char inner[kPathMax];
+    Mount* m = vfs.find(prefix, inner, sizeof inner);
+    if (!m) return -ENAMETOOLONG;
+    Lookup lk;
+    lk.path = inner;
+    lk.follow = true;
+    lk.mount = m;
+    struct stat st;
+    long r = m->fs->ops->stat(t, *m->fs, lk, &st);
+    if (r == kRedirect && lk.redirected) {
+      char target[kPathMax];
+      r = ++*hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, target, sizeof target);
+      if (r >= 0) out.str(target).str("/..").str(rest);
+    } else if (r == 0 && !S_ISDIR(st.st_mode)) {
+      r = -ENOTDIR;
+    } else if (r == 0) {
+      std::string_view parent, name;
+      split_last(prefix, &parent, &name);
+      out.str(parent).str("/").str(rest);
+    }
+    m->put();
+    if (r < 0) return r == kRedirect ? -EIO : r;
+  }
+  if (out.truncated()) return -ENAMETOOLONG;
+  long len = normalize_path(out.c_str(), cur, n, false);
+  return len < 0 ? len : 1;
 }
 
 namespace {

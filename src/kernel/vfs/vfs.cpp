@@ -13,7 +13,7 @@
 
 namespace flatux {
 
-long normalize_path(const char* in, char* out, size_t n) {
+long normalize_path(const char* in, char* out, size_t n, bool resolve_dotdot) {
   if (in[0] != '/' || n < 2) return -ENOENT;
   size_t len = 0;
   out[len++] = '/';
@@ -24,7 +24,7 @@ long normalize_path(const char* in, char* out, size_t n) {
     while (*p && *p != '/') p++;
     size_t cl = p - s;
     if (cl == 0 || (cl == 1 && s[0] == '.')) continue;
-    if (cl == 2 && s[0] == '.' && s[1] == '.') {
+    if (cl == 2 && s[0] == '.' && s[1] == '.' && resolve_dotdot) {
       while (len > 1 && out[len - 1] != '/') len--;  // drop the last component
       if (len > 1) len--;                             // and its separator
       continue;
@@ -194,11 +194,11 @@ Mount* Vfs::find_exact(const char* norm) {
 
 long rooted_path(const char* root, const char* path, char* out, size_t n) {
   char norm[kPathMax];
-  long len = normalize_path(path, norm, sizeof norm);
-  if (len < 0 || (root[0] == '/' && root[1] == 0)) return len < 0 ? len : normalize_path(norm, out, n);
+  long len = normalize_path(path, norm, sizeof norm, false);
+  if (len < 0) return len;
   KFmt f(out, n);
-  f.str(root);
-  if (len > 1) f.str(norm);
+  if (root[1] != 0) f.str(root);  // a chroot: the path lies under it
+  if (root[1] == 0 || len > 1) f.str(norm);
   if (f.truncated()) return -ENAMETOOLONG;
   f.c_str();
   return (long)f.size();
@@ -212,8 +212,7 @@ std::string_view strip_root(const char* root, std::string_view path) {
 }
 
 long Vfs::absolute(Task& t, int dirfd, const char* path, char* out, size_t n) {
-  const char* root = t.proc->fs->root;
-  if (path[0] == '/') return rooted_path(root, path, out, n);
+  if (path[0] == '/') return rooted_path(t.proc->fs->root, path, out, n);
   char base[kPathMax];
   if (dirfd == AT_FDCWD) {
     if (!copy_cstr(base, sizeof base, t.proc->fs->cwd)) return -ENAMETOOLONG;
@@ -225,14 +224,12 @@ long Vfs::absolute(Task& t, int dirfd, const char* path, char* out, size_t n) {
     if (r < 0) return r;
     if (base[0] != '/') return -ENOTDIR;  // a pipe or socket
   }
-  // ".." stops at the process's root when the base lies inside it.
+  // ".." stays in the path: the walk resolves it where the folder really is.
   char full[kPathMax];
   KFmt j(full, sizeof full);
-  j.str(strip_root(root, base)).str("/").str(path);
+  j.str(base).str("/").str(path);
   if (j.truncated()) return -ENAMETOOLONG;
-  std::string_view b(base);
-  bool inside = strip_root(root, b).data() != b.data() || (root[0] == '/' && root[1] == 0);
-  return inside ? rooted_path(root, j.c_str(), out, n) : normalize_path(j.c_str(), out, n);
+  return normalize_path(j.c_str(), out, n, false);
 }
 
 long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n) {

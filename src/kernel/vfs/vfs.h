@@ -150,8 +150,8 @@ class Vfs {
   // The mount whose mount point is exactly `norm`, with a reference.
   Mount* find_exact(const char* norm);
 
-  // Absolute normalised guest path of (dirfd, path): the cwd or the
-  // directory's path joined with a relative path.
+  // Absolute guest path of (dirfd, path): the cwd or the directory's path
+  // joined with a relative path; "." collapsed, ".." left for the walk.
   long absolute(Task& t, int dirfd, const char* path, char* out, size_t n);
 
   // Guest path of an open file (for *at calls, fchdir and /proc fd links).
@@ -186,14 +186,15 @@ class Vfs {
   int ntypes_ = 0;
 };
 
-// `path` (absolute, seen from inside `root`) normalised and placed under
-// root, so ".." never climbs above it.
+// `path` (absolute, seen from inside `root`) placed under root, "." and
+// "//" collapsed; ".." is left for the walk, which stops it at the root.
 long rooted_path(const char* root, const char* path, char* out, size_t n);
 // `path` as seen from inside `root` (unchanged when outside it).
 std::string_view strip_root(const char* root, std::string_view path);
 
-// Lexical normalisation: collapses "//", "." and ".." (never above "/").
-// `in` must be absolute. Returns the length, or -ENAMETOOLONG.
-long normalize_path(const char* in, char* out, size_t n);
+// Lexical normalisation: collapses "//", "." and, unless `resolve_dotdot`
+// is off, ".." (never above "/"). `in` must be absolute. Returns the
+// length, or -ENAMETOOLONG.
+long normalize_path(const char* in, char* out, size_t n, bool resolve_dotdot = true);
 
 }  // namespace flatux
