@@ -20,11 +20,14 @@ long sys_uname(Task& t, SyscallArgs a) {
   memset(&u, 0, sizeof u);
   // The machine and release are flatux's own identity, not the host's.
   copy_cstr(u.sysname, sizeof u.sysname, "Linux");
-  copy_cstr(u.nodename, sizeof u.nodename, "flatux");
+  {
+    Guard g(t.kernel->uts.lock);
+    copy_cstr(u.nodename, sizeof u.nodename, t.kernel->uts.nodename);
+    copy_cstr(u.domainname, sizeof u.domainname, t.kernel->uts.domainname);
+  }
   copy_cstr(u.release, sizeof u.release, "6.1.0-flatux");
   copy_cstr(u.version, sizeof u.version, "#1 SMP flatux " FLATUX_VERSION_STRING);
   copy_cstr(u.machine, sizeof u.machine, "x86_64");
-  copy_cstr(u.domainname, sizeof u.domainname, "(none)");
   return copy_to_user((void*)a[0], &u, sizeof u);
 }
 

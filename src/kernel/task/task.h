@@ -18,6 +18,7 @@ namespace flatux {
 struct Kernel;
 struct Process;
 struct Task;
+struct Tty;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -85,6 +86,7 @@ enum class ProcState : uint8_t { kRunning, kZombie };
 struct Process {
   Kernel* kernel;
   int pid, pgid, sid;
+  Tty* ctty = nullptr;          // controlling terminal (inherited; dropped by setsid)
   Process* parent = nullptr;
   Process* children = nullptr;  // singly linked through `sibling`
   Process* sibling = nullptr;

@@ -247,14 +247,19 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
       return 0;
     case ProcFile::kGlobalMounts: case ProcFile::kMounts: gen_mounts(o, k, false); return 0;
     case ProcFile::kMountinfo: gen_mounts(o, k, true); return 0;
-    case ProcFile::kKernelCmdline: o.str("flatux\n"); return 0;
+    case ProcFile::kKernelCmdline:
+      o.str(k.cfg.boot.cmdline[0] ? k.cfg.boot.cmdline : "flatux").ch('\n');
+      return 0;
     case ProcFile::kGlobalStat: {
       Guard g(k.tasks_lock);
       gen_global_stat(o, k);
       return 0;
     }
-    case ProcFile::kHostname: o.str("flatux\n"); return 0;
-    case ProcFile::kDomainname: o.str("(none)\n"); return 0;
+    case ProcFile::kHostname: case ProcFile::kDomainname: {
+      Guard g(k.uts.lock);
+      o.str(f == ProcFile::kHostname ? k.uts.nodename : k.uts.domainname).ch('\n');
+      return 0;
+    }
     case ProcFile::kOsrelease: o.str("6.1.0-flatux\n"); return 0;
     case ProcFile::kOstype: o.str("Linux\n"); return 0;
     case ProcFile::kPidMax: o.str("4194304\n"); return 0;
