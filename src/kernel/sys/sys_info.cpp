@@ -10,6 +10,7 @@
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
 #include "kernel/time.h"
 
@@ -35,6 +36,7 @@ long sys_sysinfo(Task& t, SyscallArgs a) {
   struct sysinfo host_si;
   long r = host::sys(SYS_sysinfo, &host_si);
   if (r < 0) return r;
+  mem_limit_sysinfo(t.kernel->mem, &host_si);
   struct sysinfo si;
   memset(&si, 0, sizeof si);
   si.uptime = (long)((monotonic_ns() - t.kernel->boot_ns) / 1000000000ull);

@@ -171,6 +171,7 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     p = pid < 0 ? nullptr : process_create_locked(k, nullptr, pid);
     if (!p) return -ENOMEM;
     p->mm = k.heap->make<Mm>(k.heap);
+    if (p->mm) p->mm->acct = &k.mem;
     p->files = k.heap->make<FdTable>(k.heap);
     p->fs = k.heap->make<FsContext>();
     p->sighand = k.heap->make<SigHand>();

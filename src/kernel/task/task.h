@@ -19,6 +19,7 @@ struct Kernel;
 struct Process;
 struct Task;
 struct Tty;
+struct MemAccount;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -64,6 +65,8 @@ struct Mm {
   // instead of running into another mapping (there is no MMU to grow it).
   uintptr_t stack_floor = 0, stack_low = 0, stack_top = 0;
   uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
+  MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
+  uint64_t charged = 0;        // what this Mm has charged to it
 };
 
 struct FsContext {

@@ -12,6 +12,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/mm.h"
 #include "kernel/task/process.h"
 #include "kernel/time.h"
 #include "kernel/vfs/vfs.h"
@@ -179,9 +180,10 @@ long host_file(SynthText& o, const char* path) {
   return 0;
 }
 
-void gen_meminfo(SynthText& o) {
+void gen_meminfo(SynthText& o, Kernel& k) {
   struct sysinfo si;
   host::sys(SYS_sysinfo, &si);
+  mem_limit_sysinfo(k.mem, &si);
   uint64_t unit = si.mem_unit ? si.mem_unit : 1;
   auto line = [&](const char* name, uint64_t bytes) {
     o.str(name);
@@ -226,7 +228,7 @@ const char* proc_pid_file_name(int i) { return kPidFiles[i].name; }
 long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
   Kernel& k = *t.kernel;
   switch (f) {
-    case ProcFile::kMeminfo: gen_meminfo(o); return 0;
+    case ProcFile::kMeminfo: gen_meminfo(o, k); return 0;
     case ProcFile::kCpuinfo: return host_file(o, "/proc/cpuinfo");
     case ProcFile::kUptime: {
       uint64_t up = monotonic_ns() - k.boot_ns;
