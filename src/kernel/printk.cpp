@@ -27,7 +27,8 @@ std::string_view log_take_level(std::string_view msg, int* level, int* facility)
     if (i > 1 && i < msg.size() && msg[i] == '>') {
       *level = v & 7;
       *facility = v >> 3;
-      return msg.substr(i + 1);
+      msg.remove_prefix(i + 1);  // (substr could throw: not in kernel code)
+      return msg;
     }
   }
   return msg;
