@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
 
@@ -37,8 +38,9 @@ void banner(Kernel& k, const BootConfig& boot) {
 
 long mount_hostfs_root(Kernel& k, const BootConfig& boot, const char** why) {
   Filesystem* root = nullptr;
-  long r = hostfs_create(k.heap, boot.hostfs, boot.root_readonly, &root);
-  if (r < 0 || (r = k.vfs->mount("/", root)) < 0) {
+  long r = hostfs_create(k.heap, boot.hostfs, &root);
+  if (r < 0 || (r = k.vfs->mount("/", root, &kHostFsType, boot.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
+                                 boot.hostfs)) < 0) {
     *why = "VFS: Unable to mount root fs on hostfs";
     return r;
   }
@@ -53,8 +55,11 @@ long mount_hostfs_root(Kernel& k, const BootConfig& boot, const char** why) {
 // a typical early userspace would mount them.
 long mount_system_filesystems(Kernel& k, const char** why) {
   Filesystem *dev = nullptr, *proc = nullptr, *sys = nullptr;
+  k.vfs->register_type(&kSysFsType);  // mount -t sysfs works from then on
   if (devfs_create(k.heap, &dev) < 0 || procfs_create(k.heap, &proc) < 0 || sysfs_create(k.heap, &sys) < 0 ||
-      k.vfs->mount("/dev", dev) < 0 || k.vfs->mount("/proc", proc) < 0 || k.vfs->mount("/sys", sys) < 0) {
+      k.vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs") < 0 ||
+      k.vfs->mount("/proc", proc, &kProcFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "proc") < 0 ||
+      k.vfs->mount("/sys", sys, &kSysFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "sysfs") < 0) {
     *why = "cannot mount devtmpfs, proc and sysfs";
     return -ENOMEM;
   }

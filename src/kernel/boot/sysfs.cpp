@@ -29,15 +29,15 @@ int lookup(const char* path) {
   return -1;
 }
 
-long sys_stat_op(Task&, Filesystem&, const char* path, bool, struct stat* out) {
-  int n = lookup(path);
+long sys_stat_op(Task&, Filesystem&, Lookup& lk, struct stat* out) {
+  int n = lookup(lk.path);
   if (n < 0) return -ENOENT;
   synth_stat(out, S_IFDIR | 0755, (uint64_t)n + 1, 0, kSysfsDev);
   return 0;
 }
 
-long sys_open_op(Task& t, Filesystem& fs, const char* path, int flags, int, File** out) {
-  int n = lookup(path);
+long sys_open_op(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
+  int n = lookup(lk.path);
   if (n < 0) return (flags & O_CREAT) ? -EACCES : -ENOENT;
   if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
   SynthDirent ents[kNDirs];
@@ -56,18 +56,16 @@ long sys_open_op(Task& t, Filesystem& fs, const char* path, int flags, int, File
   return 0;
 }
 
-long sys_readlink_op(Task&, Filesystem&, const char* path, char*, size_t) {
-  return lookup(path) < 0 ? -ENOENT : -EINVAL;
+long sys_readlink_op(Task&, Filesystem&, Lookup& lk, char*, size_t) {
+  return lookup(lk.path) < 0 ? -ENOENT : -EINVAL;
 }
 
-long sys_access_op(Task& t, Filesystem& fs, const char* path, int, bool follow) {
+long sys_access_op(Task& t, Filesystem& fs, Lookup& lk, int) {
   struct stat st;
-  return sys_stat_op(t, fs, path, follow, &st);
+  return sys_stat_op(t, fs, lk, &st);
 }
 
-long sys_dir_path_op(Task&, Filesystem&, File&, char*, size_t) { return -ENOTDIR; }
-
-long sys_statfs_op(Task&, Filesystem&, const char*, struct statfs* out) {
+long sys_statfs_op(Task&, Filesystem&, Lookup&, struct statfs* out) {
   memset(out, 0, sizeof *out);
   out->f_type = 0x62656572;  // SYSFS_MAGIC
   out->f_bsize = 4096;
@@ -81,9 +79,12 @@ const FsOps kSysFsOps = {
     .stat = sys_stat_op,
     .readlink = sys_readlink_op,
     .access = sys_access_op,
-    .dir_path = sys_dir_path_op,
     .statfs = sys_statfs_op,
 };
+
+long sysfs_mount(Kernel& k, const char*, unsigned long, const char*, Filesystem** out) {
+  return sysfs_create(k.heap, out);
+}
 
 }  // namespace
 
@@ -91,9 +92,11 @@ long sysfs_create(Heap* heap, Filesystem** out) {
   Filesystem* fs = heap->make<Filesystem>();
   if (!fs) return -ENOMEM;
   fs->ops = &kSysFsOps;
-  fs->readonly = true;
+  fs->dev = kSysfsDev;
   *out = fs;
   return 0;
 }
+
+const FsType kSysFsType = {.name = "sysfs", .mount = sysfs_mount};
 
 }  // namespace flatux

@@ -5,6 +5,8 @@
 
 namespace flatux {
 
+extern const FsType kSysFsType;  // mount(2) type "sysfs"
+
 long sysfs_create(Heap* heap, Filesystem** out);
 
 }  // namespace flatux

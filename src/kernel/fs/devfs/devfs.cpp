@@ -74,7 +74,7 @@ long resolve(Lookup& lk, const DevNode** out, bool* root) {
   return rest.empty() ? 0 : -ENOTDIR;
 }
 
-long dev_stat(Task&, Filesystem&, Lookup& lk, struct stat* out) {
+long dev_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   bool root;
   const DevNode* n;
   long r = resolve(lk, &n, &root);
@@ -120,7 +120,7 @@ long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
   if (n->target) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
   if (flags & O_DIRECTORY) return -ENOTDIR;
   if (n->kernel_open) {
-    long r = n->kernel_open(t, flags, out);
+    r = n->kernel_open(t, flags, out);
     if (r != -ENOENT || !n->host) {
       if (r == 0) (*out)->fs = &fs;
       return r;
