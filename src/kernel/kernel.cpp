@@ -10,6 +10,7 @@
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
 #include "kernel/net/net.h"
+#include "kernel/printk.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
 #include "kernel/vfs/locks.h"
@@ -33,12 +34,21 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->locks = heap->make<LockTable>(heap);
   k->timers = heap->make<TimerService>();
   k->net = net_state_create(heap);
+  k->log = log_buffer_create(heap);
+  if (!k->vfs || !k->locks || !k->timers || !k->net || !k->log) {
+    heap->destroy();
+    return nullptr;
+  }
+  for (const FsType* type : {&kHostFsType, &kProcFsType, &kDevFsType}) k->vfs->register_type(type);
+  k->log->console_loglevel = cfg.boot.loglevel;
+  k->log->time = cfg.boot.printk_time;
+  k->mem.limit = cfg.boot.mem_bytes;
+  // Booting mounts what the command line asks for (kernel/boot/boot.cpp).
+  if (cfg.boot.enabled) return k;
   Filesystem* root = nullptr;
   Filesystem* proc = nullptr;
   Filesystem* dev = nullptr;
-  if (k->vfs)
-    for (const FsType* type : {&kHostFsType, &kProcFsType, &kDevFsType}) k->vfs->register_type(type);
-  if (!k->vfs || !k->locks || !k->timers || !k->net || hostfs_create(heap, cfg.root, &root) < 0 ||
+  if (hostfs_create(heap, cfg.root, &root) < 0 ||
       procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
       k->vfs->mount("/", root, &kHostFsType, cfg.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
                     cfg.root) < 0 ||

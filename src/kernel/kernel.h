@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "kernel/boot/boot_config.h"
 #include "kernel/heap.h"
 #include "kernel/lib/sync.h"
 #include "kernel/task/task.h"
@@ -16,6 +17,8 @@ class LockTable;
 class Vfs;
 struct TimerService;
 struct NetState;
+struct LogBuffer;
+struct Console;
 
 struct TextRange {
   uintptr_t start, end;
@@ -36,7 +39,24 @@ struct KernelConfig {
   bool fsgsbase = false;
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
+  BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
+
+// Guest memory charged against mem= (src/kernel/mm/mm.h says what counts).
+struct MemAccount {
+  std::atomic<uint64_t> used{0};
+  uint64_t limit = 0;  // 0: no limit of our own
+};
+
+// uname's node and domain names (sethostname, setdomainname).
+struct UtsNames {
+  KMutex lock;
+  char nodename[65] = "flatux";
+  char domainname[65] = "(none)";
+};
+
+// Why the kernel stopped (reboot(2) and host requests), for the launcher.
+enum class HaltReason : uint32_t { kNone, kInitExited, kPowerOff, kHalt, kRestart };
 
 constexpr int kMaxTasks = 4096;
 
@@ -59,10 +79,17 @@ struct Kernel {
 
   KMutex log_lock;
   KMutex gate_lock;
+  LogBuffer* log = nullptr;    // printk's ring buffer
+  Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
+  MemAccount mem;
+  UtsNames uts;
+  bool cad_enabled = true;     // reboot(2) CAD_ON/CAD_OFF
+  std::atomic<bool> shutdown_requested{false};  // the host asked for a power-off
 
   // Set when the kernel stops; the launcher's thread waits on it.
   std::atomic<uint32_t> halted{0};
   int exit_wait_status = 0;  // the first process's wait status
+  std::atomic<HaltReason> halt_reason{HaltReason::kNone};
 
   static Kernel* create(const KernelConfig& cfg);  // also creates the heap
   void destroy();

@@ -17,11 +17,10 @@
 #include <unistd.h>
 #include <vector>
 
-#include "host/entry.h"
-#include "host/seccomp.h"
 #include "kernel/kernel.h"
 #include "kernel/task/process.h"
-#include "launcher/boot_info.h"
+#include "launcher/boot_mode.h"
+#include "launcher/kernel_setup.h"
 #include "tools/mkimage/mkimage.h"
 
 extern char** environ;
@@ -101,30 +100,9 @@ int run(const RunOptions& o) {
   }
   cfg.root_readonly = o.readonly;
   cfg.net_none = o.net == "none";
-  if (!o.strace.empty()) {
-    cfg.strace_fd = o.strace == "-" ? fcntl(2, F_DUPFD_CLOEXEC, 3)
-                                    : open(o.strace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (cfg.strace_fd < 0) {
-      fprintf(stderr, "flatux: --strace=%s: %s\n", o.strace.c_str(), strerror(errno));
-      return 125;
-    }
-  }
-  if (!flatux::launcher::gather_boot_info(cfg)) return 125;
-  umask(0);  // the guest's umask is applied by the kernel
-
-  flatux::Kernel* k = flatux::Kernel::create(cfg);
-  if (!k) {
-    fprintf(stderr, "flatux: cannot create the kernel (heap or root filesystem)\n");
-    return 125;
-  }
-  if (long r = flatux::install_host_handlers(); r < 0) {
-    fprintf(stderr, "flatux: installing signal handlers: %s\n", strerror((int)-r));
-    return 125;
-  }
-  if (long r = flatux::install_syscall_filter(k->cfg.text, k->cfg.ntext); r < 0) {
-    fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
-    return 125;
-  }
+  if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
+  flatux::Kernel* k = flatux::launcher::start_kernel(cfg);
+  if (!k) return 125;
 
   install_forwarding();
   std::string prog = find_program(o);
@@ -173,6 +151,9 @@ int guest_argv_start(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  // Anything but a subcommand is a kernel command line: boot.
+  std::string_view first = argc > 1 ? argv[1] : "";
+  if (first != "run" && first != "mkimage") return flatux::launcher::boot_main(argc, argv);
   CLI::App app{"flatux: a user-mode no-MMU Linux kernel for unmodified x86_64 programs"};
   app.require_subcommand(1);
   RunOptions o;

@@ -149,6 +149,7 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   if ((r = copy_vector(ea, guest_envp, &ea.envp)) < 0) return r;
 
   Mm* mm = k.heap->make<Mm>(k.heap);
+  if (mm) mm->acct = &k.mem;
   ExecResult* res = k.heap->make<ExecResult>();
   if (!mm || !res) {
     k.heap->destroy_obj(mm);

@@ -2,10 +2,12 @@
 
 #include <linux/errno.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/kernel.h"
 
 namespace flatux {
 
@@ -21,6 +23,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
       host_flags |= MAP_FIXED_NOREPLACE;  // free space only, never another's memory
     }
   }
+  if (mm_chargeable(prot, kind) && !mm_charge_fits(mm, len)) return -ENOMEM;
   long r = host::sys(SYS_mmap, hint, len, prot, host_flags, host_fd, off);
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
@@ -28,6 +31,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
     host::sys(SYS_munmap, addr, len);
     return -ENOMEM;
   }
+  mm_recharge(mm);
   return (long)addr;
 }
 
@@ -38,7 +42,9 @@ long mm_unmap(Mm& mm, uintptr_t addr, size_t len) {
     uintptr_t e = r->end < end ? r->end : end;
     if (s < e) host::sys(SYS_munmap, s, e - s);
   }
-  return mm.regions.remove(addr, end) ? 0 : -ENOMEM;
+  bool ok = mm.regions.remove(addr, end);
+  mm_recharge(mm);
+  return ok ? 0 : -ENOMEM;
 }
 
 long mm_setup_brk(Mm& mm, uintptr_t after) {
@@ -92,6 +98,7 @@ void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp) {
     mm.regions.set_prot(mm.stack_low, want, PROT_NONE);
     mm.stack_low = want;
   }
+  mm_recharge(mm);
 }
 
 void mm_release(Mm& mm) {
@@ -99,6 +106,31 @@ void mm_release(Mm& mm) {
   for (const Region* r = mm.regions.first(); r; r = r->next)
     host::sys(SYS_munmap, r->start, r->end - r->start);
   mm.regions.clear();
+  mm_recharge(mm);
+}
+
+void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si) {
+  if (!acct.limit) return;
+  uint64_t unit = si->mem_unit ? si->mem_unit : 1;
+  uint64_t used = acct.used.load(std::memory_order_relaxed);
+  uint64_t free = (used < acct.limit ? acct.limit - used : 0) / unit;
+  si->totalram = acct.limit / unit;
+  if (si->freeram > free) si->freeram = free;
+  if (si->bufferram > si->freeram) si->bufferram = 0;
+}
+
+bool mm_charge_fits(const Mm& mm, uint64_t extra) {
+  if (!mm.acct || !mm.acct->limit) return true;
+  return mm.acct->used.load(std::memory_order_relaxed) + extra <= mm.acct->limit;
+}
+
+void mm_recharge(Mm& mm) {
+  if (!mm.acct) return;
+  uint64_t now = 0;
+  for (const Region* r = mm.regions.first(); r; r = r->next)
+    if (mm_chargeable(r->prot, r->kind)) now += r->end - r->start;
+  mm.acct->used.fetch_add(now - mm.charged, std::memory_order_relaxed);  // wraps to a decrease
+  mm.charged = now;
 }
 
 }  // namespace flatux

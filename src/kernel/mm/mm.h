@@ -7,6 +7,8 @@
 
 #include "kernel/task/task.h"
 
+struct sysinfo;
+
 namespace flatux {
 
 constexpr uintptr_t kPageSize = 4096;
@@ -34,5 +36,22 @@ long mm_setup_stack(Mm& mm, uint64_t limit);
 void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp);
 // Releases every region of the process back to the host.
 void mm_release(Mm& mm);
+
+// mem= accounting, like Linux's strict overcommit (Committed_AS): an Mm is
+// charged for its writable memory and its readable anonymous memory, what
+// the host may have to back; read-only file mappings are shared page cache
+// and free. Stacks count with their whole usable size (RLIMIT_STACK), as
+// there is no MMU to grow them on demand.
+//
+// Would `extra` more bytes fit under the limit? (mm.lock held)
+bool mm_charge_fits(const Mm& mm, uint64_t extra);
+// Recomputes the Mm's charge after its regions changed (mm.lock held).
+void mm_recharge(Mm& mm);
+// With a mem= limit, sysinfo's RAM figures describe that machine.
+void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si);
+// Is a mapping with this protection and kind charged?
+inline bool mm_chargeable(int prot, RegionKind kind) {
+  return (prot & 2 /*PROT_WRITE*/) || (prot != 0 && kind == kRegionAnon);
+}
 
 }  // namespace flatux

@@ -83,9 +83,12 @@ long sys_mprotect(Task& t, SyscallArgs a) {
   Mm& mm = *t.proc->mm;
   Guard g(mm.lock);
   if (!mm.regions.covers(a[0], a[0] + len)) return -ENOMEM;
+  if ((prot & PROT_WRITE) && !mm_charge_fits(mm, len)) return -ENOMEM;
   long r = host::sys(SYS_mprotect, a[0], len, prot & kProtMask);
   if (r < 0) return r;
-  return mm.regions.set_prot(a[0], a[0] + len, prot & kProtMask) ? 0 : -ENOMEM;
+  bool ok = mm.regions.set_prot(a[0], a[0] + len, prot & kProtMask);
+  mm_recharge(mm);
+  return ok ? 0 : -ENOMEM;
 }
 
 long sys_mremap(Task& t, SyscallArgs a) {
@@ -104,12 +107,14 @@ long sys_mremap(Task& t, SyscallArgs a) {
   if ((flags & MREMAP_FIXED) && !mm.regions.covers(new_addr, new_addr + new_len)) return -EINVAL;
   int prot = r->prot;
   RegionKind kind = r->kind;
+  if (new_len > old_len && mm_chargeable(prot, kind) && !mm_charge_fits(mm, new_len - old_len)) return -ENOMEM;
   long res = host::sys(SYS_mremap, old, old_len, new_len, flags, new_addr);
   if (res < 0 && res > -4096) return res;
   uintptr_t n = (uintptr_t)res;
   if (!(flags & MREMAP_DONTUNMAP)) mm.regions.remove(old, old + old_len);
-  if (!mm.regions.add(n, n + new_len, prot, kind)) return -ENOMEM;
-  return (long)n;
+  bool ok = mm.regions.add(n, n + new_len, prot, kind);
+  mm_recharge(mm);
+  return ok ? (long)n : -ENOMEM;
 }
 
 long sys_madvise(Task& t, SyscallArgs a) {
@@ -138,6 +143,7 @@ long sys_brk(Task& t, SyscallArgs a) {
   if (want < mm.brk_start || want > mm.brk_limit) return (long)mm.brk_cur;
   uintptr_t mapped = page_up(want);
   if (mapped > mm.brk_mapped) {
+    if (!mm_charge_fits(mm, mapped - mm.brk_mapped)) return (long)mm.brk_cur;
     if (host::sys(SYS_mprotect, mm.brk_mapped, mapped - mm.brk_mapped, PROT_READ | PROT_WRITE) < 0)
       return (long)mm.brk_cur;
     mm.regions.set_prot(mm.brk_mapped, mapped, PROT_READ | PROT_WRITE);
@@ -149,6 +155,7 @@ long sys_brk(Task& t, SyscallArgs a) {
   }
   mm.brk_mapped = mapped;
   mm.brk_cur = want;
+  mm_recharge(mm);
   return (long)want;
 }
 

@@ -10,6 +10,7 @@
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
 #include "kernel/time.h"
 
@@ -20,11 +21,14 @@ long sys_uname(Task& t, SyscallArgs a) {
   memset(&u, 0, sizeof u);
   // The machine and release are flatux's own identity, not the host's.
   copy_cstr(u.sysname, sizeof u.sysname, "Linux");
-  copy_cstr(u.nodename, sizeof u.nodename, "flatux");
+  {
+    Guard g(t.kernel->uts.lock);
+    copy_cstr(u.nodename, sizeof u.nodename, t.kernel->uts.nodename);
+    copy_cstr(u.domainname, sizeof u.domainname, t.kernel->uts.domainname);
+  }
   copy_cstr(u.release, sizeof u.release, "6.1.0-flatux");
   copy_cstr(u.version, sizeof u.version, "#1 SMP flatux " FLATUX_VERSION_STRING);
   copy_cstr(u.machine, sizeof u.machine, "x86_64");
-  copy_cstr(u.domainname, sizeof u.domainname, "(none)");
   return copy_to_user((void*)a[0], &u, sizeof u);
 }
 
@@ -32,6 +36,7 @@ long sys_sysinfo(Task& t, SyscallArgs a) {
   struct sysinfo host_si;
   long r = host::sys(SYS_sysinfo, &host_si);
   if (r < 0) return r;
+  mem_limit_sysinfo(t.kernel->mem, &host_si);
   struct sysinfo si;
   memset(&si, 0, sizeof si);
   si.uptime = (long)((monotonic_ns() - t.kernel->boot_ns) / 1000000000ull);

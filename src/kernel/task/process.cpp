@@ -73,6 +73,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     p->sibling = parent->children;
     parent->children = p;
     p->creds = parent->creds;
+    p->ctty = parent->ctty;
     memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
     memcpy(p->exe, parent->exe, sizeof p->exe);
     memcpy(p->comm, parent->comm, sizeof p->comm);
@@ -161,7 +162,7 @@ void forward_host_signal(Kernel& k, int sig) {
 }
 
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
-                const char** why) {
+                const char** why, File* console) {
   Process* p;
   Task* t;
   {
@@ -170,6 +171,7 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     p = pid < 0 ? nullptr : process_create_locked(k, nullptr, pid);
     if (!p) return -ENOMEM;
     p->mm = k.heap->make<Mm>(k.heap);
+    if (p->mm) p->mm->acct = &k.mem;
     p->files = k.heap->make<FdTable>(k.heap);
     p->fs = k.heap->make<FsContext>();
     p->sighand = k.heap->make<SigHand>();
@@ -179,15 +181,23 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     k.init = p;
     copy_cstr(p->fs->cwd, sizeof p->fs->cwd, k.cfg.cwd);
   }
-  install_stdio(k, *p);
+  if (console) {
+    for (int fd = 0; fd < 3; fd++) p->files->install_at(fd, console, false);
+  } else {
+    install_stdio(k, *p);
+  }
   ExecResult* res = k.heap->make<ExecResult>();
-  if (!res) return -ENOMEM;
-  // The loader runs on the launcher's thread here, before any guest code.
-  long r = exec_load(*t, *p->mm, path, argv, envp, res);
+  long r = res ? exec_load(*t, *p->mm, path, argv, envp, res) : -ENOMEM;
   if (r < 0) {
-    *why = res->why;
+    // The loader ran on the launcher's thread, before any guest code: the
+    // pid and the process go back, so another candidate can be pid 1.
+    if (res) *why = res->why;
     k.heap->destroy_obj(res);
-    mm_release(*p->mm);
+    Guard g(k.tasks_lock);
+    int pid = p->pid;
+    k.init = nullptr;
+    discard_unstarted_task_locked(*t);
+    if (k.next_pid == pid + 1) k.next_pid = pid;
     return r;
   }
   copy_cstr(p->exe, sizeof p->exe, res->exe);

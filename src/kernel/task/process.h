@@ -23,9 +23,10 @@ Task* find_task_locked(Kernel& k, int tid);
 // the host): it goes to the first process's process group.
 void forward_host_signal(Kernel& k, int sig);
 
-// Loads `path` into a new first process and starts its thread.
-// On failure returns -errno and, for ENOEXEC, sets *why.
+// Loads `path` into a new first process and starts its thread. Its
+// descriptors 0-2 are `console` when given, else the host's stdio streams.
+// On failure nothing is left behind; returns -errno and, for ENOEXEC, sets *why.
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
-                const char** why);
+                const char** why, File* console = nullptr);
 
 }  // namespace flatux

@@ -86,6 +86,7 @@ long sys_setsid(Task& t, SyscallArgs) {
   for (Task* x : k.tasks)
     if (x && x->proc->pgid == p.pid) return -EPERM;  // already a group leader
   p.sid = p.pgid = p.pid;
+  p.ctty = nullptr;  // a new session starts without a controlling terminal
   return p.pid;
 }
 

@@ -18,6 +18,8 @@ namespace flatux {
 struct Kernel;
 struct Process;
 struct Task;
+struct Tty;
+struct MemAccount;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -63,6 +65,8 @@ struct Mm {
   // instead of running into another mapping (there is no MMU to grow it).
   uintptr_t stack_floor = 0, stack_low = 0, stack_top = 0;
   uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
+  MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
+  uint64_t charged = 0;        // what this Mm has charged to it
 };
 
 struct FsContext {
@@ -85,6 +89,7 @@ enum class ProcState : uint8_t { kRunning, kZombie };
 struct Process {
   Kernel* kernel;
   int pid, pgid, sid;
+  Tty* ctty = nullptr;          // controlling terminal (inherited; dropped by setsid)
   Process* parent = nullptr;
   Process* children = nullptr;  // singly linked through `sibling`
   Process* sibling = nullptr;

@@ -12,22 +12,37 @@
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/printk_kmsg.h"
+#include "kernel/tty/console.h"
 #include "kernel/vfs/ops.h"
 #include "kernel/vfs/synth.h"
 
 namespace flatux {
 namespace {
 
+// A device the kernel implements itself (console, kmsg).
+using KernelDevOpen = long (*)(Task&, int flags, File**);
+
 struct DevNode {
   const char* name;
-  const char* host;    // host device opened for it, or nullptr for a link
+  const char* host;    // host device opened for it, or nullptr
   const char* target;  // symlink target
+  KernelDevOpen kernel_open = nullptr;
+  uint64_t rdev = 0;   // for kernel devices
 };
+
+// /dev/tty is the host's until the kernel has a console of its own.
+long open_tty(Task& t, int flags, File** out) {
+  if (!t.kernel->console) return -ENOENT;
+  return ctty_open(t, flags, out);
+}
 
 constexpr DevNode kNodes[] = {
     {"null", "/dev/null", nullptr},       {"zero", "/dev/zero", nullptr},
     {"full", "/dev/full", nullptr},       {"random", "/dev/random", nullptr},
-    {"urandom", "/dev/urandom", nullptr}, {"tty", "/dev/tty", nullptr},
+    {"urandom", "/dev/urandom", nullptr}, {"tty", "/dev/tty", nullptr, open_tty, (5 << 8) | 0},
+    {"console", nullptr, nullptr, console_open, (5 << 8) | 1},
+    {"kmsg", nullptr, nullptr, kmsg_open, (1 << 8) | 11},
     {"fd", nullptr, "/proc/self/fd"},     {"stdin", nullptr, "/proc/self/fd/0"},
     {"stdout", nullptr, "/proc/self/fd/1"}, {"stderr", nullptr, "/proc/self/fd/2"},
 };
@@ -59,7 +74,7 @@ long resolve(Lookup& lk, const DevNode** out, bool* root) {
   return rest.empty() ? 0 : -ENOTDIR;
 }
 
-long dev_stat(Task&, Filesystem&, Lookup& lk, struct stat* out) {
+long dev_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   bool root;
   const DevNode* n;
   long r = resolve(lk, &n, &root);
@@ -70,6 +85,11 @@ long dev_stat(Task&, Filesystem&, Lookup& lk, struct stat* out) {
   }
   if (n->target) {
     synth_stat(out, S_IFLNK | 0777, 2 + (n - kNodes), strlen(n->target), kDevfsDev);
+    return 0;
+  }
+  if (n->kernel_open && (!n->host || t.kernel->console)) {
+    synth_stat(out, S_IFCHR | 0620, 2 + (n - kNodes), 0, kDevfsDev);
+    out->st_rdev = n->rdev;
     return 0;
   }
   return host::sys(SYS_newfstatat, AT_FDCWD, n->host, out, 0);
@@ -99,6 +119,13 @@ long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
   }
   if (n->target) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
   if (flags & O_DIRECTORY) return -ENOTDIR;
+  if (n->kernel_open) {
+    r = n->kernel_open(t, flags, out);
+    if (r != -ENOENT || !n->host) {
+      if (r == 0) (*out)->fs = &fs;
+      return r;
+    }
+  }
   long fd = host::sys(SYS_openat, AT_FDCWD, n->host,
                       (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC | O_NOCTTY, 0);
   if (fd < 0) return fd;

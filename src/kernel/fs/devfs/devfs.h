@@ -1,7 +1,9 @@
 // devfs: the device nodes every program expects in /dev. The character
 // devices are the host's own harmless ones (null, zero, full, random,
-// urandom, tty), opened directly, so reads, writes, poll and mmap behave
-// exactly as they do on Linux.
+// urandom), opened directly, so reads, writes, poll and mmap behave
+// exactly as they do on Linux. console, tty (once the kernel has a console)
+// and kmsg are the kernel's own (src/kernel/tty/, src/kernel/printk_kmsg.cpp);
+// without a kernel console, tty is the host's.
 #pragma once
 #include "kernel/vfs/vfs.h"
 

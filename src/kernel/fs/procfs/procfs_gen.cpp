@@ -12,6 +12,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/mm.h"
 #include "kernel/task/process.h"
 #include "kernel/time.h"
 #include "kernel/vfs/vfs.h"
@@ -179,9 +180,10 @@ long host_file(SynthText& o, const char* path) {
   return 0;
 }
 
-void gen_meminfo(SynthText& o) {
+void gen_meminfo(SynthText& o, Kernel& k) {
   struct sysinfo si;
   host::sys(SYS_sysinfo, &si);
+  mem_limit_sysinfo(k.mem, &si);
   uint64_t unit = si.mem_unit ? si.mem_unit : 1;
   auto line = [&](const char* name, uint64_t bytes) {
     o.str(name);
@@ -226,7 +228,7 @@ const char* proc_pid_file_name(int i) { return kPidFiles[i].name; }
 long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
   Kernel& k = *t.kernel;
   switch (f) {
-    case ProcFile::kMeminfo: gen_meminfo(o); return 0;
+    case ProcFile::kMeminfo: gen_meminfo(o, k); return 0;
     case ProcFile::kCpuinfo: return host_file(o, "/proc/cpuinfo");
     case ProcFile::kUptime: {
       uint64_t up = monotonic_ns() - k.boot_ns;
@@ -247,14 +249,19 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
       return 0;
     case ProcFile::kGlobalMounts: case ProcFile::kMounts: gen_mounts(o, k, false); return 0;
     case ProcFile::kMountinfo: gen_mounts(o, k, true); return 0;
-    case ProcFile::kKernelCmdline: o.str("flatux\n"); return 0;
+    case ProcFile::kKernelCmdline:
+      o.str(k.cfg.boot.cmdline[0] ? k.cfg.boot.cmdline : "flatux").ch('\n');
+      return 0;
     case ProcFile::kGlobalStat: {
       Guard g(k.tasks_lock);
       gen_global_stat(o, k);
       return 0;
     }
-    case ProcFile::kHostname: o.str("flatux\n"); return 0;
-    case ProcFile::kDomainname: o.str("(none)\n"); return 0;
+    case ProcFile::kHostname: case ProcFile::kDomainname: {
+      Guard g(k.uts.lock);
+      o.str(f == ProcFile::kHostname ? k.uts.nodename : k.uts.domainname).ch('\n');
+      return 0;
+    }
     case ProcFile::kOsrelease: o.str("6.1.0-flatux\n"); return 0;
     case ProcFile::kOstype: o.str("Linux\n"); return 0;
     case ProcFile::kPidMax: o.str("4194304\n"); return 0;

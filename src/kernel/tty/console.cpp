@@ -1,0 +1,147 @@
+#include "kernel/tty/console.h"
+
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <linux/poll.h>
+#include <linux/termios.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "host/entry.h"
+#include "host/raw_syscall.h"
+#include "host/usercopy.h"
+#include "kernel/kernel.h"
+#include "kernel/signal/signal.h"
+#include "kernel/tty/tty.h"
+#include "kernel/vfs/file.h"
+#include "kernel/vfs/synth.h"
+
+namespace flatux {
+
+struct Console {
+  Tty tty;
+  int host_in = -1, host_out = -1;
+  bool terminal = false;
+};
+
+namespace {
+
+constexpr uint64_t kDevConsole = (5 << 8) | 1;  // makedev(5, 1)
+constexpr uint64_t kDevTty = (5 << 8) | 0;      // makedev(5, 0)
+
+Tty& tty_of(File& f) { return *static_cast<Tty*>(f.priv); }
+
+long con_read(Task& t, File& f, void* buf, size_t n) { return tty_read(t, tty_of(f), f, buf, n); }
+long con_write(Task& t, File& f, const void* buf, size_t n) { return tty_write(t, tty_of(f), f, buf, n); }
+long con_ioctl(Task& t, File& f, unsigned cmd, uint64_t arg) { return tty_ioctl(t, tty_of(f), f, cmd, arg); }
+short con_poll(Task&, File& f, short events) { return tty_poll(tty_of(f), events); }
+long con_stat(Task&, File& f, struct stat* st) {
+  synth_stat(st, S_IFCHR | 0620, f.priv_word == kDevTty ? 3 : 4, 0, 6);
+  st->st_rdev = f.priv_word;
+  return 0;
+}
+
+const FileOps kTtyOps = {
+    .read = con_read, .write = con_write, .pread = nullptr, .pwrite = nullptr, .lseek = nullptr,
+    .stat = con_stat, .getdents64 = nullptr, .ioctl = con_ioctl, .statfs = nullptr, .release = nullptr,
+    .poll = con_poll,
+};
+
+// Not a terminal: the host's stdin and stdout, byte for byte.
+Console& console_of(File& f) { return *static_cast<Console*>(f.priv); }
+long restartable(long r) { return r == -EINTR ? -ERESTARTSYS : r; }
+long pass_read(Task& t, File& f, void* buf, size_t n) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  return restartable(isys(t, SYS_read, console_of(f).host_in, buf, n));
+}
+long pass_write(Task& t, File& f, const void* buf, size_t n) {
+  if (!access_ok(buf, n)) return -EFAULT;
+  return restartable(isys(t, SYS_write, console_of(f).host_out, buf, n));
+}
+short pass_poll(Task&, File& f, short events) {
+  Console& c = console_of(f);
+  struct pollfd p[2] = {{c.host_in, (short)(events & POLLIN), 0}, {c.host_out, (short)(events & POLLOUT), 0}};
+  if (host::sys(SYS_poll, p, 2, 0) < 0) return 0;
+  return (short)((p[0].revents | p[1].revents) & (events | POLLERR | POLLHUP));
+}
+
+const FileOps kPassOps = {
+    .read = pass_read, .write = pass_write, .pread = nullptr, .pwrite = nullptr, .lseek = nullptr,
+    .stat = con_stat, .getdents64 = nullptr, .ioctl = nullptr, .statfs = nullptr, .release = nullptr,
+    .poll = pass_poll,
+};
+
+long open_on(Kernel& k, Console& c, int flags, uint64_t dev, File** out) {
+  uint32_t keep = (uint32_t)flags & (O_ACCMODE | O_NONBLOCK | O_APPEND);
+  File* f = file_alloc(k.heap, c.terminal ? &kTtyOps : &kPassOps, keep, -1);
+  if (!f) return -ENOMEM;
+  f->priv = c.terminal ? static_cast<void*>(&c.tty) : static_cast<void*>(&c);
+  f->priv_word = dev;
+  *out = f;
+  return 0;
+}
+
+}  // namespace
+
+long console_create(Kernel& k, int host_in, int host_out, bool terminal) {
+  Console* c = k.heap->make<Console>();
+  if (!c) return -ENOMEM;
+  c->host_in = host_in;
+  c->host_out = host_out;
+  c->terminal = terminal;
+  tty_init(c->tty, k, host_out);
+  if (terminal) {
+    struct winsize ws;
+    if (host::sys(SYS_ioctl, host_in, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) c->tty.ws = ws;
+  }
+  k.console = c;
+  return 0;
+}
+
+void console_receive(Kernel& k, const char* data, size_t n) {
+  if (k.console && k.console->terminal) tty_receive(k.console->tty, data, n);
+}
+
+void console_host_resized(Kernel& k) {
+  Console* c = k.console;
+  if (!c || !c->terminal) return;
+  struct winsize ws;
+  if (host::sys(SYS_ioctl, c->host_in, TIOCGWINSZ, &ws) == 0) tty_set_winsize(c->tty, ws);
+}
+
+bool console_write_kernel(Kernel& k, std::string_view text) {
+  Console* c = k.console;
+  if (!c) return false;
+  if (c->terminal) {
+    tty_write_kernel(c->tty, text.data(), text.size());
+    return true;
+  }
+  return false;  // passthrough: kernel messages keep going to the host's stderr
+}
+
+long console_open(Task& t, int flags, File** out) {
+  Console* c = t.kernel->console;
+  if (!c) return -ENXIO;
+  return open_on(*t.kernel, *c, flags, kDevConsole, out);
+}
+
+long console_open_initial(Kernel& k, File** out) {
+  if (!k.console) return -ENXIO;
+  return open_on(k, *k.console, O_RDWR, kDevConsole, out);
+}
+
+long ctty_open(Task& t, int flags, File** out) {
+  Console* c = t.kernel->console;
+  if (!c) return -ENXIO;
+  if (c->terminal) {
+    Tty* ctty;
+    {
+      Guard g(t.kernel->tasks_lock);
+      ctty = t.proc->ctty;
+    }
+    if (ctty != &c->tty) return -ENXIO;
+  }
+  return open_on(*t.kernel, *c, flags, kDevTty, out);
+}
+
+}  // namespace flatux

@@ -1,0 +1,26 @@
+// `flatux [OPTIONS] [PARAM...]`: the kernel command line in Linux/UML
+// syntax, parsed into the BootConfig the kernel boots from.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "kernel/boot/boot_config.h"
+
+namespace flatux::launcher {
+
+struct BootOptions {
+  std::string strace;  // "" off, "-" stderr, else a file
+  bool help = false;
+};
+
+// Parses argv[1..]. Returns false with a message in *error.
+bool parse_boot_command_line(const std::vector<std::string>& args, BootConfig* boot, BootOptions* opts,
+                             std::string* error);
+
+// Parses a mem= size: a number with an optional K, M or G (any case).
+bool parse_mem_size(const std::string& s, uint64_t* bytes);
+
+// The --help text of boot mode (parameters and options).
+std::string boot_help();
+
+}  // namespace flatux::launcher

@@ -1,0 +1,46 @@
+#include "launcher/kernel_setup.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host/entry.h"
+#include "host/seccomp.h"
+#include "launcher/boot_info.h"
+
+namespace flatux::launcher {
+
+bool open_strace(KernelConfig& cfg, const std::string& strace) {
+  if (strace.empty()) return true;
+  cfg.strace_fd = strace == "-" ? fcntl(2, F_DUPFD_CLOEXEC, 3)
+                                : open(strace.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (cfg.strace_fd < 0) {
+    fprintf(stderr, "flatux: --strace=%s: %s\n", strace.c_str(), strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+Kernel* start_kernel(KernelConfig& cfg) {
+  if (!gather_boot_info(cfg)) return nullptr;
+  umask(0);  // the guest's umask is applied by the kernel
+  Kernel* k = Kernel::create(cfg);
+  if (!k) {
+    fprintf(stderr, "flatux: cannot create the kernel (heap or root filesystem)\n");
+    return nullptr;
+  }
+  if (long r = install_host_handlers(); r < 0) {
+    fprintf(stderr, "flatux: installing signal handlers: %s\n", strerror((int)-r));
+    return nullptr;
+  }
+  if (long r = install_syscall_filter(k->cfg.text, k->cfg.ntext); r < 0) {
+    fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
+    return nullptr;
+  }
+  return k;
+}
+
+}  // namespace flatux::launcher

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Boots flatux with one static program as init, stdin not a terminal.
+
+    run_as_init.py --flatux FLATUX --prog PROG --work DIR [--expect-status N]
+                   [--expect-output TEXT]... -- PARAM...
+
+The hostfs root is a fresh folder holding only PROG as /init-prog; the
+kernel parameters follow `--` (init=/init-prog is added). Checks flatux's
+exit status and that each TEXT appears in its output.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flatux", required=True)
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--expect-status", type=int, default=0)
+    ap.add_argument("--expect-output", action="append", default=[])
+    ap.add_argument("params", nargs="*")
+    a = ap.parse_args()
+    root = os.path.join(a.work, "root")
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root)
+    shutil.copy2(a.prog, os.path.join(root, "init-prog"))
+    argv = [a.flatux, f"hostfs={root}", "init=/init-prog"] + a.params
+    r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=120)
+    out = r.stdout.decode(errors="replace")
+    print(out)
+    ok = True
+    if r.returncode != a.expect_status:
+        print(f"FAIL: exit status {r.returncode}, want {a.expect_status}")
+        ok = False
+    for text in a.expect_output:
+        if text not in out:
+            print(f"FAIL: no {text!r} in the output")
+            ok = False
+    print("ok" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
