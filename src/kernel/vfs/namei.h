@@ -32,10 +32,7 @@ long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op) {
     char inner[kPathMax];
     Mount* m = vfs.find(cur, inner, sizeof inner);
     if (!m) return -ENAMETOOLONG;
-    Lookup lk;
-    lk.path = inner;
-    lk.follow = follow;
-    lk.mount = m;
+    Lookup lk(inner, follow, m);
     r = op(lk);
     // A redirect not ours belongs to an enclosing walk (two-path calls).
     bool again = r == kRedirect && lk.redirected;

@@ -28,10 +28,7 @@ long stat_parent(Task& t, Lookup& lk, struct stat* st) {
   split_last(lk.path, &parent, &name);
   char dir[kPathMax];
   if (!copy_cstr(dir, sizeof dir, parent)) return -ENAMETOOLONG;
-  Lookup plk;
-  plk.path = dir;
-  plk.follow = true;
-  plk.mount = lk.mount;
+  Lookup plk(dir, true, lk.mount);
   Filesystem& fs = *lk.mount->fs;
   long r = fs.ops->stat(t, fs, plk, st);
   if (r != kRedirect) return r;

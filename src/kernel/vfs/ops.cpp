@@ -68,10 +68,7 @@ long step_dotdot(Task& t, char* cur, size_t n, int* hops) {
     char inner[kPathMax];
     Mount* m = vfs.find(prefix, inner, sizeof inner);
     if (!m) return -ENAMETOOLONG;
-    Lookup lk;
-    lk.path = inner;
-    lk.follow = true;
-    lk.mount = m;
+    Lookup lk(inner, true, m);
     struct stat st;
     long r = m->fs->ops->stat(t, *m->fs, lk, &st);
     if (r == kRedirect && lk.redirected) {

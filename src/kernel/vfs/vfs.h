@@ -32,9 +32,12 @@ constexpr long kRedirect = -4000;
 constexpr int kMaxSymlinks = 40;
 
 struct Lookup {
-  const char* path;        // absolute and normalised inside the filesystem: "/", "/a/b"
-  bool follow;             // follow a symlink in the last component
-  Mount* mount;            // the mount the path was reached through
+  Lookup() = default;
+  Lookup(const char* p, bool f, Mount* m) : path(p), follow(f), mount(m) {}
+
+  const char* path = nullptr;  // absolute and normalised inside the filesystem: "/", "/a/b"
+  bool follow = false;         // follow a symlink in the last component
+  Mount* mount = nullptr;      // the mount the path was reached through
   // Out, with kRedirect: an absolute target is a guest path; a relative one
   // is a path inside the same filesystem (it may contain "..").
   bool redirected = false;
