@@ -225,7 +225,9 @@ long send_one(Task& t, Sock& s, KIov& iov, uint64_t name, uint64_t namelen, uint
     km.msg_control = ctl.p;
     km.msg_controllen = controllen;
   }
-  long r = restartable(isys(t, SYS_sendmsg, s.f->host_fd, &km, flags | MSG_NOSIGNAL));
+  SockPriv* p = sock_priv(*s.f);
+  long r = p && p->netlink ? netlink_sendmsg(t, s.f->host_fd, km, flags)
+                           : restartable(isys(t, SYS_sendmsg, s.f->host_fd, &km, flags | MSG_NOSIGNAL));
   if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
     send_signal(*t.proc, &t, SIGPIPE, user_siginfo(t, SIGPIPE, SI_USER));
   return r;
