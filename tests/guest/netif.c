@@ -15,7 +15,9 @@
 #include <net/if_arp.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -177,6 +179,55 @@ static void find_lo_addr(struct nlmsghdr* h, void* arg) {
       *(int*)arg = (int)ifa->ifa_index;
 }
 
+// RTM_SETLINK of lo that changes nothing (no flags, no attributes),
+// acknowledged: the answer as one number, -errno of the send or of the
+// acknowledgement (0: done). Sent with send(), spliced from a pipe and
+// sent from a file with sendfile, it must be the same answer every way.
+static int setlink_answer(int how, uint32_t seq) {
+  int s = nl_open();
+  char buf[NLMSG_SPACE(sizeof(struct ifinfomsg))];
+  memset(buf, 0, sizeof buf);
+  struct nlmsghdr* h = (struct nlmsghdr*)buf;
+  h->nlmsg_len = NLMSG_LENGTH(sizeof(struct ifinfomsg));
+  h->nlmsg_type = RTM_SETLINK;
+  h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  h->nlmsg_seq = seq;
+  struct ifinfomsg* ifi = NLMSG_DATA(h);
+  ifi->ifi_family = AF_UNSPEC;
+  ifi->ifi_index = (int)if_nametoindex("lo");
+  ssize_t sent = -1;
+  if (how == 0) {
+    sent = send(s, buf, h->nlmsg_len, 0);
+  } else if (how == 1) {
+    int p[2];
+    REQUIRE(pipe(p) == 0, "pipe");
+    REQUIRE(write(p[1], buf, h->nlmsg_len) == (ssize_t)h->nlmsg_len, "fill the pipe");
+    sent = splice(p[0], NULL, s, NULL, h->nlmsg_len, 0);
+    close(p[0]);
+    close(p[1]);
+  } else {
+    char path[] = "/tmp/flatux-netif.XXXXXX";
+    int f = mkstemp(path);
+    REQUIRE(f >= 0, "mkstemp: %s", strerror(errno));
+    unlink(path);
+    REQUIRE(write(f, buf, h->nlmsg_len) == (ssize_t)h->nlmsg_len, "fill the file");
+    off_t off = 0;
+    sent = sendfile(s, f, &off, h->nlmsg_len);
+    close(f);
+  }
+  int answer = sent < 0 ? -errno : nl_reply(s, seq, NULL, NULL);
+  close(s);
+  return answer;
+}
+
+static void same_answer_every_way(void) {
+  printf("a change request sent, spliced and sendfile'd:\n");
+  int by_send = setlink_answer(0, 10), by_splice = setlink_answer(1, 11), by_sendfile = setlink_answer(2, 12);
+  printf("  answers: send %d, splice %d, sendfile %d\n", by_send, by_splice, by_sendfile);
+  CHECK(by_send == 0 || by_send == -EPERM, "send: %d", by_send);
+  CHECK(by_splice == by_send && by_sendfile == by_send, "the same answer every way");
+}
+
 static void rtnetlink(void) {
   printf("NETLINK_ROUTE:\n");
   int s = nl_open();
@@ -231,6 +282,7 @@ static void rtnetlink(void) {
   }
   CHECK_ERR(syscall(SYS_sendto, s, (void*)0x7e0000001000, 32, 0, NULL, 0), EFAULT);
   close(s);
+  same_answer_every_way();
 
   CHECK_ERR(socket(AF_NETLINK, SOCK_STREAM, NETLINK_ROUTE), ESOCKTNOSUPPORT);
 }

@@ -9,6 +9,7 @@
 #include "host/entry.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/net/net.h"
 #include "kernel/net/sock.h"
 
 namespace flatux {
@@ -73,6 +74,10 @@ File* sock_file_adopt(Heap* heap, int host_fd, uint32_t flags) {
 }
 
 bool is_sock_file(const File& f) { return f.ops == &kSockOps; }
+
+bool sock_checks_writes(const File& f) {
+  return is_sock_file(f) && static_cast<const SockPriv*>(f.priv)->netlink;
+}
 
 SockPriv* sock_priv(File& f) { return is_sock_file(f) ? static_cast<SockPriv*>(f.priv) : nullptr; }
 
