@@ -179,10 +179,38 @@ static void find_lo_addr(struct nlmsghdr* h, void* arg) {
       *(int*)arg = (int)ifa->ifa_index;
 }
 
+// The socket as another holder gets it: through SCM_RIGHTS (the original
+// is closed).
+static int passed_on(int s) {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0, "socketpair");
+  char ctl[CMSG_SPACE(sizeof(int))];
+  memset(ctl, 0, sizeof ctl);
+  struct iovec iov = {"s", 1};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+  struct cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &s, sizeof s);
+  REQUIRE(sendmsg(sv[0], &m, 0) == 1, "sendmsg SCM_RIGHTS: %s", strerror(errno));
+  close(s);
+  char ch;
+  struct iovec riov = {&ch, 1};
+  struct msghdr rm = {.msg_iov = &riov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+  REQUIRE(recvmsg(sv[1], &rm, 0) == 1 && CMSG_FIRSTHDR(&rm), "recvmsg SCM_RIGHTS: %s", strerror(errno));
+  int got;
+  memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&rm)), sizeof got);
+  close(sv[0]);
+  close(sv[1]);
+  return got;
+}
+
 // RTM_SETLINK of lo that changes nothing (no flags, no attributes),
 // acknowledged: the answer as one number, -errno of the send or of the
-// acknowledgement (0: done). Sent with send(), spliced from a pipe and
-// sent from a file with sendfile, it must be the same answer every way.
+// acknowledgement (0: done). Sent with send(), spliced from a pipe, sent
+// from a file with sendfile and sent on the socket passed through
+// SCM_RIGHTS, it must be the same answer every way.
 static int setlink_answer(int how, uint32_t seq) {
   int s = nl_open();
   char buf[NLMSG_SPACE(sizeof(struct ifinfomsg))];
@@ -205,6 +233,9 @@ static int setlink_answer(int how, uint32_t seq) {
     sent = splice(p[0], NULL, s, NULL, h->nlmsg_len, 0);
     close(p[0]);
     close(p[1]);
+  } else if (how == 3) {
+    s = passed_on(s);
+    sent = send(s, buf, h->nlmsg_len, 0);
   } else {
     char path[] = "/tmp/flatux-netif.XXXXXX";
     int f = mkstemp(path);
@@ -221,11 +252,12 @@ static int setlink_answer(int how, uint32_t seq) {
 }
 
 static void same_answer_every_way(void) {
-  printf("a change request sent, spliced and sendfile'd:\n");
+  printf("a change request sent, spliced, sendfile'd and sent by a receiver of the socket:\n");
   int by_send = setlink_answer(0, 10), by_splice = setlink_answer(1, 11), by_sendfile = setlink_answer(2, 12);
-  printf("  answers: send %d, splice %d, sendfile %d\n", by_send, by_splice, by_sendfile);
+  int passed = setlink_answer(3, 13);
+  printf("  answers: send %d, splice %d, sendfile %d, passed on %d\n", by_send, by_splice, by_sendfile, passed);
   CHECK(by_send == 0 || by_send == -EPERM, "send: %d", by_send);
-  CHECK(by_splice == by_send && by_sendfile == by_send, "the same answer every way");
+  CHECK(by_splice == by_send && by_sendfile == by_send && passed == by_send, "the same answer every way");
 }
 
 static void rtnetlink(void) {
