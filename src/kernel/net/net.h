@@ -11,4 +11,10 @@ struct NetState;
 // nullptr when out of memory.
 NetState* net_state_create(Heap* heap);
 
+struct File;
+// A socket whose writes the kernel must read before the host does
+// (netlink): sendfile and splice into it go through FileOps::write, never
+// host to host.
+bool sock_checks_writes(const File& f);
+
 }  // namespace flatux

@@ -31,6 +31,12 @@ constexpr size_t kTagLen = 8;  // abstract-name tag bytes
 
 struct NetState;
 
+// Who the peer is, in guest terms, as recorded when the connection was made.
+struct PeerCred {
+  int pid = 0;  // 0 when unknown
+  uint32_t uid = 0, gid = 0;
+};
+
 struct UnixName {
   std::atomic<int> refs{1};
   UnixName* next = nullptr;
@@ -40,20 +46,27 @@ struct UnixName {
   size_t guest_len = 0;    // bytes of the guest's sun_path, NUL included
   char host[kSunPathMax + 1]{};
   char guest[kSunPathMax + 1]{};
-  std::atomic<int> owner_pid{0};  // guest pid that bound it (or last listened on it)
+  PeerCred owner;  // who bound it (or last listened on it); guarded by NetState::lock
 };
+
+struct ConnectRecord;
+struct SockPriv;
 
 struct NetState {
   KMutex lock;
   UnixName* names = nullptr;  // every live bound path name
+  ConnectRecord* connects = nullptr;  // connected AF_UNIX clients not yet accepted (peercred.cpp)
   char tag[kTagLen];
+  Heap* heap = nullptr;
 };
 
 // A guest socket's kernel-side data (File::priv).
 struct SockPriv {
   UnixName* local = nullptr;   // its bound name, or its listener's when accepted
   UnixName* peer = nullptr;    // the name it connected to
-  std::atomic<int> peer_pid{0};  // the peer's guest pid when known, else 0
+  PeerCred peer_cred;          // guarded by NetState::lock
+  bool netlink = false;        // an AF_NETLINK socket: requests are checked (netlink.cpp)
+  NetState* connect_registry = nullptr;  // set once it has had a ConnectRecord
 };
 
 // A socket File over host socket `host_fd` (owned from then on: closed on
@@ -103,6 +116,26 @@ long unix_autobind(Task& t, int host_fd);
 
 // SO_PEERCRED / SCM_CREDENTIALS values from the host in guest terms.
 void peer_cred_to_guest(Task& t, File* sock, ucred& c);
+// The caller as a peer: its pid and effective ids.
+PeerCred peer_cred_of(Task& t);
+// A connected AF_UNIX stream or seqpacket client remembers who connected,
+// so that accept() can tell its peer (peercred.cpp).
+void connect_record(Task& t, File& client);
+// Drops the record of a client socket being released.
+void connect_forget(SockPriv* client);
+// Sets an accepted AF_UNIX socket's peer from the connecting guest's
+// record, when the client is a guest socket still open.
+void accept_find_peer(Task& t, File& accepted);
+
+// AF_NETLINK (NETLINK_ROUTE only, read-only): sends the message in `km`
+// (iovecs checked by access_ok, name and control in kernel memory) after
+// copying its data into kernel memory and refusing anything but queries.
+long netlink_sendmsg(Task& t, int host_fd, msghdr& km, int flags);
+// connect() destinations: only the host kernel itself.
+long netlink_check_dest(const sockaddr_storage& sa, socklen_t len);
+
+// ioctl on a socket: queue sizes and the interface queries (SIOCGIF*).
+long sock_ioctl(Task& t, File& f, unsigned cmd, uint64_t arg);
 
 // Installs a socket File as a new descriptor (drops the caller's reference).
 long install_file(Task& t, File* f, bool cloexec);

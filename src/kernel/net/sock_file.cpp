@@ -2,14 +2,14 @@
 // carries the names and peer facts the host cannot give back in guest terms.
 #include <fcntl.h>
 #include <linux/errno.h>
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "host/entry.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/net/net.h"
 #include "kernel/net/sock.h"
 
 namespace flatux {
@@ -22,6 +22,13 @@ long sock_read(Task& t, File& f, void* buf, size_t n) {
 
 long sock_write(Task& t, File& f, const void* buf, size_t n) {
   if (!access_ok(buf, n)) return -EFAULT;
+  if (static_cast<SockPriv*>(f.priv)->netlink) {
+    iovec v = {const_cast<void*>(buf), n};
+    msghdr m{};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    return netlink_sendmsg(t, f.host_fd, m, 0);
+  }
   // MSG_NOSIGNAL: the guest's SIGPIPE is raised by the write path, never
   // the host's.
   return restartable(isys(t, SYS_sendto, f.host_fd, buf, n, MSG_NOSIGNAL, 0, 0));
@@ -29,21 +36,10 @@ long sock_write(Task& t, File& f, const void* buf, size_t n) {
 
 long sock_stat(Task&, File& f, struct stat* out) { return host::sys(SYS_fstat, f.host_fd, out); }
 
-// Only queue-size queries, each an int written back through kernel memory.
-long sock_ioctl(Task&, File& f, unsigned cmd, uint64_t arg) {
-  switch (cmd) {
-    case FIONREAD: case SIOCOUTQ: case SIOCATMARK: case SIOCOUTQNSD: break;
-    default: return -ENOTTY;
-  }
-  int v = 0;
-  long r = host::sys(SYS_ioctl, f.host_fd, cmd, &v);
-  if (r < 0) return r;
-  return put_user((void*)arg, v) < 0 ? -EFAULT : r;
-}
-
 void sock_release(File& f) {
   auto* p = static_cast<SockPriv*>(f.priv);
   if (!p) return;
+  if (p->connect_registry) connect_forget(p);
   unix_name_put(f.heap, p->local);
   unix_name_put(f.heap, p->peer);
   f.heap->destroy_obj(p);
@@ -78,6 +74,10 @@ File* sock_file_adopt(Heap* heap, int host_fd, uint32_t flags) {
 }
 
 bool is_sock_file(const File& f) { return f.ops == &kSockOps; }
+
+bool sock_checks_writes(const File& f) {
+  return is_sock_file(f) && static_cast<const SockPriv*>(f.priv)->netlink;
+}
 
 SockPriv* sock_priv(File& f) { return is_sock_file(f) ? static_cast<SockPriv*>(f.priv) : nullptr; }
 

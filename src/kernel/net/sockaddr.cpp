@@ -89,7 +89,7 @@ long unix_path_to_bind(Task& t, const char* path, size_t path_len, HostAddr* out
   n->guest_len = path_len + 1;
   dir->get();
   n->dir = dir;
-  n->owner_pid.store(t.proc->pid);
+  n->owner = peer_cred_of(t);
   out->name = n;
   return 0;
 }
@@ -103,6 +103,7 @@ bool same_host(const UnixName* n, const char* host_path, size_t len) {
 NetState* net_state_create(Heap* heap) {
   NetState* ns = heap->make<NetState>();
   if (!ns) return nullptr;
+  ns->heap = heap;
   unsigned char rnd[kTagLen / 2];
   if (host::sys(SYS_getrandom, rnd, sizeof rnd, 0) != (long)sizeof rnd) {
     // No randomness: still a tag (names stay apart from plain host ones).

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <linux/netlink.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -149,9 +150,25 @@ File* adopt_received(Heap* heap, int hfd) {
   long fl = host::sys(SYS_fcntl, hfd, F_GETFL);
   uint32_t flags = fl < 0 ? O_RDWR : (uint32_t)fl & ~(uint32_t)(O_LARGEFILE | O_CLOEXEC);
   struct stat st;
-  if (host::sys(SYS_fstat, hfd, &st) == 0 && S_ISSOCK(st.st_mode))
-    return sock_file_adopt(heap, hfd, flags);
-  return hostfs_adopt_host_fd(heap, hfd, flags);
+  if (host::sys(SYS_fstat, hfd, &st) != 0 || !S_ISSOCK(st.st_mode)) return hostfs_adopt_host_fd(heap, hfd, flags);
+  // A netlink socket keeps its requests checked in its new holder's hands;
+  // one of another netlink family (from a host program) has no check to
+  // keep, so it is not taken. Failing to tell counts as netlink.
+  int domain = -1, protocol = -1;
+  socklen_t len = sizeof domain;
+  host::sys(SYS_getsockopt, hfd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
+  bool netlink = domain == AF_NETLINK || domain < 0;
+  if (netlink) {
+    len = sizeof protocol;
+    host::sys(SYS_getsockopt, hfd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len);
+    if (protocol != NETLINK_ROUTE) {
+      host::sys(SYS_close, hfd);
+      return nullptr;
+    }
+  }
+  File* f = sock_file_adopt(heap, hfd, flags);
+  if (f) sock_priv(*f)->netlink = netlink;
+  return f;
 }
 
 // Rewrites incoming control messages for the guest, in place: host
@@ -225,7 +242,9 @@ long send_one(Task& t, Sock& s, KIov& iov, uint64_t name, uint64_t namelen, uint
     km.msg_control = ctl.p;
     km.msg_controllen = controllen;
   }
-  long r = restartable(isys(t, SYS_sendmsg, s.f->host_fd, &km, flags | MSG_NOSIGNAL));
+  SockPriv* p = sock_priv(*s.f);
+  long r = p && p->netlink ? netlink_sendmsg(t, s.f->host_fd, km, flags)
+                           : restartable(isys(t, SYS_sendmsg, s.f->host_fd, &km, flags | MSG_NOSIGNAL));
   if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
     send_signal(*t.proc, &t, SIGPIPE, user_siginfo(t, SIGPIPE, SI_USER));
   return r;

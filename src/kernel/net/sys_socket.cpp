@@ -3,6 +3,7 @@
 // descriptor, with addresses translated both ways (sockaddr.cpp).
 #include <cstring>
 #include <fcntl.h>
+#include <linux/netlink.h>
 #include <linux/errno.h>
 #include <sys/syscall.h>
 
@@ -18,7 +19,9 @@ namespace {
 
 constexpr int kTypeFlags = SOCK_NONBLOCK | SOCK_CLOEXEC;
 
-bool family_ok(int domain) { return domain == AF_UNIX || domain == AF_INET || domain == AF_INET6; }
+bool family_ok(int domain) {
+  return domain == AF_UNIX || domain == AF_INET || domain == AF_INET6 || domain == AF_NETLINK;
+}
 
 // --net=none: the host's network is out of reach. socket() is refused as a
 // security policy refuses it (EACCES), so programs fail at once instead of
@@ -27,6 +30,13 @@ bool net_denied(Task& t, int domain) {
   return t.kernel->cfg.net_none && (domain == AF_INET || domain == AF_INET6);
 }
 bool type_ok(int type) { return type == SOCK_STREAM || type == SOCK_DGRAM || type == SOCK_SEQPACKET; }
+
+// Netlink: only NETLINK_ROUTE, as datagrams (SOCK_RAW and SOCK_DGRAM are
+// the same there).
+long netlink_type_check(int type, uint64_t protocol) {
+  if (type != SOCK_RAW && type != SOCK_DGRAM) return -ESOCKTNOSUPPORT;
+  return protocol == NETLINK_ROUTE ? 0 : -EPROTONOSUPPORT;
+}
 
 // The host socket behind a guest descriptor: EBADF for no descriptor,
 // ENOTSOCK for anything the host would not take as a socket.
@@ -72,6 +82,7 @@ long do_accept(Task& t, uint64_t fd, uint64_t guest_addr, uint64_t guest_lenp, u
       sock_priv(*nf)->local = n;
     }
   }
+  if (sa.ss_family == AF_UNIX) accept_find_peer(t, *nf);
   addr_to_guest(t, nf, sa, len);
   long gfd = install_file(t, nf, flags & SOCK_CLOEXEC);
   if (gfd < 0) return gfd;
@@ -102,12 +113,15 @@ long sys_socket(Task& t, SyscallArgs a) {
   int domain = (int)a[0], type = (int)a[1];
   if (type & ~(kTypeFlags | 0xf)) return -EINVAL;
   if (!family_ok(domain)) return -EAFNOSUPPORT;
-  if (!type_ok(type & 0xf)) return -ESOCKTNOSUPPORT;
+  long r = domain == AF_NETLINK ? netlink_type_check(type & 0xf, a[2])
+                                : type_ok(type & 0xf) ? 0 : -ESOCKTNOSUPPORT;
+  if (r < 0) return r;
   if (net_denied(t, domain)) return -EACCES;
   long hfd = host::sys(SYS_socket, domain, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, a[2]);
   if (hfd < 0) return hfd;
   File* f = sock_file_adopt(t.kernel->heap, (int)hfd, file_flags(type));
   if (!f) return -ENOMEM;
+  sock_priv(*f)->netlink = domain == AF_NETLINK;
   return install_file(t, f, type & SOCK_CLOEXEC);
 }
 
@@ -130,8 +144,7 @@ long sys_socketpair(Task& t, SyscallArgs a) {
     return -ENOMEM;
   }
   // Both ends belong to the caller until one is passed on.
-  sock_priv(*f0)->peer_pid.store(t.proc->pid);
-  sock_priv(*f1)->peer_pid.store(t.proc->pid);
+  sock_priv(*f0)->peer_cred = sock_priv(*f1)->peer_cred = peer_cred_of(t);
   bool cloexec = type & SOCK_CLOEXEC;
   int fds[2] = {t.proc->files->install(f0, cloexec), -1};
   if (fds[0] >= 0) fds[1] = t.proc->files->install(f1, cloexec);
@@ -180,7 +193,7 @@ long sys_listen(Task& t, SyscallArgs a) {
   // Connecting peers see the listener as the process that called listen().
   if (SockPriv* p = sock_priv(*s.f)) {
     Guard g(t.kernel->net->lock);
-    if (p->local) p->local->owner_pid.store(t.proc->pid);
+    if (p->local) p->local->owner = peer_cred_of(t);
   }
   return r;
 }
@@ -188,36 +201,48 @@ long sys_listen(Task& t, SyscallArgs a) {
 long sys_accept(Task& t, SyscallArgs a) { return do_accept(t, a[0], a[1], a[2], 0); }
 long sys_accept4(Task& t, SyscallArgs a) { return do_accept(t, a[0], a[1], a[2], a[3]); }
 
+namespace {
+
+// Remembers whom an AF_UNIX client reached, for getpeername and
+// SO_PEERCRED: the name as the host records it for the listener.
+void remember_peer(Task& t, File& sock, SockPriv* p) {
+  sockaddr_storage peer{};
+  socklen_t plen = sizeof peer;
+  if (host::sys(SYS_getpeername, sock.host_fd, &peer, &plen) < 0 || peer.ss_family != AF_UNIX ||
+      plen <= kSunPathOff)
+    return;
+  char host_path[kSunPathMax + 1] = {};
+  size_t hl = plen - kSunPathOff < kSunPathMax ? plen - kSunPathOff : kSunPathMax;
+  memcpy(host_path, reinterpret_cast<sockaddr_un*>(&peer)->sun_path, hl);
+  UnixName* n = unix_name_find(*t.kernel, host_path);
+  if (!n) return;
+  UnixName* old;
+  {
+    Guard g(t.kernel->net->lock);
+    old = p->peer;
+    p->peer = n;
+    p->peer_cred = n->owner;
+  }
+  unix_name_put(t.kernel->heap, old);
+}
+
+}  // namespace
+
 long sys_connect(Task& t, SyscallArgs a) {
   SockRef s(t, a[0]);
   if (s.err) return s.err;
   HostAddr ha;
   long r = addr_from_user(t, a[1], a[2], AddrUse::kConnect, &ha);
   if (r < 0) return r;
-  r = restartable(isys(t, SYS_connect, s.host(), &ha.sa, ha.len));
-  if (r < 0 || ha.sa.ss_family != AF_UNIX || ha.len <= kSunPathOff) return r;
   SockPriv* p = sock_priv(*s.f);
-  if (!p) return r;
-  // Remember whom we reached, for getpeername and SO_PEERCRED: the name
-  // as the host records it for the listener.
-  sockaddr_storage peer{};
-  socklen_t plen = sizeof peer;
-  if (host::sys(SYS_getpeername, s.host(), &peer, &plen) < 0 || peer.ss_family != AF_UNIX ||
-      plen <= kSunPathOff)
-    return r;
-  char host_path[kSunPathMax + 1] = {};
-  size_t hl = plen - kSunPathOff < kSunPathMax ? plen - kSunPathOff : kSunPathMax;
-  memcpy(host_path, reinterpret_cast<sockaddr_un*>(&peer)->sun_path, hl);
-  UnixName* n = unix_name_find(*t.kernel, host_path);
-  if (!n) return r;
-  UnixName* old;
-  {
-    Guard g(t.kernel->net->lock);
-    old = p->peer;
-    p->peer = n;
-    p->peer_pid.store(n->owner_pid.load());
-  }
-  unix_name_put(t.kernel->heap, old);
+  if (p && p->netlink && (r = netlink_check_dest(ha.sa, ha.len)) < 0) return r;
+  bool unix_path = ha.sa.ss_family == AF_UNIX && ha.len > kSunPathOff;
+  // Recorded before the host connects: the listener may accept at once.
+  if (unix_path && p) connect_record(t, *s.f);
+  r = restartable(isys(t, SYS_connect, s.host(), &ha.sa, ha.len));
+  if (r < 0 && unix_path && p && p->connect_registry) connect_forget(p);
+  if (r < 0 || !unix_path || !p) return r;
+  remember_peer(t, *s.f, p);
   return r;
 }
 

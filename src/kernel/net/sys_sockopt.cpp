@@ -5,6 +5,7 @@
 #include <linux/errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/netlink.h>
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
@@ -40,6 +41,12 @@ constexpr OptSpec kOpts[] = {
     {IPPROTO_TCP, TCP_CORK, 4, kBoth},      {IPPROTO_TCP, TCP_QUICKACK, 4, kBoth},
     {IPPROTO_IPV6, IPV6_V6ONLY, 4, kBoth},
     {IPPROTO_IP, IP_TOS, 4, kBoth},         {IPPROTO_IP, IP_TTL, 4, kBoth},
+    // Netlink: group membership (notifications are read-only) and the
+    // reply formats iproute2 asks for.
+    {SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, 4, kSet}, {SOL_NETLINK, NETLINK_DROP_MEMBERSHIP, 4, kSet},
+    {SOL_NETLINK, NETLINK_PKTINFO, 4, kBoth},       {SOL_NETLINK, NETLINK_BROADCAST_ERROR, 4, kBoth},
+    {SOL_NETLINK, NETLINK_NO_ENOBUFS, 4, kBoth},    {SOL_NETLINK, NETLINK_CAP_ACK, 4, kBoth},
+    {SOL_NETLINK, NETLINK_EXT_ACK, 4, kBoth},       {SOL_NETLINK, NETLINK_GET_STRICT_CHK, 4, kBoth},
 };
 
 const OptSpec* find_opt(int level, int name) {
@@ -55,27 +62,6 @@ long sock_host(Task& t, FdRef& f) {
 }
 
 }  // namespace
-
-// The peer's credentials in guest terms. Every guest is one host process,
-// so the host can only say "a guest of this kernel": the guest pid is the
-// one the socket recorded (socketpair's creator, a listener reached by
-// connect), else 0, as Linux reports a peer in a pid namespace it cannot
-// map. Guests all share one set of credentials. A peer outside flatux
-// shows as pid 0 and the overflow uid/gid: its host identity is not the
-// guest's business.
-void peer_cred_to_guest(Task& t, File* sock, ucred& c) {
-  if (c.pid == 0) return;  // no peer
-  if (c.pid == t.kernel->host_pid) {
-    SockPriv* p = sock ? sock_priv(*sock) : nullptr;
-    c.pid = p ? p->peer_pid.load() : 0;
-    c.uid = t.proc->creds.euid;
-    c.gid = t.proc->creds.egid;
-  } else {
-    c.pid = 0;
-    c.uid = 65534;
-    c.gid = 65534;
-  }
-}
 
 long sys_setsockopt(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);

@@ -6,6 +6,7 @@
 
 #include "host/entry.h"
 #include "host/raw_syscall.h"
+#include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/frame.h"
 #include "kernel/task/exit.h"
@@ -153,6 +154,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
     }
     q.set |= sigbit(sig);
     p.sig_queued.fetch_add(1, std::memory_order_release);
+    virtual_wait_wake_locked(p, target);  // signalfd pollers
     if (sig == SIGKILL) {
       wake_all = true;
     } else if (target) {

@@ -10,6 +10,7 @@
 #include "host/entry.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/mm/mm.h"
@@ -181,6 +182,7 @@ void reap_dead_tasks(Kernel& k) {
     if (t->host_tid.load() == 0) {
       *link = t->dead_next;
       kstack_release(*t);
+      virtual_wait_release(*t);
       k.heap->destroy_obj(t);
     } else {
       link = &t->dead_next;

@@ -153,6 +153,12 @@ struct Task {
   // kernel watch it too (host/entry.h: interruptible host calls).
   std::atomic<uint32_t> notify{0};
   bool exit_requested = false;   // group exit or exec in another thread
+  // While the task waits in poll/select/epoll on a file without a host
+  // descriptor (signalfd), `virtual_waiting` is set and send_signal writes
+  // the task's host eventfd `wake_fd` (made on first use, closed when the
+  // task is freed), which the wait includes (fs/anon/virtual_wait.h).
+  std::atomic<uint32_t> virtual_waiting{0};
+  int wake_fd = -1;
 
   // For syscalls restarted after a handler-less interruption (nanosleep).
   uint64_t restart_deadline_ns = 0;

@@ -16,6 +16,7 @@
 #include "host/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/kernel.h"
+#include "kernel/net/net.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
@@ -96,7 +97,7 @@ long sys_sendfile(Task& t, SyscallArgs a) {
   if (off.present() && off.value < 0) return -EINVAL;
   size_t count = a[3] < kMaxCount ? a[3] : kMaxCount;
   long r;
-  if (in->host_fd >= 0 && out->host_fd >= 0) {
+  if (in->host_fd >= 0 && out->host_fd >= 0 && !sock_checks_writes(*out)) {
     r = restartable(isys(t, SYS_sendfile, out->host_fd, in->host_fd, off.ptr(), count));
   } else {
     r = copy_through(t, *in, off.ptr(), *out, nullptr, count);
@@ -140,7 +141,7 @@ long sys_splice(Task& t, SyscallArgs a) {
   if (off_in.load() < 0 || off_out.load() < 0) return -EFAULT;
   size_t count = a[4] < kMaxCount ? a[4] : kMaxCount;
   long r;
-  if (in->host_fd >= 0 && out->host_fd >= 0) {
+  if (in->host_fd >= 0 && out->host_fd >= 0 && !sock_checks_writes(*out)) {
     r = restartable(isys(t, SYS_splice, in->host_fd, off_in.ptr(), out->host_fd, off_out.ptr(), count, a[5]));
   } else {
     r = copy_through(t, *in, off_in.ptr(), *out, off_out.ptr(), count);

@@ -1,6 +1,7 @@
-// poll, ppoll, select, pselect6 -- first cut: every open file here is
-// backed by a host descriptor, so readiness is the host's, asked with one
-// interruptible ppoll over the translated descriptors.
+// poll, ppoll, select, pselect6: readiness is the host's, asked with one
+// interruptible ppoll over the translated descriptors. Files without a host
+// descriptor (signalfd) answer FileOps::poll, and the host call then also
+// waits on the task's wake eventfd (fs/anon/virtual_wait.h).
 #include <cstring>
 #include <ctime>
 #include <linux/errno.h>
@@ -10,6 +11,7 @@
 
 #include "host/entry.h"
 #include "host/usercopy.h"
+#include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
 #include "kernel/signal/wait_mask.h"
@@ -24,7 +26,7 @@ constexpr int kMaxPollFds = FdTable::kMaxFds;
 
 struct PollSet {
   Heap* heap;
-  pollfd* host = nullptr;   // what the host polls
+  pollfd* host = nullptr;   // what the host polls; one more slot for the wake eventfd
   File** files = nullptr;   // the files, for the duration
   bool* owned = nullptr;    // which entries of `files` hold a reference
   int n = 0;
@@ -38,7 +40,7 @@ struct PollSet {
   }
   bool init(int count) {
     size_t c = count ? (size_t)count : 1;
-    host = static_cast<pollfd*>(heap->alloc(sizeof(pollfd) * c));
+    host = static_cast<pollfd*>(heap->alloc(sizeof(pollfd) * (c + 1)));
     files = static_cast<File**>(heap->alloc(sizeof(File*) * c));
     owned = static_cast<bool*>(heap->alloc(c));
     if (!host || !files || !owned) return false;
@@ -61,9 +63,10 @@ struct PollSet {
   bool virtual_file(int i) const { return files[i] && files[i]->host_fd < 0 && files[i]->ops->poll; }
 };
 
-// Waits until a host descriptor is ready, the deadline passes (0: don't
-// wait, UINT64_MAX: forever) or a signal arrives. Returns the host's count.
-long host_wait(Task& t, PollSet& ps, uint64_t deadline) {
+// Waits until one of the first `n` host descriptors is ready, the deadline
+// passes (0: don't wait, UINT64_MAX: forever) or a signal arrives. Returns
+// the host's count.
+long host_wait(Task& t, PollSet& ps, int n, uint64_t deadline) {
   timespec rel{}, *tsp = nullptr;
   if (deadline != UINT64_MAX) {
     uint64_t now = monotonic_ns();
@@ -71,32 +74,45 @@ long host_wait(Task& t, PollSet& ps, uint64_t deadline) {
     rel = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
     tsp = &rel;
   }
-  long r = isys(t, SYS_ppoll, ps.host, ps.n, tsp, 0, 8);
+  long r = isys(t, SYS_ppoll, ps.host, n, tsp, 0, 8);
   return r == -EINTR ? -ERESTARTNOHAND : r;
 }
 
-// As host_wait, counting files without a host descriptor too. Those are
-// asked between short host waits: nothing wakes the host for them.
+// Asks the virtual files; returns how many are ready.
+long poll_virtual(Task& t, PollSet& ps) {
+  long ready = 0;
+  for (int i = 0; i < ps.n; i++) {
+    if (!ps.virtual_file(i)) continue;
+    pollfd& p = ps.host[i];
+    p.revents = ps.files[i]->ops->poll(t, *ps.files[i], p.events) & (p.events | POLLERR | POLLHUP | POLLNVAL);
+    if (p.revents) ready++;
+  }
+  return ready;
+}
+
+// As host_wait, counting files without a host descriptor too. Their
+// wake-ups come through the task's wake eventfd, in the extra slot; if
+// none could be made, they are asked between 5 ms host waits.
 long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
-  if (!ps.nvirtual) return host_wait(t, ps, deadline);
+  if (!ps.nvirtual) return host_wait(t, ps, ps.n, deadline);
   constexpr uint64_t kSliceNs = 5000000;
+  VirtualWait vw(t);
+  vw.arm();
+  ps.host[ps.n] = {vw.fd(), POLLIN, 0};
   for (;;) {
-    long vready = 0;
-    for (int i = 0; i < ps.n; i++)
-      if (ps.virtual_file(i) && ps.files[i]->ops->poll(t, *ps.files[i], ps.host[i].events)) vready++;
+    vw.drain();
+    long vready = poll_virtual(t, ps);
+    uint64_t until = vready ? 0 : deadline;
     uint64_t now = monotonic_ns();
-    uint64_t until = vready ? 0 : (deadline - now > kSliceNs ? now + kSliceNs : deadline);
+    if (vw.fd() < 0 && !vready && deadline - now > kSliceNs) until = now + kSliceNs;
     if (deadline <= now) until = 0;
-    long r = host_wait(t, ps, until);
+    long r = host_wait(t, ps, ps.n + 1, until);
     if (r < 0) return r;
-    if (r || vready) {
-      for (int i = 0; i < ps.n; i++)
-        if (ps.virtual_file(i))
-          ps.host[i].revents = ps.files[i]->ops->poll(t, *ps.files[i], ps.host[i].events) &
-                               (ps.host[i].events | POLLERR | POLLHUP | POLLNVAL);
-      return r + vready;
-    }
-    if (until == 0 || monotonic_ns() >= deadline) return 0;
+    if (ps.host[ps.n].revents) r--;  // the wake-up itself is no event
+    // The host cleared the virtual entries' revents: ask again.
+    long v = poll_virtual(t, ps);
+    if (r || v) return r + v;
+    if (monotonic_ns() >= deadline) return 0;
   }
 }
 

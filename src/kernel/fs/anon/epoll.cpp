@@ -2,13 +2,15 @@
 // descriptor; the guest's epoll_data is stored in the host instance as it
 // is, so what epoll_wait returns needs no translation. Files without a host
 // descriptor that answer FileOps::poll (signalfd) are kept on a kernel-side
-// list instead and asked between short host waits, as poll/select do;
-// files that answer neither way cannot be watched (EPERM, as Linux gives
-// for files that do not support polling).
+// list instead; while it is not empty, a wait asks them and then waits on
+// the host instance and the task's wake eventfd together, as poll/select
+// do (virtual_wait.h). Files that answer neither way cannot be watched
+// (EPERM, as Linux gives for files that do not support polling).
 #include <climits>
 #include <ctime>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +19,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/anon/anon.h"
+#include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/signal/wait_mask.h"
 #include "kernel/syscalls.h"
 #include "kernel/time.h"
@@ -26,7 +29,7 @@ namespace flatux {
 namespace {
 
 constexpr uint64_t kForever = UINT64_MAX;
-constexpr uint64_t kSliceNs = 5000000;  // host wait slice while virtual files are watched
+constexpr uint64_t kSliceNs = 5000000;  // host wait slice when no wake eventfd could be made
 constexpr uint32_t kModeBits = EPOLLET | EPOLLONESHOT | EPOLLEXCLUSIVE | EPOLLWAKEUP;
 
 // A watched file without a host descriptor. It holds a reference: nothing
@@ -148,6 +151,32 @@ bool has_virtual(EpollPriv* ep) {
   return ep->members != nullptr;
 }
 
+int ms_until(uint64_t until) {
+  if (until == kForever) return -1;
+  uint64_t now = monotonic_ns();
+  uint64_t left = until > now ? until - now : 0;
+  uint64_t lms = (left + 999999) / 1000000;
+  return lms > INT_MAX ? INT_MAX : (int)lms;
+}
+
+// With virtual members and none ready: waits for the host instance to have
+// events, a wake-up for the virtual ones, `until` or a guest signal.
+// Returns 1 when the host instance is ready, 0 otherwise, or -EINTR.
+long wait_host_or_wake(Task& t, int host_epfd, const VirtualWait& vw, uint64_t until) {
+  uint64_t now = monotonic_ns();
+  if (vw.fd() < 0 && (until == kForever || until - now > kSliceNs)) until = now + kSliceNs;
+  pollfd p[2] = {{host_epfd, POLLIN, 0}, {vw.fd(), POLLIN, 0}};
+  timespec rel{}, *tsp = nullptr;
+  if (until != kForever) {
+    uint64_t left = until > now ? until - now : 0;
+    rel = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+    tsp = &rel;
+  }
+  long r = isys(t, SYS_ppoll, p, 2, tsp, 0, 8);
+  if (r < 0) return r;
+  return p[0].revents ? 1 : 0;
+}
+
 // Waits on the host instance until an event, the deadline or a guest
 // signal (EINTR: epoll_wait is never restarted, as on Linux). The host
 // writes the events straight into the checked guest array.
@@ -158,25 +187,27 @@ long do_wait(Task& t, uint64_t epfd, uint64_t events, uint64_t maxevents, uint64
   if (!ep) return -EBADF;
   if (ep->host_fd < 0) return -EINVAL;
   EpollPriv* vp = epoll_priv(*ep);
+  VirtualWait vw(t);
   for (;;) {
     // Virtual members first: they are ready without waiting on the host.
     bool virt = has_virtual(vp);
+    if (virt) vw.arm();
+    vw.drain();
     long vn = virt ? collect_virtual(t, *vp, events, 0, (long)maxevents) : 0;
     if (vn < 0) return vn;
     uint64_t until = vn ? 0 : deadline;
     if (virt && !vn) {
-      uint64_t now = monotonic_ns();
-      if (deadline > now && deadline - now > kSliceNs) until = now + kSliceNs;
-    }
-    long ms = -1;
-    if (until != kForever) {
-      uint64_t now = monotonic_ns();
-      uint64_t left = until > now ? until - now : 0;
-      uint64_t lms = (left + 999999) / 1000000;
-      ms = lms > INT_MAX ? INT_MAX : (long)lms;
+      long w = wait_host_or_wake(t, ep->host_fd, vw, deadline);
+      if (w == -EINTR && t.notify.load()) return -EINTR;
+      if (w < 0 && w != -EINTR) return w;
+      if (w <= 0) {
+        if (deadline != kForever && monotonic_ns() >= deadline) return 0;
+        continue;  // a wake-up (or a stale kick): ask the virtual members again
+      }
+      until = 0;  // the host instance has events: take them
     }
     long r = isys(t, SYS_epoll_pwait, ep->host_fd, (char*)events + vn * sizeof(epoll_event),
-                  maxevents - (uint64_t)vn, ms, 0, 8);
+                  maxevents - (uint64_t)vn, ms_until(until), 0, 8);
     if (r == -EINTR) {
       if (vn) return vn;
       if (t.notify.load()) return -EINTR;

@@ -3,7 +3,8 @@
 // reading thread's and its process's pending sets, as Linux does; a
 // blocking read sleeps on the process's "signal queued" counter, which
 // send_signal bumps for blocked signals too (they set no notify word).
-// poll, select and epoll ask FileOps::poll between short host waits.
+// poll, select and epoll ask FileOps::poll and are woken through
+// virtual_wait.h.
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
@@ -15,6 +16,7 @@
 
 #include "host/entry.h"
 #include "host/usercopy.h"
+#include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
@@ -144,6 +146,8 @@ long do_signalfd(Task& t, uint64_t fd, uint64_t guest_mask, uint64_t size, uint6
     // A reader asleep on the old mask looks again.
     t.proc->sig_queued.fetch_add(1);
     futex_wake(&t.proc->sig_queued, 1 << 30);
+    Guard g(t.proc->siglock);
+    virtual_wait_wake_locked(*t.proc, nullptr);
     return (long)(int)fd;
   }
   File* f = file_alloc(t.kernel->heap, &kSignalfdOps, O_RDWR | ((flags & SFD_NONBLOCK) ? O_NONBLOCK : 0), -1);
