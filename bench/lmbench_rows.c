@@ -127,7 +127,7 @@ static const char* env_or(const char* name, const char* dflt) {
 
 // ---------------------------------------------------------------- rows
 //
-// Each row has an optional setup (untimed, may fork a partner process), the
+// Each row has an optional setup (untimed, may start a partner process), the
 // timed body running ITERS operations, and an optional teardown. All return
 // 0 or -1 with `why` filled in.
 
@@ -325,32 +325,91 @@ static int run_fork_execve(long iters) { return run_execve(iters, 0); }
 static int run_vfork_execve(long iters) { return run_execve(iters, 1); }
 
 // --- ping-pong latency: one byte there and back per operation (a round
-// trip, as lmbench reports it) between this process and a forked partner.
+// trip, as lmbench reports it) between this process and a partner process.
+//
+// The partner is this program again, started by vfork+execve with the
+// descriptors it serves on its command line (fork+execve where there is no
+// vfork), not a plain fork: a no-MMU kernel has no fork, and the steady
+// state being timed is the same either way.
 
-static void echo_loop(int in, int out) {
+static int echo_loop(int in, int out) {
   char c;
   for (;;) {
     ssize_t r = read(in, &c, 1);
-    if (r == 0) _exit(0);
+    if (r == 0) return 0;
     if (r < 0) {
       if (errno == EINTR) continue;
-      _exit(1);
+      return 1;
     }
-    if (write(out, &c, 1) != 1) _exit(1);
+    if (write(out, &c, 1) != 1) return 1;
   }
+}
+
+// Pipe bandwidth's partner: 64 KiB chunks without pause until the reader
+// closes (EPIPE; SIGPIPE is ignored, inherited from the parent).
+#define BW_CHUNK (64 * 1024)
+static char bw_buf[BW_CHUNK];
+
+static int write_loop(int out) {
+  memset(bw_buf, 'b', sizeof bw_buf);
+  for (;;)
+    if (write(out, bw_buf, sizeof bw_buf) < 0 && errno != EINTR) return 0;
+}
+
+// Starts "lmbench_rows <mode> <fd>...": the partner closes the descriptors
+// after "--", which are the parent's ends.
+static int start_partner(const char* mode, const int* serve, int nserve, const int* ours,
+                         int nours) {
+  char nums[8][16];
+  char* argv[12];
+  int n = 0;
+  argv[n++] = "lmbench_rows";
+  argv[n++] = (char*)mode;
+  for (int i = 0; i < nserve; i++) {
+    snprintf(nums[i], sizeof nums[i], "%d", serve[i]);
+    argv[n++] = nums[i];
+  }
+  argv[n++] = "--";
+  for (int i = 0; i < nours; i++) {
+    snprintf(nums[nserve + i], sizeof nums[0], "%d", ours[i]);
+    argv[n++] = nums[nserve + i];
+  }
+  argv[n] = NULL;
+  fflush(stdout);
+  // A vfork child shares our memory until it execs, so it can leave the
+  // errno of a failed exec here for the parent to report.
+  static volatile int exec_errno;
+  exec_errno = 0;
+  pid_t pid = vfork();
+  if (pid < 0 && errno == ENOSYS) pid = fork();
+  if (pid < 0) return fail("vfork and fork");
+  if (pid == 0) {
+    execve(self_path, argv, environ);
+    exec_errno = errno;
+    _exit(127);
+  }
+  if (exec_errno) {
+    waitpid(pid, NULL, 0);
+    return fail_err("execve of the partner", exec_errno);
+  }
+  partner = pid;
+  return 0;
+}
+
+static int partner_main(int argc, char** argv) {
+  int fds[4], n = 0, i = 2;
+  for (; i < argc && strcmp(argv[i], "--") != 0 && n < 4; i++) fds[n++] = atoi(argv[i]);
+  for (i++; i < argc; i++) close(atoi(argv[i]));
+  if (strcmp(argv[1], "partner-echo") == 0 && n == 2) return echo_loop(fds[0], fds[1]);
+  if (strcmp(argv[1], "partner-write") == 0 && n == 1) return write_loop(fds[0]);
+  return 2;
 }
 
 static int setup_pipe_lat(void) {
   int there[2], back[2];
   if (pipe(there) || pipe(back)) return fail("pipe");
-  fflush(stdout);
-  partner = fork();
-  if (partner < 0) return fail("fork");
-  if (partner == 0) {
-    close(there[1]);
-    close(back[0]);
-    echo_loop(there[0], back[1]);
-  }
+  int serve[] = {there[0], back[1]}, ours[] = {there[1], back[0]};
+  if (start_partner("partner-echo", serve, 2, ours, 2)) return -1;
   close(there[0]);
   close(back[1]);
   fd_a = there[1];
@@ -361,13 +420,8 @@ static int setup_pipe_lat(void) {
 static int setup_unix_lat(void) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) return fail("socketpair(AF_UNIX)");
-  fflush(stdout);
-  partner = fork();
-  if (partner < 0) return fail("fork");
-  if (partner == 0) {
-    close(sv[0]);
-    echo_loop(sv[1], sv[1]);
-  }
+  int serve[] = {sv[1], sv[1]}, ours[] = {sv[0]};
+  if (start_partner("partner-echo", serve, 2, ours, 1)) return -1;
   close(sv[1]);
   fd_a = fd_b = sv[0];
   return 0;
@@ -399,22 +453,11 @@ static int teardown_partner(void) {
 // operation is reading one chunk's worth. The driver turns the time into
 // MiB/s.
 
-#define BW_CHUNK (64 * 1024)
-static char bw_buf[BW_CHUNK];
-
 static int setup_pipe_bw(void) {
   int p[2];
   if (pipe(p)) return fail("pipe");
-  fflush(stdout);
-  partner = fork();
-  if (partner < 0) return fail("fork");
-  if (partner == 0) {
-    close(p[0]);
-    memset(bw_buf, 'b', sizeof bw_buf);
-    // Ends by SIGPIPE or EPIPE once the reader closes.
-    for (;;)
-      if (write(p[1], bw_buf, sizeof bw_buf) < 0 && errno != EINTR) _exit(0);
-  }
+  int serve[] = {p[1]}, ours[] = {p[0]};
+  if (start_partner("partner-write", serve, 1, ours, 1)) return -1;
   close(p[1]);
   fd_a = p[0];
   return 0;
@@ -434,7 +477,8 @@ static int teardown_pipe_bw(void) {
   int st;
   while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
   }
-  return 0;  // killed by SIGPIPE is the expected end
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 127) return failf("partner: execve %s failed", self_path);
+  return 0;
 }
 
 // --- thread create + join.
@@ -547,10 +591,21 @@ static void usage(void) {
 }
 
 int main(int argc, char** argv) {
+  // The partner re-executes this program; without a path in argv[0] the
+  // kernel's name for it is the next best.
+  static char exe[PATH_MAX];
   self_path = argv[0] ? argv[0] : "lmbench_rows";
+  if (!strchr(self_path, '/')) {
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      exe[n] = 0;
+      self_path = exe;
+    }
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
   // A partner that died must show as an error from write, not kill us.
   signal(SIGPIPE, SIG_IGN);
+  if (argc >= 2 && strncmp(argv[1], "partner-", 8) == 0) return partner_main(argc, argv);
   if (argc < 2 || argc > 4) {
     usage();
     return 2;
