@@ -6,11 +6,18 @@
 //
 // Usage: lmbench_rows ROW [ITERS [REPS]]
 //        lmbench_rows list
+//        lmbench_rows idle
 // Output: one line, "ROW min_us median_us" (microseconds per operation over
 // REPS timed passes of ITERS operations, after one untimed warm-up pass), or
 // "ROW skipped <reason>" when the system refuses something the row needs
 // (ENOSYS from a young kernel, say). A refusal never crashes the program and
 // leaves exit status 0; only a usage error exits non-zero.
+//
+// "idle" is the probe for the boot-time and idle-memory rows: it prints
+// "@@ready" first (the driver times process start to this line), then its
+// /proc/self/maps between "@@maps" and "@@end" (under flatux, the guest's own
+// regions, which the driver subtracts from the host process's RSS), and then
+// blocks reading stdin until EOF.
 //
 // Environment: LMBENCH_SH     shell for fork-sh/vfork-sh (default /bin/sh)
 //              LMBENCH_HELLO  program for fork-execve/vfork-execve
@@ -584,8 +591,33 @@ skipped:
   return 0;
 }
 
+// ---------------------------------------------------------------- idle
+
+static int idle_main(void) {
+  // write(2), not stdio: the first line must leave at once, and its timing
+  // must not include stdio's set-up of a buffer.
+  static const char ready[] = "@@ready\n";
+  if (write(1, ready, sizeof ready - 1) != (ssize_t)sizeof ready - 1) return 1;
+  printf("@@maps\n");
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (f) {
+    char line[512];
+    while (fgets(line, sizeof line, f)) fputs(line, stdout);
+    fclose(f);
+  }
+  printf("@@end\n");
+  fflush(stdout);
+  char c;
+  for (;;) {
+    ssize_t r = read(0, &c, 1);
+    if (r == 0 || (r < 0 && errno != EINTR)) return 0;
+  }
+}
+
 static void usage(void) {
-  fprintf(stderr, "usage: lmbench_rows ROW [ITERS [REPS<=1000]] | lmbench_rows list\nrows:");
+  fprintf(stderr,
+          "usage: lmbench_rows ROW [ITERS [REPS<=1000]] | lmbench_rows list | lmbench_rows idle\n"
+          "rows:");
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) fprintf(stderr, " %s", rows[i].name);
   fprintf(stderr, "\n");
 }
@@ -610,6 +642,7 @@ int main(int argc, char** argv) {
     usage();
     return 2;
   }
+  if (strcmp(argv[1], "idle") == 0) return idle_main();
   if (strcmp(argv[1], "list") == 0) {
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
       printf("%s %ld\n", rows[i].name, rows[i].iters);

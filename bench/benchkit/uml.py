@@ -1,0 +1,114 @@
+"""User-Mode Linux: the ext4 root image and one boot."""
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from .host import RunError, run_capture
+
+
+def shared_libs(path):
+    """Host paths of the libraries and loader a dynamic program needs."""
+    try:
+        out = subprocess.run(["ldd", str(path)], capture_output=True, text=True,
+                             timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    libs = []
+    for line in out.splitlines():
+        line = line.strip()
+        if "=>" in line:
+            target = line.split("=>", 1)[1].strip().split(" (")[0].strip()
+        else:
+            target = line.split(" (")[0].strip()
+        if target.startswith("/"):
+            libs.append(target)
+    return libs
+
+
+IDLE_SLEEP_S = 3
+
+
+def write_init(path, lines):
+    path.write_text("\n".join(lines))
+    path.chmod(0o755)
+
+
+def build_uml_image(workdir, bench_dir, row_keys, counts, reps, row_timeout, prog):
+    """Makes the ext4 root for UML; returns its path or raises RunError."""
+    root = workdir / "root"
+    if root.exists():
+        shutil.rmtree(root)
+    for d in ("bin", "bench", "dev", "proc", "sys", "tmp"):
+        (root / d).mkdir(parents=True)
+    shutil.copy2("/bin/busybox", root / "bin" / "busybox")
+    # The rows exec /bin/sh; the guest gets the host's own shell (and its
+    # libraries at the same paths) so every column starts the same program.
+    host_sh = Path("/bin/sh").resolve()
+    shutil.copy2(host_sh, root / "bin" / "sh")
+    for lib in shared_libs(host_sh):
+        dest = root / lib.lstrip("/")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(Path(lib).resolve(), dest)
+    for name in ("lmbench_rows", "lmbench_rows_pie", "lmbench_hello"):
+        if (bench_dir / name).exists():
+            shutil.copy2(bench_dir / name, root / "bench" / name)
+    (root / "tmp" / "lmbench_rows.file").write_bytes(b"")
+    lines = [
+        "#!/bin/busybox sh",
+        "B=/bin/busybox",
+        "$B mount -t proc proc /proc 2>/dev/null",
+        "[ -e /dev/null ] || $B mount -t devtmpfs devtmpfs /dev 2>/dev/null",
+        "[ -e /dev/null ] || $B mknod /dev/null c 1 3",
+        "[ -e /dev/zero ] || $B mknod /dev/zero c 1 5",
+        "echo @@begin",
+    ]
+    for row in row_keys:
+        lines.append(f"$B timeout -s KILL {row_timeout} /bench/{prog} {row} {counts[row]} {reps}")
+        lines.append(f"echo \"@@status {row} $?\"")
+    lines += ["echo @@end", "$B sync", "$B poweroff -f", ""]
+    write_init(root / "init", lines)
+    # The boot-time and idle-memory probe: init's first line is the one
+    # timed; then the system idles in a sleep while the driver reads the
+    # memory of the linux.uml processes, and powers off.
+    write_init(root / "init-idle", ["#!/bin/busybox sh", "echo @@ready",
+                                    f"/bin/busybox sleep {IDLE_SLEEP_S}",
+                                    "/bin/busybox poweroff -f", ""])
+    image = workdir / "rootfs.ext4"
+    if image.exists():
+        image.unlink()
+    try:
+        subprocess.run(["mke2fs", "-q", "-F", "-d", str(root), "-t", "ext4", str(image), "64M"],
+                       check=True, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        detail = getattr(e, "stderr", "") or str(e)
+        raise RunError(f"mke2fs failed: {detail.strip()[:160]}")
+    return image
+
+
+def uml_command(workdir, image, init="/init"):
+    """(argv, env) of one boot; its uml_dir is made afresh."""
+    umldir = workdir / "run"
+    if umldir.exists():
+        shutil.rmtree(umldir, ignore_errors=True)
+    umldir.mkdir(parents=True)
+    # UML backs guest memory with a file in TMPDIR; /dev/shm keeps it in RAM.
+    tmp = "/dev/shm" if os.access("/dev/shm", os.W_OK) else str(workdir)
+    env = dict(os.environ, TMPDIR=tmp)
+    argv = ["linux.uml", f"ubd0={image}", "root=/dev/ubda", "rw", "mem=512M", f"init={init}",
+            "con=null", "con0=null,fd:1", f"uml_dir={umldir}", "quiet"]
+    return argv, env
+
+
+def run_uml(workdir, image, timeout):
+    argv, env = uml_command(workdir, image)
+    umldir = workdir / "run"
+    t0 = time.monotonic()
+    out = run_capture(argv, timeout, env=env)
+    shutil.rmtree(umldir, ignore_errors=True)
+    if "@@begin" not in out:
+        tail = [l for l in out.strip().splitlines() if l.strip()][-1:] or ["no console output"]
+        raise RunError(f"UML did not reach /init: {tail[0][:160]}")
+    return out, time.monotonic() - t0
