@@ -12,11 +12,14 @@ class Guard:
     included) minus what this driver and its reaped children used, per
     second of wall time. A run during which others used more than LIMIT
     CPUs is repeated after waiting for a quiet spell, within a total waiting
-    budget; what still ran contended is flagged in the results.
+    budget; what still ran contended is flagged in the results. One wait
+    lasts at most WAIT_MAX_S, so that on a machine busy for long the budget
+    is spread over many runs instead of spent on the first.
     """
     LIMIT = 0.2    # CPUs of foreign load that spoil a run
     QUIET = 0.1    # what counts as quiet before a repeat
     PROBE_S = 2.0
+    WAIT_MAX_S = 60.0
 
     def __init__(self, retries, wait_budget_s):
         self.retries = retries
@@ -44,7 +47,8 @@ class Guard:
         return max(0.0, (b[1] - a[1]) - (b[2] - a[2])) / wall if wall > 0 else 0.0
 
     def wait_quiet(self):
-        while self.budget - self.waited > 0:
+        until = self.waited + self.WAIT_MAX_S
+        while self.budget - self.waited > 0 and self.waited < until:
             a = self._snap()
             time.sleep(self.PROBE_S)
             b = self._snap()
