@@ -162,8 +162,9 @@ static double ts_ns(const struct timespec* ts) {
 // frame with XSAVE, the exit to the handler) and after it returns (the
 // restorer's rt_sigreturn: entry, XRSTOR, mask restore, exit). Each half is
 // a difference of clock reads taken in user space, less one clock read's own
-// cost (measured alongside), so the halves are approximate; their sum
-// matches the plain measurement within a clock read or two.
+// cost (measured alongside), so the halves are approximate: the clock reads
+// on either side of the trap disturb it a little, and their sum comes out
+// above the plain measurement.
 static void measure_split(long iters, int reps) {
   double* d = calloc((size_t)reps * 3, sizeof *d);
   if (!d) die("calloc");
