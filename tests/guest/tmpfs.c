@@ -111,6 +111,8 @@ static void test_dirs_and_names(void) {
   CHECK_ERR(rmdir("d"), ENOTEMPTY);
   CHECK_ERR(open("d", O_WRONLY), EISDIR);
   CHECK_ERR(unlink("nothing"), ENOENT);
+  CHECK_ERR(open("not-made", O_CREAT | O_DIRECTORY | O_RDWR, 0644), EINVAL);
+  CHECK_ERR(access("not-made", F_OK), ENOENT);
   char longname[300];
   memset(longname, 'n', 256);
   longname[256] = 0;

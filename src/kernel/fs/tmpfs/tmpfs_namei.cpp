@@ -373,6 +373,8 @@ long tmp_setattr_path(Task& t, Tmpfs& fs, Lookup& p, const Attr& a) {
 }
 
 long tmp_open_inode(Task& t, Tmpfs& fs, Lookup& p, int flags, uint32_t mode, TmpInode** out) {
+  // Linux (since 6.4) refuses the pair outright rather than create a file.
+  if ((flags & O_CREAT) && (flags & O_DIRECTORY) && (flags & __O_TMPFILE) != __O_TMPFILE) return -EINVAL;
   Guard g(fs.lock);
   Walk w;
   long r = walk(t, fs, p, &w);
