@@ -222,9 +222,14 @@ static void test_umount_rules(void) {
   CHECK_ERR(umount(a), EBUSY);
   CHECK_ERR(umount2(a, 0x100), EINVAL);
   CHECK_ERR(umount2(a, MNT_EXPIRE | MNT_FORCE), EINVAL);
-  CHECK_OK(umount2(a, MNT_DETACH));
+  char nested[PATH_MAX];
+  path_of(nested, "a/sub");
+  CHECK_OK(mount("none", nested, "tmpfs", 0, NULL));
+  CHECK_ERR(umount2(a, MNT_FORCE), EBUSY);
+  CHECK_OK(umount2(a, MNT_DETACH));  // with the mount below it
   struct Info i;
   CHECK(!find_info(a, &i));
+  CHECK(!find_info(nested, &i));
   char buf[16] = {0};
   CHECK(read(fd, buf, sizeof buf) == 10 && memcmp(buf, "still here", 10) == 0);
   close(fd);

@@ -182,6 +182,28 @@ bool in_use_as_dir(Kernel& k, const char* point) {
   return false;
 }
 
+// MNT_DETACH takes the whole tree below the mount point along, deepest
+// first, so that nothing is left beneath it.
+void detach_below(Vfs& vfs, const char* point) {
+  Mount* below[Vfs::kMaxMounts];
+  int n = 0;
+  vfs.for_each_mount([&](const Mount& x) {
+    if (under(x.path, point) && strcmp(x.path, point) != 0) {
+      const_cast<Mount&>(x).get();
+      below[n++] = const_cast<Mount*>(&x);
+    }
+  });
+  for (int done = 0; done < n; done++) {
+    int deepest = done;
+    for (int i = done + 1; i < n; i++)
+      if (below[i]->len > below[deepest]->len) deepest = i;
+    Mount* m = below[deepest];
+    below[deepest] = below[done];
+    vfs.umount(m, true);
+    m->put();
+  }
+}
+
 }  // namespace
 
 uint64_t mount_anon_dev(Kernel& k) {
@@ -233,6 +255,7 @@ long sys_umount2(Task& t, SyscallArgs a) {
   // MNT_FORCE cannot pry anything loose from these filesystems: like a
   // plain unmount, it fails while the mount is in use.
   if (!lazy && in_use_as_dir(*t.kernel, at.guest)) return -EBUSY;
+  if (lazy) detach_below(*t.kernel->vfs, at.guest);
   return t.kernel->vfs->umount(at.mount, lazy);
 }
 
