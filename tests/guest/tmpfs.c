@@ -195,6 +195,14 @@ static void test_rename(void) {
   CHECK_OK(rename("r/f", "r/f-link"));  // two names of one file: nothing happens
   CHECK_OK(stat("r/f", &st));
 
+  // A directory descriptor follows its directory through a rename.
+  int dfd = open("r/empty", O_RDONLY | O_DIRECTORY);
+  CHECK(dfd >= 0);
+  CHECK_OK(rename("r/empty", "r/moved"));
+  CHECK_OK(mkdirat(dfd, "made-after", 0755));
+  CHECK_OK(stat("r/moved/made-after", &st));
+  close(dfd);
+
   CHECK_OK(mkdir("other", 0755));
   CHECK_OK(mount("none", "other", "tmpfs", 0, "size=64k"));
   CHECK_ERR(rename("r/f", "other/f"), EXDEV);
@@ -335,6 +343,28 @@ static void test_times_and_attrs(void) {
   close(fd);
   CHECK_OK(stat("t/f", &after));
   CHECK(after.st_atim.tv_sec > time(NULL) - 3600, "relatime: an old atime moves on read");
+  // An atime newer than mtime and ctime (and not a day old) stays.
+  struct timespec newer[2] = {{time(NULL) + 3600, 0}, {time(NULL) - 86400, 0}};
+  CHECK_OK(utimensat(AT_FDCWD, "t/f", newer, 0));
+  fd = open("t/f", O_RDONLY);
+  CHECK(read(fd, &c, 1) == 1);
+  close(fd);
+  CHECK_OK(stat("t/f", &after));
+  CHECK(after.st_atim.tv_sec == newer[0].tv_sec, "relatime: a recent atime stays");
+
+  CHECK_OK(mkdir("strict", 0755));
+  CHECK_OK(mount("none", "strict", "tmpfs", MS_STRICTATIME, "size=64k"));
+  write_file("strict/f", "s");
+  fd = open("strict/f", O_RDONLY);
+  CHECK(read(fd, &c, 1) == 1);  // atime now after mtime
+  CHECK_OK(fstat(fd, &before));
+  struct timespec pause = {0, 20 * 1000 * 1000};
+  nanosleep(&pause, NULL);
+  CHECK(pread(fd, &c, 1, 0) == 1);
+  CHECK_OK(fstat(fd, &after));
+  CHECK(time_after(after.st_atim, before.st_atim), "strictatime: every read moves atime");
+  close(fd);
+  CHECK_OK(umount("strict"));
 
   CHECK_OK(stat("t/f", &before));
   CHECK_OK(chmod("t/f", 04751));

@@ -42,6 +42,7 @@ long fs_open(Task& t, Filesystem& fsys, Lookup& lk, int flags, int mode, File** 
   f->fs = &fsys;
   f->priv = n;
   if (lk.mount && (lk.mount->flags & MS_NOATIME)) f->priv_word |= kTmpFileNoAtime;
+  if (lk.mount && (lk.mount->flags & MS_STRICTATIME)) f->priv_word |= kTmpFileStrictAtime;
   *out = f;
   return 0;
 }

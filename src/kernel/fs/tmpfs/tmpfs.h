@@ -17,8 +17,8 @@ struct TmpInode;
 struct Task;
 struct Mount;
 
-// File::priv_word bit: the mount says noatime.
-constexpr uint64_t kTmpFileNoAtime = 1;
+// File::priv_word bits: the mount says noatime, or strictatime.
+constexpr uint64_t kTmpFileNoAtime = 1, kTmpFileStrictAtime = 2;
 
 extern const FileOps kTmpfsFileOps;
 struct FsType;

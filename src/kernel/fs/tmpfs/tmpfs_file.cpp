@@ -25,12 +25,14 @@ bool time_le(const timespec& a, const timespec& b) {
   return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec <= b.tv_nsec);
 }
 
-// relatime: atime moves when it is not newer than mtime/ctime, or a day old.
+// relatime (the default): atime moves when it is not newer than mtime or
+// ctime, or is a day old; strictatime: on every access.
 void read_accessed(File& f, TmpInode& n) {
   if (f.flags & O_NOATIME) return;
   if (f.priv_word & kTmpFileNoAtime) return;
   timespec now = tmp_now();
-  if (time_le(n.atime, n.mtime) || time_le(n.atime, n.ctime) || now.tv_sec - n.atime.tv_sec >= 86400)
+  if ((f.priv_word & kTmpFileStrictAtime) || time_le(n.atime, n.mtime) || time_le(n.atime, n.ctime) ||
+      now.tv_sec - n.atime.tv_sec >= 86400)
     n.atime = now;
 }
 
