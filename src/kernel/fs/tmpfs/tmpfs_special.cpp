@@ -7,15 +7,15 @@
 // blocking rules (a reader waits for a writer), ENXIO for a non-blocking
 // writer without readers, and EOF once the last writer is gone all come
 // from the host. (An anonymous pipe reopened that way would not wait.)
-// Character devices that the host also has are opened there.
+// Character devices open what devfs has under the same number.
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 
 #include "host/entry.h"
 #include "host/raw_syscall.h"
+#include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/tmpfs/tmpfs.h"
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
@@ -25,17 +25,6 @@
 
 namespace flatux {
 namespace {
-
-struct HostDevice {
-  unsigned major, minor;
-  const char* path;
-};
-
-// Linux's numbers for the memory devices and the controlling terminal.
-constexpr HostDevice kHostDevices[] = {
-    {1, 3, "/dev/null"},   {1, 5, "/dev/zero"},    {1, 7, "/dev/full"},
-    {1, 8, "/dev/random"}, {1, 9, "/dev/urandom"}, {5, 0, "/dev/tty"},
-};
 
 constexpr uint32_t kPassFlags = O_ACCMODE | O_NONBLOCK | O_APPEND | O_NOCTTY;
 
@@ -81,12 +70,7 @@ long tmpfs_open_special(Task& t, TmpInode& n, int flags, File** out) {
     // May block until the other side opens; a guest signal interrupts it.
     return wrap(t, isys(t, SYS_openat, AT_FDCWD, p.c_str(), (flags & kPassFlags) | O_CLOEXEC), flags, out);
   }
-  if (S_ISCHR(n.mode)) {
-    for (const HostDevice& d : kHostDevices)
-      if (major(n.rdev) == d.major && minor(n.rdev) == d.minor)
-        return wrap(t, isys(t, SYS_openat, AT_FDCWD, d.path, (flags & kPassFlags) | O_CLOEXEC), flags, out);
-    return -ENXIO;
-  }
+  if (S_ISCHR(n.mode)) return devfs_open_rdev(t, n.rdev, flags, out);
   return S_ISSOCK(n.mode) ? -ENXIO : -ENODEV;  // block devices have no driver here
 }
 
