@@ -12,6 +12,7 @@
 
 #include "kernel/fs/tmpfs/tmpfs.h"
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
+#include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/task/task.h"
 
@@ -26,7 +27,7 @@ class TmpfsTest : public ::testing::Test {
     ASSERT_NE(heap, nullptr);
     proc.creds = Creds{};
     task.proc = &proc;
-    ASSERT_EQ(tmpfs_new(heap, "size=64k,nr_inodes=32", 7, &fs), 0);
+    ASSERT_EQ(tmpfs_new(heap, "size=64k,nr_inodes=32", 7, nullptr, &fs), 0);
   }
   void TearDown() override {
     tmpfs_unmount(*fs);
@@ -332,7 +333,7 @@ TEST_F(TmpfsTest, GetdentsCursorSurvivesRemoval) {
 
 TEST_F(TmpfsTest, OptionsParseAndShow) {
   Tmpfs* other = nullptr;
-  EXPECT_EQ(tmpfs_new(heap, "size=1m,mode=755,uid=5,gid=6,nr_inodes=1k", 9, &other), 0);
+  EXPECT_EQ(tmpfs_new(heap, "size=1m,mode=755,uid=5,gid=6,nr_inodes=1k", 9, nullptr, &other), 0);
   char buf[128];
   KFmt out(buf, sizeof buf);
   tmpfs_show_options(*other, out);
@@ -340,9 +341,9 @@ TEST_F(TmpfsTest, OptionsParseAndShow) {
   EXPECT_EQ(tmpfs_reconfigure(*other, "size=2m"), 0);
   EXPECT_EQ(other->limits.max_pages, 512u);
   tmpfs_unmount(*other);
-  EXPECT_EQ(tmpfs_new(heap, "size=lots", 9, &other), -EINVAL);
-  EXPECT_EQ(tmpfs_new(heap, "bogus=1", 9, &other), -EINVAL);
-  EXPECT_EQ(tmpfs_new(heap, "mode=9", 9, &other), -EINVAL);
+  EXPECT_EQ(tmpfs_new(heap, "size=lots", 9, nullptr, &other), -EINVAL);
+  EXPECT_EQ(tmpfs_new(heap, "bogus=1", 9, nullptr, &other), -EINVAL);
+  EXPECT_EQ(tmpfs_new(heap, "mode=9", 9, nullptr, &other), -EINVAL);
 }
 
 TEST_F(TmpfsTest, SharedMappingMovesDataIntoAMemfd) {
@@ -373,4 +374,31 @@ TEST_F(TmpfsTest, SharedMappingMovesDataIntoAMemfd) {
   EXPECT_EQ(fs->used_pages, 1u);
   ASSERT_EQ(unlink("/shm"), 0);
   EXPECT_EQ(fs->used_pages, 0u);
+}
+
+TEST_F(TmpfsTest, DataPagesAreChargedToMemAndStopAtItsLimit) {
+  MemAccount mem;
+  mem.limit = 8 * kTmpPage;
+  mem.used = 5 * kTmpPage;  // the guest's own memory
+  Tmpfs* small = nullptr;
+  ASSERT_EQ(tmpfs_new(heap, nullptr, 9, &mem, &small), 0);
+  EXPECT_EQ(small->limits.max_pages, 4u);  // half of mem= by default
+  Lookup lk;
+  lk.path = "/f";
+  lk.follow = true;
+  lk.mount = nullptr;
+  TmpInode* n = nullptr;
+  ASSERT_EQ(tmp_open_inode(task, *small, lk, O_CREAT | O_RDWR, 0644, &n), 0);
+  {
+    Guard g(small->lock);
+    std::vector<char> data(4 * kTmpPage, 'm');
+    // 3 pages fit under mem= (5 + 3 = 8), the fourth is ENOMEM.
+    EXPECT_EQ(tmp_write_kernel(*small, *n, data.data(), data.size(), 0), (long)(3 * kTmpPage));
+    EXPECT_EQ(mem.used.load(), 8 * kTmpPage);
+    EXPECT_EQ(tmp_write_kernel(*small, *n, data.data(), 1, 3 * kTmpPage), -ENOMEM);
+    ASSERT_EQ(tmp_truncate(*small, *n, 0), 0);
+    EXPECT_EQ(mem.used.load(), 5 * kTmpPage);
+  }
+  tmpfs_release_inode(*n);
+  tmpfs_unmount(*small);
 }

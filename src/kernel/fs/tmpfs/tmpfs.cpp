@@ -135,7 +135,7 @@ long tmpfs_mount(Kernel& k, const char*, unsigned long, const char* data, Filesy
   fsys->ops = &kTmpFsOps;
   fsys->dev = mount_anon_dev(k);
   Tmpfs* fs = nullptr;
-  long r = tmpfs_new(k.heap, data, (uint32_t)fsys->dev, &fs);
+  long r = tmpfs_new(k.heap, data, (uint32_t)fsys->dev, &k.mem, &fs);
   if (r < 0) {
     k.heap->destroy_obj(fsys);
     return r;

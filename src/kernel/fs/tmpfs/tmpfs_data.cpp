@@ -7,6 +7,7 @@
 
 #include "host/usercopy.h"
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
+#include "kernel/kernel.h"
 
 namespace flatux {
 namespace {
@@ -29,7 +30,7 @@ bool drop(Tmpfs& fs, TmpInode& n, void*& node, int level, uint64_t base, uint64_
   if (level == 0) {
     fs.heap->free(node);
     node = nullptr;
-    fs.used_pages--;
+    tmp_charge(fs, -1);
     n.blocks--;
     return true;
   }
@@ -110,6 +111,16 @@ long do_write(Tmpfs& fs, TmpInode& n, const void* buf, size_t len, int64_t off, 
 
 }  // namespace
 
+void tmp_charge(Tmpfs& fs, int64_t pages) {
+  fs.used_pages += (uint64_t)pages;
+  if (fs.mem) fs.mem->used.fetch_add((uint64_t)(pages * (int64_t)kTmpPage), std::memory_order_relaxed);
+}
+
+bool tmp_mem_allows(const Tmpfs& fs, uint64_t pages) {
+  if (!fs.mem || !fs.mem->limit) return true;
+  return fs.mem->used.load(std::memory_order_relaxed) + pages * kTmpPage <= fs.mem->limit;
+}
+
 void* tmp_page_find(const TmpPages& p, uint64_t idx) {
   if (!p.root || idx > span(p.height)) return nullptr;
   void* node = p.root;
@@ -119,8 +130,8 @@ void* tmp_page_find(const TmpPages& p, uint64_t idx) {
 
 void* tmp_page_get(Tmpfs& fs, TmpInode& n, uint64_t idx, long* err) {
   if (void* page = tmp_page_find(n.pages, idx)) return page;
-  if (fs.used_pages >= fs.limits.max_pages) {
-    *err = -ENOSPC;
+  if (fs.used_pages >= fs.limits.max_pages || !tmp_mem_allows(fs, 1)) {
+    *err = fs.used_pages >= fs.limits.max_pages ? -ENOSPC : -ENOMEM;
     return nullptr;
   }
   *err = -ENOMEM;
@@ -139,7 +150,7 @@ void* tmp_page_get(Tmpfs& fs, TmpInode& n, uint64_t idx, long* err) {
     if (level > 1 && !*slotp && !(*slotp = fs.heap->alloc(sizeof(Node)))) return nullptr;
   }
   if (!(*slotp = fs.heap->alloc(kTmpPage))) return nullptr;
-  fs.used_pages++;
+  tmp_charge(fs, 1);
   n.blocks++;
   return *slotp;
 }
@@ -222,6 +233,7 @@ long tmp_fallocate(Tmpfs& fs, TmpInode& n, int mode, int64_t off, int64_t len) {
   for (uint64_t idx = (uint64_t)off / kTmpPage; idx <= (uint64_t)(end - 1) / kTmpPage; idx++)
     if (!tmp_page_find(n.pages, idx)) want++;
   if (want > fs.limits.max_pages - fs.used_pages) return -ENOSPC;  // all or nothing
+  if (!tmp_mem_allows(fs, want)) return -ENOMEM;
   for (uint64_t idx = (uint64_t)off / kTmpPage; idx <= (uint64_t)(end - 1) / kTmpPage; idx++) {
     long err = 0;
     if (!tmp_page_get(fs, n, idx, &err)) return err;

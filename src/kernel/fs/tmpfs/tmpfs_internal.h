@@ -82,8 +82,12 @@ struct TmpLimits {
   bool size_given = false, inodes_given = false;
 };
 
+struct MemAccount;
+
 struct Tmpfs {
   Heap* heap;
+  MemAccount* mem = nullptr;  // the kernel's mem= account, charged for data pages
+  uint64_t memory_pages = 0;  // the memory size= and nr_inodes= defaults are half of
   KMutex lock;
   TmpLimits limits;
   uint64_t used_pages = 0;
@@ -100,6 +104,11 @@ struct Tmpfs {
   uint64_t pins = 0;
   bool detached = false;
 };
+
+// Data pages in use change by `pages`: the size= count and mem= follow.
+void tmp_charge(Tmpfs& fs, int64_t pages);
+// Whether one more page fits mem= (ENOMEM otherwise, as Linux's shmem says).
+bool tmp_mem_allows(const Tmpfs& fs, uint64_t pages);
 
 // Inodes and entries (tmpfs_inode.cpp). Callers hold fs.lock.
 timespec tmp_now();

@@ -23,14 +23,14 @@ void measure(Tmpfs& fs, TmpInode& n) {
   struct stat st;
   if (host::sys(SYS_fstat, n.memfd, &st) < 0) return;
   uint64_t pages = (uint64_t)st.st_blocks / (kTmpPage / 512);
-  fs.used_pages = fs.used_pages - n.blocks + pages;
+  tmp_charge(fs, (int64_t)pages - (int64_t)n.blocks);
   n.blocks = pages;
 }
 
 // Whether writing [off, off+len) could need more pages than are free.
 bool may_overflow(Tmpfs& fs, int64_t off, size_t len) {
   uint64_t first = (uint64_t)off / kTmpPage, last = ((uint64_t)off + len - 1) / kTmpPage;
-  return last - first + 1 > fs.limits.max_pages - fs.used_pages;
+  return last - first + 1 > fs.limits.max_pages - fs.used_pages || !tmp_mem_allows(fs, last - first + 1);
 }
 
 bool page_present(int fd, uint64_t idx) {
@@ -72,7 +72,9 @@ long shm_write(Tmpfs& fs, TmpInode& n, const void* buf, size_t len, int64_t off)
       uint64_t pos = (uint64_t)off + done;
       size_t chunk = kTmpPage - pos % kTmpPage;
       if (chunk > len - done) chunk = len - done;
-      if (!page_present(n.memfd, pos / kTmpPage) && fs.used_pages >= fs.limits.max_pages) break;
+      if (!page_present(n.memfd, pos / kTmpPage) &&
+          (fs.used_pages >= fs.limits.max_pages || !tmp_mem_allows(fs, 1)))
+        break;
       long r = host::sys(SYS_pwrite64, n.memfd, static_cast<const char*>(buf) + done, chunk, (long)pos);
       if (r <= 0) {
         if (!done) return r < 0 ? r : -EIO;
@@ -81,7 +83,7 @@ long shm_write(Tmpfs& fs, TmpInode& n, const void* buf, size_t len, int64_t off)
       done += (size_t)r;
       measure(fs, n);
     }
-    if (!done) return -ENOSPC;
+    if (!done) return fs.used_pages >= fs.limits.max_pages ? -ENOSPC : -ENOMEM;
   } else {
     long r = host::sys(SYS_pwrite64, n.memfd, buf, len, off);
     if (r < 0) return r;
@@ -108,7 +110,8 @@ long shm_seek(TmpInode& n, int64_t off, bool data) {
 
 long shm_fallocate(Tmpfs& fs, TmpInode& n, int mode, int64_t off, int64_t len) {
   measure(fs, n);
-  if (!(mode & FALLOC_FL_PUNCH_HOLE) && may_overflow(fs, off, (size_t)len)) return -ENOSPC;
+  if (!(mode & FALLOC_FL_PUNCH_HOLE) && may_overflow(fs, off, (size_t)len))
+    return tmp_mem_allows(fs, 1) ? -ENOSPC : -ENOMEM;
   long r = host::sys(SYS_fallocate, n.memfd, mode, off, len);
   if (r == 0 && !(mode & FALLOC_FL_KEEP_SIZE) && off + len > n.size) n.size = off + len;
   measure(fs, n);
@@ -116,7 +119,7 @@ long shm_fallocate(Tmpfs& fs, TmpInode& n, int mode, int64_t off, int64_t len) {
 }
 
 void shm_release(Tmpfs& fs, TmpInode& n) {
-  fs.used_pages -= n.blocks;
+  tmp_charge(fs, -(int64_t)n.blocks);
   n.blocks = 0;
   host::sys(SYS_close, n.memfd);
   n.memfd = -1;

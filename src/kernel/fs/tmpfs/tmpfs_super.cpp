@@ -8,23 +8,23 @@
 #include "host/raw_syscall.h"
 #include "kernel/fs/tmpfs/tmpfs.h"
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
+#include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
 
 namespace flatux {
 namespace {
 
-// No mem= yet: the guest may use what the host has, as Linux's default of
-// half the RAM assumes.
-uint64_t memory_pages() {
+// The guest's memory: mem= when given, else the host's RAM (Linux's
+// defaults are half of it).
+uint64_t memory_pages(const MemAccount* mem) {
+  if (mem && mem->limit) return mem->limit / kTmpPage;
   struct sysinfo si;
   if (host::sys(SYS_sysinfo, &si) < 0) return 1u << 20;
   return (uint64_t)si.totalram * si.mem_unit / kTmpPage;
 }
-uint64_t default_pages() { return memory_pages() / 2; }
-uint64_t default_inodes() { return memory_pages() / 2; }
 
-bool parse_number(std::string_view v, uint64_t* out, bool allow_percent, uint64_t* pages_out) {
+bool parse_number(std::string_view v, uint64_t* out, uint64_t memory, uint64_t* pages_out) {
   if (v.empty()) return false;
   uint64_t n = 0;
   size_t i = 0;
@@ -39,9 +39,9 @@ bool parse_number(std::string_view v, uint64_t* out, bool allow_percent, uint64_
   else if (suffix == "m" || suffix == "M") shift = 20;
   else if (suffix == "g" || suffix == "G") shift = 30;
   else if (suffix == "t" || suffix == "T") shift = 40;
-  else if (suffix == "%" && allow_percent) {
+  else if (suffix == "%" && memory) {
     if (n > 100) return false;
-    *pages_out = memory_pages() * n / 100;
+    *pages_out = memory * n / 100;
     return true;
   } else if (!suffix.empty()) return false;
   if (shift && n > (UINT64_MAX >> shift)) return false;
@@ -71,7 +71,7 @@ bool generic_option(std::string_view k) {
   return false;
 }
 
-long parse_options(const char* options, TmpLimits* l) {
+long parse_options(const char* options, uint64_t memory, TmpLimits* l) {
   if (!options) return 0;
   std::string_view s(options);
   while (!s.empty()) {
@@ -84,17 +84,17 @@ long parse_options(const char* options, TmpLimits* l) {
     std::string_view val = eq == std::string_view::npos ? std::string_view() : tail(opt, eq + 1);
     uint64_t n = 0, pages = 0;
     if (key == "size") {
-      if (!parse_number(val, &n, true, &pages)) return -EINVAL;
+      if (!parse_number(val, &n, memory, &pages)) return -EINVAL;
       l->max_pages = pages;
       l->size_given = true;
     } else if (key == "nr_inodes") {
-      if (!parse_number(val, &n, false, nullptr)) return -EINVAL;
+      if (!parse_number(val, &n, 0, nullptr)) return -EINVAL;
       l->max_inodes = n;
       l->inodes_given = true;
     } else if (key == "mode") {
       if (!parse_octal(val, &l->root_mode)) return -EINVAL;
     } else if (key == "uid" || key == "gid") {
-      if (!parse_number(val, &n, false, nullptr) || n > 0xfffffffeu) return -EINVAL;
+      if (!parse_number(val, &n, 0, nullptr) || n > 0xfffffffeu) return -EINVAL;
       (key == "uid" ? l->root_uid : l->root_gid) = (uint32_t)n;
     } else if (!generic_option(key) || !val.empty()) {
       return -EINVAL;
@@ -105,17 +105,20 @@ long parse_options(const char* options, TmpLimits* l) {
 
 }  // namespace
 
-long tmpfs_new(Heap* heap, const char* options, uint32_t dev, Tmpfs** out) {
+long tmpfs_new(Heap* heap, const char* options, uint32_t dev, MemAccount* mem, Tmpfs** out) {
+  uint64_t memory = memory_pages(mem);
   TmpLimits l;
-  l.max_pages = default_pages();
-  l.max_inodes = default_inodes();
-  if (long r = parse_options(options, &l)) return r;
+  l.max_pages = memory / 2;
+  l.max_inodes = memory / 2;
+  if (long r = parse_options(options, memory, &l)) return r;
   // size=0 and nr_inodes=0 mean "no limit" on Linux.
   if (l.size_given && l.max_pages == 0) l.max_pages = UINT64_MAX / 2;
   if (l.inodes_given && l.max_inodes == 0) l.max_inodes = UINT64_MAX / 2;
   Tmpfs* fs = heap->make<Tmpfs>();
   if (!fs) return -ENOMEM;
   fs->heap = heap;
+  fs->mem = mem;
+  fs->memory_pages = memory;
   fs->limits = l;
   fs->dev = dev;
   long err = 0;
@@ -133,7 +136,7 @@ long tmpfs_new(Heap* heap, const char* options, uint32_t dev, Tmpfs** out) {
 long tmpfs_reconfigure(Tmpfs& fs, const char* options) {
   Guard g(fs.lock);
   TmpLimits l = fs.limits;
-  if (long r = parse_options(options, &l)) return r;
+  if (long r = parse_options(options, fs.memory_pages, &l)) return r;
   if (l.size_given && l.max_pages == 0) l.max_pages = UINT64_MAX / 2;
   if (l.inodes_given && l.max_inodes == 0) l.max_inodes = UINT64_MAX / 2;
   if (l.max_pages < fs.used_pages || l.max_inodes < fs.used_inodes) return -EINVAL;
@@ -155,8 +158,8 @@ void tmpfs_free(Tmpfs& fs) { fs.heap->destroy_obj(&fs); }
 void tmpfs_show_options(Tmpfs& fs, KFmt& out) {
   Guard g(fs.lock);
   const TmpLimits& l = fs.limits;
-  if (l.max_pages != default_pages()) out.str(",size=").udec(l.max_pages * (kTmpPage / 1024)).ch('k');
-  if (l.max_inodes != default_inodes()) out.str(",nr_inodes=").udec(l.max_inodes);
+  if (l.max_pages != fs.memory_pages / 2) out.str(",size=").udec(l.max_pages * (kTmpPage / 1024)).ch('k');
+  if (l.max_inodes != fs.memory_pages / 2) out.str(",nr_inodes=").udec(l.max_inodes);
   if (l.root_mode != 01777) {
     char oct[8];
     int n = 0;
