@@ -9,6 +9,7 @@
 #include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
+#include "kernel/fs/tmpfs/tmpfs.h"
 #include "kernel/net/net.h"
 #include "kernel/printk.h"
 #include "kernel/time.h"
@@ -39,7 +40,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
     heap->destroy();
     return nullptr;
   }
-  for (const FsType* type : {&kHostFsType, &kProcFsType, &kDevFsType}) k->vfs->register_type(type);
+  for (const FsType* type : {&kHostFsType, &kProcFsType, &kDevFsType, &kTmpFsType}) k->vfs->register_type(type);
   k->log->console_loglevel = cfg.boot.loglevel;
   k->log->time = cfg.boot.printk_time;
   k->mem.limit = cfg.boot.mem_bytes;

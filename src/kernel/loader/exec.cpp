@@ -3,6 +3,7 @@
 #include <cstring>
 #include <elf.h>
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <linux/errno.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -50,6 +51,14 @@ long open_exec(Task& t, const char* path, ExecFile& ef) {
   if (!ef.f->ops->stat || ef.f->ops->stat(t, *ef.f, &ef.st) < 0) return -EACCES;
   if (S_ISDIR(ef.st.st_mode)) return -EACCES;
   if (!S_ISREG(ef.st.st_mode) || !(ef.st.st_mode & 0111)) return -EACCES;
+  if (ef.f->mount && (ef.f->mount->flags & MS_NOEXEC)) return -EACCES;
+  if (ef.f->host_fd < 0 && ef.f->ops->shared_map_fd) {
+    // A file in kernel memory (tmpfs) is loaded from the host descriptor
+    // it keeps for shared mappings; this private File owns a duplicate.
+    long fd = ef.f->ops->shared_map_fd(t, *ef.f);
+    if (fd >= 0) fd = host::sys(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+    if (fd >= 0) ef.f->host_fd = (int)fd;
+  }
   return 0;
 }
 

@@ -26,6 +26,35 @@ long fixed_errno(uint64_t flags, long r) {
   return (r == -EEXIST && !(flags & MAP_FIXED_NOREPLACE)) ? -ENOMEM : r;
 }
 
+// A file with no host descriptor (tmpfs) is mapped by copying its contents
+// into anonymous memory, which is exact for MAP_PRIVATE. A shared mapping
+// maps the host descriptor the file hands out for that (shared_map_fd);
+// a file without one can only be mapped shared read-only from a read-only
+// descriptor (a copy that cannot be made writable either).
+long map_by_copy(Task& t, File& f, uintptr_t addr, size_t len, int prot, uint64_t flags, uint64_t off) {
+  if (!f.ops->pread) return -ENODEV;
+  bool shared = (flags & MAP_TYPE) != MAP_PRIVATE;
+  if (shared && ((prot & PROT_WRITE) || (f.flags & O_ACCMODE) != O_RDONLY)) return -ENODEV;
+  if ((int64_t)off < 0 || off + len < off) return -EOVERFLOW;
+  Mm& mm = *t.proc->mm;
+  Guard g(mm.lock);
+  if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len)) return -EEXIST;
+  int host_flags = MAP_PRIVATE | MAP_ANONYMOUS | (int)(flags & kPassFlags & ~MAP_NORESERVE);
+  long at = fixed_errno(flags, mm_map(mm, addr, len, PROT_READ | PROT_WRITE, host_flags, -1, 0, kRegionFile,
+                                      flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)));
+  if (at < 0 && at > -4096) return at;
+  long r = f.ops->pread(t, f, (void*)at, len, (int64_t)off);
+  if (r >= 0 && prot != (PROT_READ | PROT_WRITE)) {
+    r = host::sys(SYS_mprotect, at, len, prot);
+    if (r == 0 && !mm.regions.set_prot(at, at + len, prot)) r = -ENOMEM;
+  }
+  if (r < 0) {
+    mm_unmap(mm, at, len);
+    return r == -EISDIR ? -ENODEV : r;
+  }
+  return at;
+}
+
 }  // namespace
 
 long sys_mmap(Task& t, SyscallArgs a) {
@@ -58,11 +87,17 @@ long sys_mmap(Task& t, SyscallArgs a) {
   int acc = (int)(f->flags & O_ACCMODE);
   if (acc == O_WRONLY) return -EACCES;
   if (type != MAP_PRIVATE && (prot & PROT_WRITE) && acc != O_RDWR) return -EACCES;
-  if (f->host_fd < 0) return -ENODEV;  // only host-backed files can be mapped so far
+  int host_fd = f->host_fd;
+  if (host_fd < 0 && type != MAP_PRIVATE && f->ops->shared_map_fd) {
+    long fd = f->ops->shared_map_fd(t, *f);
+    if (fd < 0) return fd;
+    host_fd = (int)fd;
+  }
+  if (host_fd < 0) return map_by_copy(t, *f, addr, len, prot, flags, off);
   Guard g(mm.lock);
   if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len))
     return -EEXIST;
-  return fixed_errno(flags, mm_map(mm, addr, len, prot, host_flags, f->host_fd, off, kRegionFile, fixed));
+  return fixed_errno(flags, mm_map(mm, addr, len, prot, host_flags, host_fd, off, kRegionFile, fixed));
 }
 
 long sys_munmap(Task& t, SyscallArgs a) {

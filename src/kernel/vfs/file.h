@@ -39,6 +39,9 @@ struct FileOps {
   long (*setattr)(Task&, File&, const Attr&) = nullptr;
   long (*fsync)(Task&, File&, bool datasync) = nullptr;
   long (*fallocate)(Task&, File&, int mode, int64_t off, int64_t len) = nullptr;
+  // For a file with no host descriptor: one that holds its data, to map
+  // MAP_SHARED (owned by the file; the caller must not close it).
+  long (*shared_map_fd)(Task&, File&) = nullptr;
 };
 
 struct File {

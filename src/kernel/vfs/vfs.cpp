@@ -89,7 +89,7 @@ const FsType* Vfs::find_type(std::string_view name) {
 
 // --- mounts ----------------------------------------------------------------
 
-bool Mount::readonly() const { return flags & MS_RDONLY; }
+bool Mount::readonly() const { return (flags & MS_RDONLY) || fs->readonly; }
 
 void Mount::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;

@@ -98,6 +98,7 @@ struct Filesystem {
   void* priv = nullptr;
   uint64_t dev = 0;              // st_dev of its files
   std::atomic<int> mounts{0};    // mounts showing it
+  bool readonly = false;         // the superblock is read-only: every mount of it is
 };
 
 // A mounted filesystem type: mount(2) finds it by name.
@@ -108,6 +109,11 @@ struct FsType {
   long (*mount)(Kernel&, const char* source, unsigned long flags, const char* data, Filesystem** out);
   void (*unmount)(Filesystem&) = nullptr;  // last mount of it gone: flush and free
   bool needs_device = false;               // listed without "nodev" in /proc/filesystems
+  // mount -o remount: applies the filesystem's own options (data may be nullptr).
+  long (*remount)(Filesystem&, unsigned long flags, const char* data) = nullptr;
+  // The filesystem's own options as /proc/mounts shows them ("size=1024k");
+  // without it, the data given to mount(2).
+  void (*show_options)(Filesystem&, char* out, size_t n) = nullptr;
 };
 
 

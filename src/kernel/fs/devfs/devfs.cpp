@@ -95,6 +95,21 @@ long dev_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   return host::sys(SYS_newfstatat, AT_FDCWD, n->host, out, 0);
 }
 
+// Opens a device node: the kernel's own device, or the host's.
+long open_node(Task& t, const DevNode& n, int flags, File** out) {
+  if (n.kernel_open) {
+    long r = n.kernel_open(t, flags, out);
+    if (r != -ENOENT || !n.host) return r;
+  }
+  long fd = host::sys(SYS_openat, AT_FDCWD, n.host,
+                      (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC | O_NOCTTY, 0);
+  if (fd < 0) return fd;
+  File* f = hostfs_adopt_host_fd(t.kernel->heap, (int)fd, (uint32_t)flags & ~O_CLOEXEC);
+  if (!f) return -ENOMEM;
+  *out = f;
+  return 0;
+}
+
 long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
   bool root;
   const DevNode* n;
@@ -119,21 +134,9 @@ long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
   }
   if (n->target) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
   if (flags & O_DIRECTORY) return -ENOTDIR;
-  if (n->kernel_open) {
-    r = n->kernel_open(t, flags, out);
-    if (r != -ENOENT || !n->host) {
-      if (r == 0) (*out)->fs = &fs;
-      return r;
-    }
-  }
-  long fd = host::sys(SYS_openat, AT_FDCWD, n->host,
-                      (flags & ~(O_CREAT | O_EXCL | O_TRUNC)) | O_CLOEXEC | O_NOCTTY, 0);
-  if (fd < 0) return fd;
-  File* f = hostfs_adopt_host_fd(t.kernel->heap, (int)fd, (uint32_t)flags & ~O_CLOEXEC);
-  if (!f) return -ENOMEM;
-  f->fs = &fs;
-  *out = f;
-  return 0;
+  r = open_node(t, *n, flags, out);
+  if (r == 0) (*out)->fs = &fs;
+  return r;
 }
 
 long dev_readlink(Task&, Filesystem&, Lookup& lk, char* buf, size_t n) {
@@ -171,6 +174,17 @@ const FsOps kDevFsOps = {
 };
 
 }  // namespace
+
+long devfs_open_rdev(Task& t, uint64_t rdev, int flags, File** out) {
+  for (const DevNode& n : kNodes) {
+    if (n.target) continue;
+    uint64_t r = n.rdev;
+    struct stat st;
+    if (!r && host::sys(SYS_newfstatat, AT_FDCWD, n.host, &st, 0) == 0) r = st.st_rdev;
+    if (r == rdev) return open_node(t, n, flags, out);
+  }
+  return -ENXIO;
+}
 
 long devfs_create(Heap* heap, Filesystem** out) {
   Filesystem* fs = heap->make<Filesystem>();

@@ -13,4 +13,8 @@ extern const FsType kDevFsType;  // mount(2) type "devtmpfs"
 
 long devfs_create(Heap* heap, Filesystem** out);
 
+// Opens the character device numbered `rdev` (a device node on another
+// filesystem, such as tmpfs); ENXIO for a number with no driver here.
+long devfs_open_rdev(Task& t, uint64_t rdev, int flags, File** out);
+
 }  // namespace flatux

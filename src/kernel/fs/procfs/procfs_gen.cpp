@@ -119,35 +119,6 @@ void gen_maps(SynthText& o, Process& p) {
   }
 }
 
-// Per-mount flags as /proc/mounts spells them.
-void mount_flags(SynthText& o, const Mount& m) {
-  o.str(m.readonly() ? "ro" : "rw");
-  if (m.flags & MS_NOSUID) o.str(",nosuid");
-  if (m.flags & MS_NODEV) o.str(",nodev");
-  if (m.flags & MS_NOEXEC) o.str(",noexec");
-  if (m.flags & MS_NOATIME) o.str(",noatime");
-  else o.str(",relatime");
-}
-
-void gen_mounts(SynthText& o, Kernel& k, bool mountinfo) {
-  k.vfs->for_each_mount([&](const Mount& m) {
-    const char* type = m.type ? m.type->name : m.fs->ops->name;
-    if (mountinfo) {
-      o.dec(m.id).ch(' ').dec(m.parent_id).str(" 0:").dec((int64_t)(m.fs->dev & 0xff)).ch(' ');
-      o.str(m.root).ch(' ').str(m.path).ch(' ');
-      mount_flags(o, m);
-      o.str(" - ").str(type).ch(' ').str(m.source).ch(' ').str(m.readonly() ? "ro" : "rw");
-      if (m.options[0]) o.ch(',').str(m.options);
-      o.ch('\n');
-    } else {
-      o.str(m.source).ch(' ').str(m.path).ch(' ').str(type).ch(' ');
-      mount_flags(o, m);
-      if (m.options[0]) o.ch(',').str(m.options);
-      o.str(" 0 0\n");
-    }
-  });
-}
-
 void gen_limits(SynthText& o, Process& p) {
   static constexpr const char* kNames[kNumRlimits] = {
       "Max cpu time", "Max file size", "Max data size", "Max stack size", "Max core file size",
@@ -244,11 +215,19 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
     case ProcFile::kVersion:
       o.str("Linux version 6.1.0-flatux (flatux " FLATUX_VERSION_STRING ") #1 SMP flatux\n");
       return 0;
-    case ProcFile::kFilesystems:
-      o.str("nodev\tproc\nnodev\tdevtmpfs\nnodev\thostfs\nnodev\tpipefs\n");
+    case ProcFile::kFilesystems: gen_filesystems(o, k); return 0;
+    case ProcFile::kGlobalMounts: gen_mounts(o, k, t.proc->fs->root, false); return 0;
+    case ProcFile::kMounts: case ProcFile::kMountinfo: {
+      char root[kPathMax];
+      {
+        Guard g(k.tasks_lock);
+        Task* task = find_task_locked(k, pid);
+        if (!task || task->proc->state != ProcState::kRunning || !task->proc->fs) return -ENOENT;
+        memcpy(root, task->proc->fs->root, sizeof root);
+      }
+      gen_mounts(o, k, root, f == ProcFile::kMountinfo);
       return 0;
-    case ProcFile::kGlobalMounts: case ProcFile::kMounts: gen_mounts(o, k, false); return 0;
-    case ProcFile::kMountinfo: gen_mounts(o, k, true); return 0;
+    }
     case ProcFile::kKernelCmdline:
       o.str(k.cfg.boot.cmdline[0] ? k.cfg.boot.cmdline : "flatux").ch('\n');
       return 0;

@@ -26,6 +26,11 @@ const char* proc_global_name(int i);
 int proc_pid_file_count();
 const char* proc_pid_file_name(int i);
 
+// The mount table as the process whose root is `root` sees it
+// (procfs_mounts.cpp), and the filesystem types.
+void gen_mounts(SynthText& o, Kernel& k, const char* root, bool mountinfo);
+void gen_filesystems(SynthText& o, Kernel& k);
+
 // Generates the file's text for process/task `pid` (ignored for global files).
 long proc_generate(Task& t, ProcFile f, int pid, SynthText& out);
 

@@ -1,0 +1,262 @@
+// mount(2) and umount2(2): new mounts of registered filesystem types, bind
+// and recursive bind mounts, remounts (of one mount with MS_BIND, of the
+// filesystem without), and unmounting with EBUSY, MNT_DETACH and MNT_FORCE.
+//
+// Mount propagation does not exist here: every mount is private, so
+// MS_PRIVATE and MS_SLAVE succeed as no-ops on a mount point, while
+// MS_SHARED, MS_UNBINDABLE, MS_MOVE and MNT_EXPIRE are not implemented.
+#include <cstring>
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "host/usercopy.h"
+#include "kernel/kernel.h"
+#include "kernel/lib/kfmt.h"
+#include "kernel/lib/kstring.h"
+#include "kernel/syscalls.h"
+#include "kernel/vfs/mount.h"
+#include "kernel/vfs/namei.h"
+#include "kernel/vfs/patharg.h"
+
+namespace flatux {
+namespace {
+
+constexpr unsigned long kPerMountFlags =
+    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME;
+constexpr unsigned long kPropagation = MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UNBINDABLE;
+constexpr size_t kDataMax = 4096;  // Linux copies one page of options
+
+// CAP_SYS_ADMIN, which only root has here.
+bool capable(Task& t) { return t.proc->creds.euid == 0; }
+
+// A resolved path: the mount showing it (one reference held), the path
+// inside its filesystem, the canonical guest path, and what it is.
+struct Target {
+  Mount* mount = nullptr;
+  char inner[kPathMax];
+  char guest[kPathMax];
+  struct stat st;
+  ~Target() {
+    if (mount) mount->put();
+  }
+  bool is_mount_root() const { return strcmp(inner, mount->root_len > 1 ? mount->root : "/") == 0; }
+};
+
+// Inner path -> guest path through mount m.
+long guest_path(const Mount& m, const char* inner, char* out, size_t n) {
+  std::string_view rel(inner);
+  if (m.root_len > 1) rel = tail(rel, m.root_len);
+  KFmt o(out, n);
+  if (m.len > 1) o.str(std::string_view(m.path, m.len));
+  if (!rel.empty() && (rel.size() > 1 || m.len == 1)) o.str(rel);
+  else if (m.len == 1) o.str("/");
+  if (o.truncated()) return -ENAMETOOLONG;
+  o.c_str();
+  return 0;
+}
+
+long resolve(Task& t, const char* path, bool follow, Target* out) {
+  return vfs_walk(t, AT_FDCWD, path, follow, [&](Lookup& lk) -> long {
+    Filesystem& fs = *lk.mount->fs;
+    long r = fs.ops->stat(t, fs, lk, &out->st);
+    if (r < 0) return r;
+    if (!copy_cstr(out->inner, sizeof out->inner, lk.path)) return -ENAMETOOLONG;
+    if ((r = guest_path(*lk.mount, lk.path, out->guest, sizeof out->guest)) < 0) return r;
+    lk.mount->get();
+    out->mount = lk.mount;
+    return 0;
+  });
+}
+
+long copy_string(uint64_t guest, char* buf, size_t cap, const char* fallback) {
+  if (!guest) return copy_cstr(buf, cap, fallback) ? 0 : -EINVAL;
+  long r = strncpy_from_user(buf, (const char*)guest, cap);
+  return r == -ENAMETOOLONG ? (buf[cap - 1] = 0, 0) : r < 0 ? r : 0;
+}
+
+// The options /proc/mounts shows for fs: its own rendering, or the data.
+void options_of(const FsType* type, Filesystem& fs, const char* data, char* out, size_t n) {
+  if (type && type->show_options) type->show_options(fs, out, n);
+  else copy_cstr(out, n, data ? data : "");
+}
+
+long new_mount(Task& t, Target& at, uint64_t guest_source, uint64_t guest_type, unsigned long flags,
+               const char* data) {
+  char type_name[64], source[256];
+  long r = copy_string(guest_type, type_name, sizeof type_name, "");
+  if (r < 0) return r;
+  if ((r = copy_string(guest_source, source, sizeof source, "none")) < 0) return r;
+  Vfs& vfs = *t.kernel->vfs;
+  const FsType* type = vfs.find_type(type_name);
+  if (!type) return -ENODEV;
+  if (!S_ISDIR(at.st.st_mode)) return -ENOTDIR;
+  Filesystem* fs = nullptr;
+  if ((r = type->mount(*t.kernel, source, flags, data, &fs)) < 0) return r;
+  fs->readonly = flags & MS_RDONLY;
+  char options[256];
+  options_of(type, *fs, data, options, sizeof options);
+  r = vfs.mount(at.guest, fs, type, flags & kPerMountFlags, source, "/", options);
+  if (r < 0 && fs->mounts.load() == 0 && type->unmount) type->unmount(*fs);
+  return r;
+}
+
+long remount(Task& t, Target& at, unsigned long flags, const char* data) {
+  if (!at.is_mount_root()) return -EINVAL;
+  Mount& m = *at.mount;
+  unsigned long per_mount = flags & kPerMountFlags;
+  if (flags & MS_BIND) {  // this mount's flags only
+    m.flags = (m.flags & ~kPerMountFlags) | per_mount;
+    return 0;
+  }
+  Filesystem& fs = *m.fs;
+  if (m.type && m.type->remount) {
+    long r = m.type->remount(fs, flags, data);
+    if (r < 0) return r;
+  }
+  fs.readonly = flags & MS_RDONLY;
+  m.flags = (m.flags & ~kPerMountFlags) | per_mount;
+  if (m.type && m.type->show_options) {
+    // Every mount of the filesystem shows its new options.
+    char options[256];
+    m.type->show_options(fs, options, sizeof options);
+    t.kernel->vfs->for_each_mount([&](const Mount& x) {
+      if (x.fs == &fs) copy_cstr(const_cast<Mount&>(x).options, sizeof x.options, options);
+    });
+  }
+  return 0;
+}
+
+// Whether guest path p lies at or below dir.
+bool under(std::string_view p, std::string_view dir) {
+  if (dir == "/") return true;
+  return starts_with(p, dir) && (p.size() == dir.size() || p[dir.size()] == '/');
+}
+
+long bind(Task& t, Target& at, uint64_t guest_source, bool recursive) {
+  PathArg src(guest_source);
+  if (!src.ok()) return src.err;
+  Target from;
+  long r = resolve(t, src.buf, true, &from);
+  if (r < 0) return r;
+  if (S_ISDIR(from.st.st_mode) != S_ISDIR(at.st.st_mode)) return -ENOTDIR;
+  Vfs& vfs = *t.kernel->vfs;
+  Mount& m = *from.mount;
+  // The mounts below the source go along with MS_REC; gathered first, as
+  // mounting takes the table's lock.
+  Mount* below[Vfs::kMaxMounts];
+  int nbelow = 0;
+  if (recursive) {
+    vfs.for_each_mount([&](const Mount& x) {
+      if (&x != &m && x.len > 0 && under(x.path, from.guest) && std::string_view(x.path) != from.guest) {
+        const_cast<Mount&>(x).get();
+        below[nbelow++] = const_cast<Mount*>(&x);
+      }
+    });
+  }
+  r = vfs.mount(at.guest, m.fs, m.type, m.flags & kPerMountFlags, m.source, from.inner, m.options);
+  size_t from_len = strcmp(from.guest, "/") == 0 ? 0 : strlen(from.guest);
+  for (int i = 0; i < nbelow; i++) {
+    Mount& x = *below[i];
+    char path[kPathMax];
+    KFmt p(path, sizeof path);
+    p.str(strcmp(at.guest, "/") == 0 ? "" : at.guest).str(x.path + from_len);
+    if (r == 0 && !p.truncated())
+      r = vfs.mount(p.c_str(), x.fs, x.type, x.flags & kPerMountFlags, x.source, x.root, x.options);
+    x.put();
+  }
+  return r;
+}
+
+// Whether any process has its working directory or root inside the mount
+// at `point` (which holds no files open, or the reference count says so).
+bool in_use_as_dir(Kernel& k, const char* point) {
+  Guard g(k.tasks_lock);
+  for (int i = 0; i < kMaxTasks; i++) {
+    Task* task = k.tasks[i];
+    if (!task || !task->proc || !task->proc->fs) continue;
+    const FsContext& fc = *task->proc->fs;
+    if (under(fc.cwd, point) || (strcmp(fc.root, "/") != 0 && under(fc.root, point))) return true;
+  }
+  return false;
+}
+
+// MNT_DETACH takes the whole tree below the mount point along, deepest
+// first, so that nothing is left beneath it.
+void detach_below(Vfs& vfs, const char* point) {
+  Mount* below[Vfs::kMaxMounts];
+  int n = 0;
+  vfs.for_each_mount([&](const Mount& x) {
+    if (under(x.path, point) && strcmp(x.path, point) != 0) {
+      const_cast<Mount&>(x).get();
+      below[n++] = const_cast<Mount*>(&x);
+    }
+  });
+  for (int done = 0; done < n; done++) {
+    int deepest = done;
+    for (int i = done + 1; i < n; i++)
+      if (below[i]->len > below[deepest]->len) deepest = i;
+    Mount* m = below[deepest];
+    below[deepest] = below[done];
+    vfs.umount(m, true);
+    m->put();
+  }
+}
+
+}  // namespace
+
+uint64_t mount_anon_dev(Kernel& k) {
+  // Minors 64..255 of major 0 (st_dev is the minor itself there).
+  uint64_t used[4] = {};
+  k.vfs->for_each_mount([&](const Mount& m) {
+    if (m.fs->dev < 256) used[m.fs->dev / 64] |= 1ull << (m.fs->dev % 64);
+  });
+  for (uint64_t d = 64; d < 256; d++)
+    if (!(used[d / 64] & (1ull << (d % 64)))) return d;
+  return 255;
+}
+
+long sys_mount(Task& t, SyscallArgs a) {
+  unsigned long flags = a[3];
+  if ((flags & MS_MGC_MSK) == MS_MGC_VAL) flags &= ~MS_MGC_MSK;  // the old magic number
+  PathArg target(a[1]);
+  if (!target.ok()) return target.err;
+  Target at;
+  long r = resolve(t, target.buf, true, &at);
+  if (r < 0) return r;
+  if (!capable(t)) return -EPERM;
+  char data[kDataMax];
+  if ((r = copy_string(a[4], data, sizeof data, "")) < 0) return r;
+  const char* opts = a[4] ? data : nullptr;
+  if (flags & MS_REMOUNT) return remount(t, at, flags, opts);
+  if (flags & MS_BIND) return bind(t, at, a[0], flags & MS_REC);
+  if (flags & kPropagation) {
+    if (!at.is_mount_root()) return -EINVAL;
+    return (flags & (MS_SHARED | MS_UNBINDABLE)) ? -ENOSYS : 0;  // all mounts are private already
+  }
+  if (flags & MS_MOVE) return -ENOSYS;
+  return new_mount(t, at, a[0], a[2], flags, opts);
+}
+
+long sys_umount2(Task& t, SyscallArgs a) {
+  uint64_t flags = a[1];
+  if (flags & ~(uint64_t)(MNT_FORCE | MNT_DETACH | MNT_EXPIRE | UMOUNT_NOFOLLOW)) return -EINVAL;
+  if ((flags & MNT_EXPIRE) && (flags & (MNT_FORCE | MNT_DETACH))) return -EINVAL;
+  PathArg target(a[0]);
+  if (!target.ok()) return target.err;
+  Target at;
+  long r = resolve(t, target.buf, !(flags & UMOUNT_NOFOLLOW), &at);
+  if (r < 0) return r;
+  if (!capable(t)) return -EPERM;
+  if (!at.is_mount_root()) return -EINVAL;
+  if (flags & MNT_EXPIRE) return -ENOSYS;
+  bool lazy = flags & MNT_DETACH;
+  // MNT_FORCE cannot pry anything loose from these filesystems: like a
+  // plain unmount, it fails while the mount is in use.
+  if (!lazy && in_use_as_dir(*t.kernel, at.guest)) return -EBUSY;
+  if (lazy) detach_below(*t.kernel->vfs, at.guest);
+  return t.kernel->vfs->umount(at.mount, lazy);
+}
+
+}  // namespace flatux
