@@ -374,6 +374,7 @@ int retarget_cb(ext2_ino_t, int, ext2_dir_entry* d, int, int, char*, void* priv)
 
 long open_volume(Kernel& k, BlockDevice& dev, bool want_rw, OpenResult* out) {
   *out = {};
+  initialize_ext2_error_table();  // com_err's messages for the kernel log (once)
   Volume* v = k.heap->make<Volume>();
   if (!v) return -ENOMEM;
   v->k = &k;
@@ -479,7 +480,7 @@ long read_attr(Volume* v, uint32_t ino, Attr* out) {
   long r = read_large(v, ino, &in);
   if (r < 0) return r;
   if (in.i_links_count == 0 && in.i_mode == 0) {
-    KFmt(v->err, sizeof v->err).str("inode ").udec(ino).str(" is in use but free on disk").c_str();
+    KFmt(v->err, sizeof v->err).str("inode ").udec(ino).str(" is referenced but free").c_str();
     return -EUCLEAN;
   }
   fill_attr(v, ino, in, out);
