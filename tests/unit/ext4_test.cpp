@@ -181,7 +181,7 @@ TEST_F(Ext4Test, SymlinksAreRedirectsNotFollowed) {
   w->path = "/link/more";
   w->follow = true;
   EXPECT_EQ(vol->walk(root, *w), ext4::kWalkRedirect);
-  EXPECT_STREQ(w->link_dir, "/");
+  EXPECT_STREQ(w->link_path, "/link");
   EXPECT_STREQ(w->target, "etc/hostname");
   EXPECT_STREQ(w->rest, "more");
   w->path = "/link";

@@ -85,6 +85,8 @@ long read_link(Volume* v, uint32_t ino, char* buf, size_t cap, size_t* len);
 long read_data(Volume* v, uint32_t ino, void* buf, size_t n, uint64_t off, size_t* got);
 long write_data(Volume* v, uint32_t ino, const void* buf, size_t n, uint64_t off, Time now,
                 Attr* after);
+// fallocate mode 0: blocks for [off, off+len), the size grown to cover it.
+long allocate(Volume* v, uint32_t ino, uint64_t off, uint64_t len, Time now, Attr* after);
 long set_attr(Volume* v, uint32_t ino, const SetAttr& a, Attr* after);
 long read_dir(Volume* v, uint32_t dir, uint64_t pos, DirVisitor fn, void* ctx);
 long dir_is_empty(Volume* v, uint32_t dir);  // 1, 0 or -errno

@@ -80,27 +80,33 @@ long Volume::mount(Kernel& k, BlockDevice& dev, bool readonly, Volume** out) {
   return 0;
 }
 
+long Volume::shutdown() {
+  Guard g(lock_);
+  if (!vol_) return 0;
+  // Not through gate(): close_volume frees the message a failure would log.
+  long r = foreign_call(k_, [](void* v) -> long { return ext2glue::close_volume(static_cast<ext2glue::Volume*>(v)); },
+                        vol_);
+  vol_ = nullptr;
+  if (r == 0 && !readonly_) r = ubd_flush(*dev_);
+  if (r < 0) printkf(k_, [&](KFmt& f) { f.str("EXT4-fs (").str(dev_->name).str("): writing back at unmount failed: ").dec(-r).str("\n"); });
+  return r;
+}
+
 long Volume::unmount() {
-  long r;
-  {
-    Guard g(lock_);
-    r = gate([&] { return ext2glue::close_volume(vol_); });
-    vol_ = nullptr;
-    if (r == 0 && !readonly_) r = ubd_flush(*dev_);
-    for (Inode*& head : inodes_)
-      while (head) {
-        Inode* n = head->next;
-        k_.heap->free(head->link);
-        k_.heap->free(head);
-        head = n;
-      }
-    for (Dentry*& head : dentries_)
-      while (head) {
-        Dentry* n = head->next;
-        k_.heap->free(head);
-        head = n;
-      }
-  }
+  long r = shutdown();
+  for (Inode*& head : inodes_)
+    while (head) {
+      Inode* n = head->next;
+      k_.heap->free(head->link);
+      k_.heap->free(head);
+      head = n;
+    }
+  for (Dentry*& head : dentries_)
+    while (head) {
+      Dentry* n = head->next;
+      k_.heap->free(head);
+      head = n;
+    }
   k_.heap->destroy_obj(this);
   return r;
 }
@@ -222,17 +228,11 @@ void Volume::forget_name(uint32_t dir, const char* name, size_t len) {
 
 bool Volume::permits(const Cred& c, const Attr& a, int mask) {
   mask &= R_OK | W_OK | X_OK;
+  if (c.check) return c.check(c.ctx, a, mask);
   if (c.uid == 0) {  // CAP_DAC_OVERRIDE: all but executing a file no one may execute
     return !(mask & X_OK) || S_ISDIR(a.mode) || (a.mode & 0111);
   }
-  uint32_t bits;
-  if (c.uid == a.uid) {
-    bits = (a.mode >> 6) & 7;
-  } else {
-    bool member = c.gid == a.gid;
-    for (int i = 0; i < c.ngroups && !member; i++) member = c.groups[i] == a.gid;
-    bits = member ? (a.mode >> 3) & 7 : a.mode & 7;
-  }
+  uint32_t bits = c.uid == a.uid ? (a.mode >> 6) & 7 : c.gid == a.gid ? (a.mode >> 3) & 7 : a.mode & 7;
   return (bits & (uint32_t)mask) == (uint32_t)mask;
 }
 
@@ -283,11 +283,9 @@ long Volume::walk(const Cred& c, Walk& w) {
     if (S_ISLNK(in->a.mode) && (!last || w.follow)) {
       size_t tl = 0;
       if ((r = link_target(child, w.target, sizeof w.target, &tl)) < 0) return r;
-      size_t dl = (size_t)(s - w.path);
-      while (dl > 1 && w.path[dl - 1] == '/') dl--;
-      if (dl == 0) dl = 1;
-      memcpy(w.link_dir, w.path, dl);
-      w.link_dir[dl] = 0;
+      size_t ll = (size_t)(s + len - w.path);
+      memcpy(w.link_path, w.path, ll);
+      w.link_path[ll] = 0;
       if (!copy_cstr(w.rest, sizeof w.rest, after)) return -ENAMETOOLONG;
       return kWalkRedirect;
     }
@@ -453,6 +451,20 @@ long Volume::setattr(uint32_t ino, const ext2glue::SetAttr& a, Attr* after) {
     data_.drop_range(ino, first, end > first ? end : first + 1);
   }
   return 0;
+}
+
+long Volume::fallocate(uint32_t ino, uint64_t off, uint64_t len) {
+  Guard g(lock_);
+  if (readonly_) return -EROFS;
+  long err = 0;
+  Inode* in = inode(ino, &err);
+  if (!in) return err;
+  if (S_ISDIR(in->a.mode)) return -EISDIR;
+  if (!S_ISREG(in->a.mode)) return -ENODEV;
+  Attr after;
+  long r = gate([&] { return ext2glue::allocate(vol_, ino, off, len, now(), &after); });
+  if (r == 0) update_inode(after);
+  return r;
 }
 
 long Volume::fsync(bool durable) {

@@ -24,11 +24,13 @@ namespace flatux::ext4 {
 using ext2glue::Attr;
 using ext2glue::Time;
 
-// Who is asking (the guest's filesystem credentials).
+// Who is asking (the guest's filesystem credentials). With `check`, that
+// decides permissions (the VFS's may_access for a guest task); without it,
+// Linux's generic_permission on uid/gid is applied here (tests, boot).
 struct Cred {
   uint32_t uid, gid;
-  const uint32_t* groups = nullptr;
-  int ngroups = 0;
+  bool (*check)(void* ctx, const ext2glue::Attr& a, int mask) = nullptr;
+  void* ctx = nullptr;
 };
 
 constexpr long kWalkRedirect = 1;
@@ -42,9 +44,9 @@ struct Walk {
   uint32_t ino;           // the inode reached (0: last component missing, want_parent)
   uint32_t parent;        // its directory (want_parent)
   char name[256];         // the last component (want_parent)
-  // kWalkRedirect: the symlink's directory (inner path), target, and what
+  // kWalkRedirect: the symlink's own path (inner), its target, and what
   // followed it in the path.
-  char link_dir[kPathMax];
+  char link_path[kPathMax];
   char target[kPathMax];
   char rest[kPathMax];
 };
@@ -55,7 +57,11 @@ struct Dentry;
 class Volume {
  public:
   static long mount(Kernel& k, BlockDevice& dev, bool readonly, Volume** out);
-  long unmount();  // writes everything back and frees the volume
+  long unmount();   // writes everything back and frees the volume
+  long shutdown();  // writes everything back; later calls fail with EIO
+
+  Kernel& kernel() const { return k_; }
+  BlockDevice& device() const { return *dev_; }
 
   bool readonly() const { return readonly_; }
   uint64_t dev_number() const { return ubd_devnum(*dev_); }
@@ -70,6 +76,7 @@ class Volume {
   long read(uint32_t ino, void* buf, size_t n, uint64_t off, bool kernel_buf);
   long write(uint32_t ino, const void* buf, size_t n, uint64_t off, bool kernel_buf);
   long setattr(uint32_t ino, const ext2glue::SetAttr& a, Attr* after);
+  long fallocate(uint32_t ino, uint64_t off, uint64_t len);
   long fsync(bool durable);
 
   // Directory listing from position `pos` (DirEntry::next resumes).

@@ -661,6 +661,22 @@ long set_attr(Volume* v, uint32_t ino, const SetAttr& a, Attr* after) {
   return 0;
 }
 
+long allocate(Volume* v, uint32_t ino, uint64_t off, uint64_t len, Time now, Attr* after) {
+  ext2_inode_large in;
+  long r = read_large(v, ino, &in);
+  if (r < 0) return r;
+  ext2_inode* base = reinterpret_cast<ext2_inode*>(&in);
+  uint64_t bs = v->fs->blocksize, first = off / bs, last = (off + len - 1) / bs;
+  errcode_t e = ext2fs_fallocate(v->fs, EXT2_FALLOCATE_INIT_BEYOND_EOF, ino, base, ~0ULL, first, last - first + 1);
+  if (e) return fail(v, e, "allocating blocks", ino);
+  if (off + len > EXT2_I_SIZE(base) && (e = ext2fs_inode_size_set(v->fs, base, off + len)))
+    return fail(v, e, "growing a file", ino);
+  set_times(v, &in, nullptr, &now, &now);
+  if ((r = write_large(v, ino, &in)) < 0) return r;
+  fill_attr(v, ino, in, after);
+  return 0;
+}
+
 long create_node(Volume* v, uint32_t dir, const char* name, const NewNode& n, Attr* out) {
   ext2_filsys fs = v->fs;
   ext2_ino_t ino = 0;

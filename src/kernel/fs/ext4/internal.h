@@ -29,6 +29,7 @@ inline bool is_error_of_the_image(long r) { return r == -EUCLEAN || r == -EBADMS
 // failure that means a damaged image is logged.
 template <typename F>
 long Volume::gate(F&& f) {
+  if (!vol_) return -EIO;  // shut down (power-off) under a still-running guest
   stats_.gate_calls++;
   Time t = now();
   auto call = [&]() -> long {
