@@ -67,8 +67,8 @@ long PageCache::evict_one() {
 PageCache::Page* PageCache::insert(uint64_t owner, uint64_t index) {
   if (!nbuckets_) return nullptr;
   if (count_ >= max_pages_ && evict_one() < 0) return nullptr;
-  Page* p = static_cast<Page*>(heap_->alloc(sizeof(Page)));
-  if (!p && (evict_one() < 0 || !(p = static_cast<Page*>(heap_->alloc(sizeof(Page)))))) return nullptr;
+  Page* p = new_page();
+  if (!p && (evict_one() < 0 || !(p = new_page()))) return nullptr;
   p->owner = owner;
   p->index = index;
   p->dirty = false;
@@ -80,12 +80,25 @@ PageCache::Page* PageCache::insert(uint64_t owner, uint64_t index) {
   return p;
 }
 
+PageCache::Page* PageCache::new_page() {
+  Page* p = static_cast<Page*>(heap_->alloc(sizeof(Page)));
+  uint8_t* data = static_cast<uint8_t*>(heap_->alloc(kPageSize));
+  if (!p || !data) {
+    heap_->free(p);
+    heap_->free(data);
+    return nullptr;
+  }
+  p->data = data;
+  return p;
+}
+
 void PageCache::drop(Page* p) {
   Page** pp = &buckets_[bucket(p->owner, p->index)];
   while (*pp != p) pp = &(*pp)->hash_next;
   *pp = p->hash_next;
   unlink(p);
   count_--;
+  heap_->free(p->data);
   heap_->free(p);
 }
 

@@ -19,7 +19,9 @@ class PageCache {
     uint64_t owner, index;
     Page *hash_next, *lru_prev, *lru_next;
     bool dirty;
-    uint8_t data[kPageSize];
+    // Apart from the header, so both fit the heap's small classes (a page
+    // with its header inline would take the large-block path: 12 KiB).
+    uint8_t* data;
   };
 
   // Writes a dirty page back; a failure keeps it dirty (and cached).
@@ -49,6 +51,7 @@ class PageCache {
   void unlink(Page* p);
   void push_front(Page* p);
   long evict_one();
+  Page* new_page();
 
   Heap* heap_;
   size_t max_pages_;

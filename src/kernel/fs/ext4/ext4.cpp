@@ -114,8 +114,7 @@ long Volume::unmount() {
 // ---- the inode and dentry caches
 
 Inode* Volume::inode(uint32_t ino, long* err) {
-  Inode** head = &inodes_[ino % kInodeBuckets];
-  Inode* in = *head;
+  Inode* in = inodes_[ino % kInodeBuckets];
   while (in && in->a.ino != ino) in = in->next;
   if (in && in->valid) {
     stats_.inode_hits++;
@@ -127,6 +126,15 @@ Inode* Volume::inode(uint32_t ino, long* err) {
     *err = r;
     return nullptr;
   }
+  if (!(in = cache_inode(a))) *err = -ENOMEM;
+  return in;
+}
+
+// The entry for a.ino, made or refreshed with these attributes.
+Inode* Volume::cache_inode(const Attr& a) {
+  Inode** head = &inodes_[a.ino % kInodeBuckets];
+  Inode* in = *head;
+  while (in && in->a.ino != a.ino) in = in->next;
   if (!in) {
     if (ninodes_ >= kMaxInodes) {  // make room: this bucket's unused entries go
       for (Inode** pp = head; *pp;) {
@@ -139,10 +147,7 @@ Inode* Volume::inode(uint32_t ino, long* err) {
       }
     }
     in = static_cast<Inode*>(k_.heap->alloc(sizeof(Inode)));
-    if (!in) {
-      *err = -ENOMEM;
-      return nullptr;
-    }
+    if (!in) return nullptr;
     in->next = *head;
     *head = in;
     ninodes_++;
@@ -170,14 +175,28 @@ void Volume::update_inode(const Attr& a) {
     }
 }
 
+Dentry* Volume::cached_name(uint32_t dir, const char* name, size_t len) {
+  for (Dentry* d = dentries_[hash_name(dir, name, len) % kDentryBuckets]; d; d = d->next)
+    if (d->dir == dir && d->len == len && memcmp(d->name, name, len) == 0) return d;
+  return nullptr;
+}
+
 long Volume::lookup_name(uint32_t dir, const char* name, size_t len, uint32_t* ino) {
-  Dentry** head = &dentries_[hash_name(dir, name, len) % kDentryBuckets];
-  for (Dentry* d = *head; d; d = d->next)
-    if (d->dir == dir && d->len == len && memcmp(d->name, name, len) == 0) {
-      stats_.dentry_hits++;
-      *ino = d->ino;
-      return d->ino ? 0 : -ENOENT;
-    }
+  Dentry* d = cached_name(dir, name, len);
+  long err = 0;
+  Inode* di = d ? nullptr : inode(dir, &err);
+  // A directory read whole once answers every later miss in the kernel
+  // (creating thousands of names in one directory asks only the cache).
+  if (di && !di->complete && di->a.size <= kFillDirMax && ndentries_ + di->a.size / 8 < kMaxDentries &&
+      fill_dir(dir) == 0) {
+    d = cached_name(dir, name, len);
+    di = inode(dir, &err);
+  }
+  if (d || (di && di->complete)) {
+    stats_.dentry_hits++;
+    *ino = d ? d->ino : 0;
+    return *ino ? 0 : -ENOENT;
+  }
   uint32_t found = 0;
   long r = gate([&] { return ext2glue::lookup(vol_, dir, name, len, &found); });
   if (r < 0 && r != -ENOENT) return r;
@@ -197,6 +216,7 @@ void Volume::remember_name(uint32_t dir, const char* name, size_t len, uint32_t 
     while (*head) {
       Dentry* d = *head;
       *head = d->next;
+      set_complete(d->dir, false);
       k_.heap->free(d);
       ndentries_--;
     }
@@ -210,6 +230,32 @@ void Volume::remember_name(uint32_t dir, const char* name, size_t len, uint32_t 
   d->next = *head;
   *head = d;
   ndentries_++;
+}
+
+struct FillCtx {
+  Volume* v;
+  uint32_t dir;
+};
+
+bool Volume::remember_entry(void* ctx, const ext2glue::DirEntry& e) {
+  FillCtx* f = static_cast<FillCtx*>(ctx);
+  f->v->remember_name(f->dir, e.name, e.name_len, e.ino);
+  return true;
+}
+
+long Volume::fill_dir(uint32_t dir) {
+  FillCtx ctx{this, dir};
+  size_t before = ndentries_;
+  long r = gate([&] { return ext2glue::read_dir(vol_, dir, 0, remember_entry, &ctx); });
+  // Complete only if nothing was evicted meanwhile (eviction clears the flag
+  // of the directories it touches, maybe this one).
+  if (r == 0 && ndentries_ >= before) set_complete(dir, true);
+  return r;
+}
+
+void Volume::set_complete(uint32_t dir, bool complete) {
+  for (Inode* in = inodes_[dir % kInodeBuckets]; in; in = in->next)
+    if (in->a.ino == dir) in->complete = complete;
 }
 
 void Volume::forget_name(uint32_t dir, const char* name, size_t len) {
@@ -282,11 +328,9 @@ long Volume::walk(const Cred& c, Walk& w) {
     if (!in) return err;
     if (S_ISLNK(in->a.mode) && (!last || w.follow)) {
       size_t tl = 0;
-      if ((r = link_target(child, w.target, sizeof w.target, &tl)) < 0) return r;
-      size_t ll = (size_t)(s + len - w.path);
-      memcpy(w.link_path, w.path, ll);
-      w.link_path[ll] = 0;
-      if (!copy_cstr(w.rest, sizeof w.rest, after)) return -ENAMETOOLONG;
+      if ((r = link_target(child, w.target, kPathMax, &tl)) < 0) return r;
+      w.link_len = (size_t)(s + len - w.path);
+      w.rest = after;
       return kWalkRedirect;
     }
     cur = child;
@@ -516,6 +560,7 @@ long Volume::release_if_unused(uint32_t ino) {
     if (in->a.ino == ino && in->valid) end = (in->a.size + kPage - 1) / kPage;
   long r = gate([&] { return ext2glue::release_inode(vol_, ino); });
   forget_inode(ino);
+  set_complete(ino, false);  // the number may come back as a new directory
   data_.drop_range(ino, 0, end);
   return r;
 }

@@ -40,15 +40,15 @@ struct Walk {
   const char* path;
   bool follow;
   bool want_parent;       // stop at the last component's directory
+  char* target;           // where a symlink's target goes (kPathMax bytes)
   // Out:
   uint32_t ino;           // the inode reached (0: last component missing, want_parent)
   uint32_t parent;        // its directory (want_parent)
   char name[256];         // the last component (want_parent)
-  // kWalkRedirect: the symlink's own path (inner), its target, and what
-  // followed it in the path.
-  char link_path[kPathMax];
-  char target[kPathMax];
-  char rest[kPathMax];
+  // kWalkRedirect: the link is path[0, link_len), `target` holds where it
+  // points, and `rest` is what followed it in the path.
+  size_t link_len;
+  const char* rest;
 };
 
 struct Inode;
@@ -111,14 +111,20 @@ class Volume {
   Time now() const;
 
   Inode* inode(uint32_t ino, long* err);     // cached, read in on a miss
+  Inode* cache_inode(const Attr& a);
   void forget_inode(uint32_t ino);
   void update_inode(const Attr& a);
   long link_target(uint32_t ino, char* buf, size_t cap, size_t* len);
+  Dentry* cached_name(uint32_t dir, const char* name, size_t len);
   long lookup_name(uint32_t dir, const char* name, size_t len, uint32_t* ino);
   void remember_name(uint32_t dir, const char* name, size_t len, uint32_t ino);
   void forget_name(uint32_t dir, const char* name, size_t len);
+  void set_complete(uint32_t dir, bool complete);
+  long fill_dir(uint32_t dir);
+  static bool remember_entry(void* ctx, const ext2glue::DirEntry& e);
   long fill_pages(uint32_t ino, uint64_t first, uint64_t size);
   void update_pages(uint32_t ino, const uint8_t* data, size_t n, uint64_t off);
+  long failed_change(uint32_t dir, const char* name, size_t len, long err);
   long check_dir_change(const Cred& c, uint32_t dir, uint32_t victim);
   long drop_link(uint32_t dir, const char* name, uint32_t ino, bool is_dir);
   long release_if_unused(uint32_t ino);
@@ -134,6 +140,7 @@ class Volume {
   PageCache data_;  // file contents, clean copies (owner: inode number)
   static constexpr size_t kInodeBuckets = 4096, kDentryBuckets = 16384;
   static constexpr size_t kMaxInodes = 32768, kMaxDentries = 131072;
+  static constexpr uint64_t kFillDirMax = 1 << 20;  // directories read whole into the dentry cache
   Inode* inodes_[kInodeBuckets]{};
   Dentry* dentries_[kDentryBuckets]{};
   size_t ninodes_ = 0, ndentries_ = 0;

@@ -66,27 +66,21 @@ ext4::Cred cred_of(Task& t) {
 }
 
 // Walks lk (to its last component's directory with `parent`); a symlink
-// on the way becomes the VFS's redirect. The Walk is large: heap, not stack.
-struct WalkBox {
-  explicit WalkBox(Heap* h) : heap(h), walk(static_cast<Walk*>(h->alloc(sizeof(Walk)))) {}
-  ~WalkBox() { heap->free(walk); }
-  Heap* heap;
-  Walk* walk;
-};
-
+// on the way becomes the VFS's redirect.
 long walk(Task& t, Filesystem& fs, Lookup& lk, bool parent, Walk& w) {
+  char target[kPathMax];
   w.path = lk.path;
   w.follow = lk.follow;
   w.want_parent = parent;
+  w.target = target;
   long r = vol_of(fs).walk(cred_of(t), w);
-  if (r == ext4::kWalkRedirect) return vfs_make_redirect(lk, w.link_path, w.target, w.rest);
+  if (r == ext4::kWalkRedirect)
+    return vfs_make_redirect(lk, std::string_view(w.path, w.link_len), target, w.rest);
   return r;
 }
 
-#define WALK(t, fs, lk, parent, w)                  \
-  WalkBox box_(t.kernel->heap);                     \
-  if (!box_.walk) return -ENOMEM;                   \
-  Walk& w = *box_.walk;                             \
+#define WALK(t, fs, lk, parent, w) \
+  Walk w{};                        \
   if (long r_ = walk(t, fs, lk, parent, w)) return r_
 
 // ---- open files
@@ -398,9 +392,7 @@ long fs_symlink(Task& t, Filesystem& fs, Lookup& lk, const char* target) {
 
 long fs_link(Task& t, Filesystem& fs, Lookup& a, Lookup& b) {
   WALK(t, fs, a, false, wa);
-  WalkBox box_b(t.kernel->heap);
-  if (!box_b.walk) return -ENOMEM;
-  Walk& wb = *box_b.walk;
+  Walk wb{};
   if (long r = walk(t, fs, b, true, wb)) return r;
   if (wb.parent == 0 || wb.ino) return -EEXIST;
   return vol_of(fs).link(cred_of(t), wa.ino, wb.parent, wb.name);
@@ -408,9 +400,7 @@ long fs_link(Task& t, Filesystem& fs, Lookup& a, Lookup& b) {
 
 long fs_rename(Task& t, Filesystem& fs, Lookup& a, Lookup& b, unsigned flags) {
   WALK(t, fs, a, true, wa);
-  WalkBox box_b(t.kernel->heap);
-  if (!box_b.walk) return -ENOMEM;
-  Walk& wb = *box_b.walk;
+  Walk wb{};
   if (long r = walk(t, fs, b, true, wb)) return r;
   if (wa.parent == 0 || wb.parent == 0) return -EBUSY;
   if (wa.ino == 0) return -ENOENT;

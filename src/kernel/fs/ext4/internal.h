@@ -11,6 +11,7 @@ struct Inode {
   Attr a;
   bool valid;      // a false entry is only kept for its open count
   bool unlinked;   // no links left: freed at the last close
+  bool complete;   // a directory whose every name is in the dentry cache
   int opens;
   char* link;      // symlink target, read once
   size_t link_len;

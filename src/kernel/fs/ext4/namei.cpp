@@ -30,6 +30,14 @@ ext2glue::NewNode new_node(const Cred& c, const Attr& dir, uint32_t mode, Time n
 
 }  // namespace
 
+// After a failed change the directory's state on disk is not known for
+// sure: the name is forgotten and the directory no longer complete.
+long Volume::failed_change(uint32_t dir, const char* name, size_t len, long err) {
+  forget_name(dir, name, len);
+  set_complete(dir, false);
+  return err;
+}
+
 // A change to `dir`: the caller needs write and search permission on it,
 // and in a sticky directory must own the victim or the directory.
 long Volume::check_dir_change(const Cred& c, uint32_t dir, uint32_t victim) {
@@ -58,9 +66,18 @@ long Volume::create(const Cred& c, uint32_t dir, const char* name, uint32_t mode
   long err = 0;
   ext2glue::NewNode n = new_node(c, inode(dir, &err)->a, mode, now());
   n.rdev = rdev;
-  r = gate([&] { return ext2glue::create_node(vol_, dir, name, n, out); });
-  forget_inode(dir);  // its times changed
-  if (r < 0) return r;
+  Attr dir_after;
+  r = gate([&] {
+    long e = ext2glue::create_node(vol_, dir, name, n, out);
+    return e == 0 ? ext2glue::read_attr(vol_, dir, &dir_after) : e;
+  });
+  if (r == 0) {
+    update_inode(dir_after);
+    cache_inode(*out);
+  } else {
+    forget_inode(dir);
+  }  // its times changed
+  if (r < 0) return failed_change(dir, name, len, r);
   remember_name(dir, name, len, out->ino);
   return 0;
 }
@@ -76,10 +93,23 @@ long Volume::mkdir(const Cred& c, uint32_t dir, const char* name, uint32_t mode,
   Inode* d = inode(dir, &err);
   if (d->a.nlink >= 65000 - 1 && d->a.nlink != 1) return -EMLINK;
   ext2glue::NewNode n = new_node(c, d->a, S_IFDIR | (mode & 07777), now());
-  r = gate([&] { return ext2glue::make_dir(vol_, dir, name, n, out); });
-  forget_inode(dir);
-  if (r < 0) return r;
+  Attr dir_after;
+  r = gate([&] {
+    long e = ext2glue::make_dir(vol_, dir, name, n, out);
+    return e == 0 ? ext2glue::read_attr(vol_, dir, &dir_after) : e;
+  });
+  if (r == 0) {
+    update_inode(dir_after);
+    cache_inode(*out);
+  } else {
+    forget_inode(dir);
+  }
+  if (r < 0) return failed_change(dir, name, len, r);
   remember_name(dir, name, len, out->ino);
+  // A new directory is known whole: "." and "..".
+  remember_name(out->ino, ".", 1, out->ino);
+  remember_name(out->ino, "..", 2, dir);
+  if (inode(out->ino, &err)) set_complete(out->ino, true);
   return 0;
 }
 
@@ -94,9 +124,18 @@ long Volume::symlink(const Cred& c, uint32_t dir, const char* name, const char* 
   if ((r = lookup_name(dir, name, len, &existing)) != -ENOENT) return r < 0 ? r : -EEXIST;
   long err = 0;
   ext2glue::NewNode n = new_node(c, inode(dir, &err)->a, S_IFLNK | 0777, now());
-  r = gate([&] { return ext2glue::make_symlink(vol_, dir, name, target, n, out); });
-  forget_inode(dir);
-  if (r < 0) return r;
+  Attr dir_after;
+  r = gate([&] {
+    long e = ext2glue::make_symlink(vol_, dir, name, target, n, out);
+    return e == 0 ? ext2glue::read_attr(vol_, dir, &dir_after) : e;
+  });
+  if (r == 0) {
+    update_inode(dir_after);
+    cache_inode(*out);
+  } else {
+    forget_inode(dir);
+  }
+  if (r < 0) return failed_change(dir, name, len, r);
   remember_name(dir, name, len, out->ino);
   return 0;
 }
@@ -124,8 +163,9 @@ long Volume::link(const Cred& c, uint32_t ino, uint32_t dir, const char* name) {
   });
   forget_inode(ino);
   forget_inode(dir);
-  forget_name(dir, name, len);
-  return r;
+  if (r < 0) return failed_change(dir, name, len, r);
+  remember_name(dir, name, len, ino);
+  return 0;
 }
 
 // Removes dir/name (naming `ino`) and its links, freeing the inode when
@@ -140,12 +180,12 @@ long Volume::drop_link(uint32_t dir, const char* name, uint32_t ino, bool is_dir
     if (e == 0) e = ext2glue::touch_dir(vol_, dir, t);
     return e;
   });
-  forget_name(dir, name, strlen(name));
   forget_inode(dir);
   if (r < 0) {
     forget_inode(ino);
-    return r;
+    return failed_change(dir, name, strlen(name), r);
   }
+  forget_name(dir, name, strlen(name));
   if (is_dir) forget_name(ino, "..", 2);
   if (is_dir || left == 0) return release_if_unused(ino);
   forget_inode(ino);
@@ -264,15 +304,22 @@ long Volume::rename_locked(const Cred& c, uint32_t odir, const char* oname, uint
     if (e == 0 && ndir != odir) e = ext2glue::touch_dir(vol_, ndir, t);
     return e;
   });
-  forget_name(odir, oname, olen);
-  forget_name(ndir, nname, nlen);
-  forget_name(src, "..", 2);
-  if (dst) forget_name(dst, "..", 2);
   forget_inode(odir);
   forget_inode(ndir);
   forget_inode(src);
   if (dst) forget_inode(dst);
-  if (r < 0) return r;
+  if (r < 0) {
+    failed_change(odir, oname, olen, r);
+    failed_change(src, "..", 2, r);
+    if (dst) failed_change(dst, "..", 2, r);
+    return failed_change(ndir, nname, nlen, r);
+  }
+  // The caches follow the change (complete directories must stay exact).
+  remember_name(ndir, nname, nlen, src);
+  if (exchange) remember_name(odir, oname, olen, dst);
+  else forget_name(odir, oname, olen);
+  if (sdir && odir != ndir) remember_name(src, "..", 2, ndir);
+  if (exchange && ddir && odir != ndir) remember_name(dst, "..", 2, odir);
   if (dst && !exchange && dst_left == 0) return release_if_unused(dst);
   return 0;
 }
