@@ -91,6 +91,12 @@ def main():
     # Mounted again: the second guest sees the same tree.
     must(run(guest + [a.workload, "verify", "/mnt"]), "verify under flatux")
     must(run(["e2fsck", "-fn", image]), "e2fsck after the second mount")
+    # The device node in a folder root's /dev, read-only (ubd0r=).
+    root = os.path.join(a.work, "root")
+    os.makedirs(root)
+    shutil.copy(a.workload, os.path.join(root, "prog"))
+    must(run([a.flatux, "run", "--root", root, "--ubd", "0r=" + image, "--",
+              "/prog", "blockdev", "/dev/ubda", str(os.path.getsize(image))]), "/dev/ubda")
     print("ext4 round trip: ok")
 
 

@@ -3,6 +3,9 @@
 // each step; `verify DIR` checks the final state, e.g. after a remount.
 // Runs natively on a copy of the tree first, which proves the checks right.
 #include <dirent.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/sysmacros.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -166,8 +169,29 @@ static void do_verify(void) {
   (void)zeros;
 }
 
+// `blockdev DEV SIZE`: the device node of an image (flatux only).
+static int check_blockdev(const char* dev, long long size) {
+  struct stat st;
+  REQUIRE(stat(dev, &st) == 0, "stat %s: %s", dev, strerror(errno));
+  CHECK(S_ISBLK(st.st_mode) && major(st.st_rdev) == 98 && minor(st.st_rdev) == 0, "%o %u:%u", st.st_mode,
+        major(st.st_rdev), minor(st.st_rdev));
+  int fd = open(dev, O_RDONLY);
+  REQUIRE(fd >= 0, "open %s: %s", dev, strerror(errno));
+  unsigned long long bytes = 0;
+  CHECK(ioctl(fd, BLKGETSIZE64, &bytes) == 0 && bytes == (unsigned long long)size, "%llu", bytes);
+  unsigned char magic[2];
+  CHECK(pread(fd, magic, 2, 1024 + 0x38) == 2 && magic[0] == 0x53 && magic[1] == 0xef);
+  CHECK(lseek(fd, 0, SEEK_END) == size);
+  close(fd);
+  CHECK_ERR(open(dev, O_WRONLY), EROFS);
+  if (guest_failures) return 1;
+  printf("ext4_workload blockdev: ok\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   guest_name = "ext4_workload";
+  if (argc == 4 && strcmp(argv[1], "blockdev") == 0) return check_blockdev(argv[2], atoll(argv[3]));
   if (argc != 3) {
     fprintf(stderr, "usage: ext4_workload write|verify DIR\n");
     return 2;

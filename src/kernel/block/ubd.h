@@ -10,6 +10,8 @@
 
 #include "kernel/lib/sync.h"
 
+struct stat;
+
 namespace flatux {
 
 struct Kernel;
@@ -46,6 +48,12 @@ BlockDevice* ubd_by_index(Kernel& k, int index);
 long ubd_read(BlockDevice& d, void* buf, size_t n, uint64_t off);
 long ubd_write(BlockDevice& d, const void* buf, size_t n, uint64_t off);
 long ubd_flush(BlockDevice& d);  // fdatasync of the host file
+
+// /dev/ubdX as a file (devfs): the raw device, with its size ioctls.
+class Heap;
+struct File;
+long ubd_open(Heap* heap, BlockDevice& d, int flags, File** out);
+void ubd_stat(const BlockDevice& d, struct stat* st);
 
 // Closes every device (kernel shutdown and tests).
 void ubd_detach_all(Kernel& k);
