@@ -473,4 +473,14 @@ TEST_F(Ext4Test, CorruptedImagesGiveErrors) {
   EXPECT_EQ(read_all(ino_of("/hello.txt")), "hello, ext4\n");  // the rest still works
 }
 
+// A directory whose size says terabytes (found by the corrupt-image walk:
+// listing it visited every hole) is damage, reported at once.
+TEST_F(Ext4Test, HugeDirectorySizeIsCorruptionNotAHang) {
+  make_image();
+  run("debugfs -w -R 'set_inode_field /etc size 0x10000000000' " + image);
+  mount_image(true);
+  uint32_t etc = ino_of("/etc");
+  EXPECT_EQ(vol->readdir(etc, 0, [](void*, const ext2glue::DirEntry&) { return true; }, nullptr), -EUCLEAN);
+}
+
 }  // namespace

@@ -31,6 +31,8 @@ struct Volume {
 
 namespace {
 
+constexpr int kMaxDirHoles = 64;
+
 // ---- the io_manager: libext2fs's block I/O, served from the device cache
 
 struct Channel {
@@ -546,14 +548,29 @@ long read_dir(Volume* v, uint32_t dir, uint64_t pos, DirVisitor fn, void* ctx) {
   if (!LINUX_S_ISDIR(in.i_mode)) return -ENOTDIR;
   if (in.i_flags & EXT4_INLINE_DATA_FL) return fail(v, EXT2_ET_UNIMPLEMENTED, "inline-data directory", dir);
   const uint64_t bs = v->fs->blocksize;
-  const uint64_t nblocks = (EXT2_I_SIZE(reinterpret_cast<ext2_inode*>(&in)) + bs - 1) / bs;
+  const uint64_t size = EXT2_I_SIZE(reinterpret_cast<ext2_inode*>(&in));
+  // Without largedir a directory stays under 2 GiB; a bigger size is damage
+  // (and walking it block by block would take forever).
+  if (size >= (1ull << 31) && !ext2fs_has_feature_largedir(v->fs->super)) {
+    KFmt(v->err, sizeof v->err).str("directory inode ").udec(dir).str(" has an impossible size").c_str();
+    return -EUCLEAN;
+  }
+  const uint64_t nblocks = (size + bs - 1) / bs;
   bool typed = ext2fs_has_feature_filetype(v->fs->super);
   DirEntry ent;
+  int holes = 0;
   for (uint64_t lblk = pos / bs; lblk < nblocks; lblk++) {
     blk64_t pblk = 0;
     errcode_t e = ext2fs_bmap2(v->fs, dir, reinterpret_cast<ext2_inode*>(&in), nullptr, 0, lblk, nullptr, &pblk);
     if (e) return fail(v, e, "mapping a directory block", dir);
-    if (pblk == 0) continue;  // a hole
+    if (pblk == 0) {  // a hole: Linux skips one; a long run of them is damage
+      if (++holes > kMaxDirHoles) {
+        KFmt(v->err, sizeof v->err).str("directory inode ").udec(dir).str(" is mostly holes").c_str();
+        return -EUCLEAN;
+      }
+      continue;
+    }
+    holes = 0;
     if ((e = ext2fs_read_dir_block4(v->fs, pblk, v->block_buf, 0, dir))) return fail(v, e, "reading a directory block", dir);
     // Entries never move when others are removed (a removed entry is merged
     // into the one before it), so a position stays meaningful: scan from the
