@@ -481,6 +481,8 @@ long ext4_register(Kernel& k) {
 }
 
 long ext4_mount_device(Kernel& k, const char* device, const char* guest_path, unsigned long flags) {
+  // A read-only device (ubdNr=) mounts read-only, as mount(8) falls back.
+  if (BlockDevice* d = ubd_lookup(k, device); d && d->readonly) flags |= MS_RDONLY;
   Filesystem* fs = nullptr;
   long r = ext4_mount(k, device, flags, nullptr, &fs);
   if (r < 0) return r;

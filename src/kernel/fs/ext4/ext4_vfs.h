@@ -11,7 +11,8 @@ extern const FsType kExt4Type, kExt3Type, kExt2Type;
 long ext4_register(Kernel& k);
 
 // Mounts the ext4 filesystem on `device` ("/dev/ubda") at guest_path, as
-// mount(2) would with MS_* flags; for boot code and the launcher.
+// mount(2) would with MS_* flags (a read-only device mounts read-only);
+// for boot code and the launcher.
 long ext4_mount_device(Kernel& k, const char* device, const char* guest_path, unsigned long flags);
 
 // Writes every mounted ext4 volume back and marks it clean, at power-off;
