@@ -398,6 +398,13 @@ long fs_link(Task& t, Filesystem& fs, Lookup& a, Lookup& b) {
   return vol_of(fs).link(cred_of(t), wa.ino, wb.parent, wb.name);
 }
 
+// linkat(fd, "", AT_EMPTY_PATH): a new name for an open file.
+long fs_link_file(Task& t, Filesystem& fs, File& f, Lookup& b) {
+  WALK(t, fs, b, true, wb);
+  if (wb.parent == 0 || wb.ino) return -EEXIST;
+  return vol_of(fs).link(cred_of(t), ino_of(f), wb.parent, wb.name);
+}
+
 long fs_rename(Task& t, Filesystem& fs, Lookup& a, Lookup& b, unsigned flags) {
   WALK(t, fs, a, true, wa);
   Walk wb{};
@@ -429,6 +436,7 @@ const FsOps kExt4FsOps = {
     .link = fs_link,
     .rename = fs_rename,
     .setattr = fs_setattr,
+    .link_file = fs_link_file,
     .dir_path = nullptr,
     .sync = fs_sync,
 };
