@@ -101,6 +101,12 @@ static void do_write(void) {
   CHECK(symlink("new.txt", at("fast")) == 0);
   CHECK(symlink(slow_target, at("slow")) == 0);
   expect_file("fast", "one\ntwo\n", 8);
+  CHECK_ERR(open(at("fast"), O_WRONLY | O_CREAT | O_EXCL, 0644), EEXIST);  // a link is not followed
+  CHECK(symlink("dangling-target", at("dangling")) == 0);
+  fd = open(at("dangling"), O_WRONLY | O_CREAT, 0644);  // without O_EXCL it is: creates the target
+  CHECK(fd >= 0, "%s", strerror(errno));
+  close(fd);
+  CHECK(access(at("dangling-target"), F_OK) == 0);
   // Deletes.
   CHECK_ERR(rmdir(at("sub")), ENOTEMPTY);
   CHECK(unlink(at("sub/b.txt")) == 0);

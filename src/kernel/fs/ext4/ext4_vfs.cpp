@@ -282,6 +282,7 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
   if ((flags & __O_TMPFILE) == __O_TMPFILE) return -EOPNOTSUPP;
   Volume& v = vol_of(fs);
   bool create = flags & O_CREAT;
+  if (create && (flags & O_EXCL)) lk.follow = false;  // O_EXCL never follows a last symlink: EEXIST
   WALK(t, fs, lk, create, w);
   bool created = false;
   if (create) {
