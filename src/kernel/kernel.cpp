@@ -7,6 +7,7 @@
 #include "host/raw_syscall.h"
 
 #include "kernel/fs/devfs/devfs.h"
+#include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
 #include "kernel/fs/tmpfs/tmpfs.h"
@@ -40,7 +41,9 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
     heap->destroy();
     return nullptr;
   }
-  for (const FsType* type : {&kHostFsType, &kProcFsType, &kDevFsType, &kTmpFsType}) k->vfs->register_type(type);
+  for (const FsType* type :
+       {&kHostFsType, &kProcFsType, &kDevFsType, &kTmpFsType, &kExt4Type, &kExt3Type, &kExt2Type})
+    k->vfs->register_type(type);
   k->log->console_loglevel = cfg.boot.loglevel;
   k->log->time = cfg.boot.printk_time;
   k->mem.limit = cfg.boot.mem_bytes;

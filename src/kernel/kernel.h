@@ -19,6 +19,7 @@ struct TimerService;
 struct NetState;
 struct LogBuffer;
 struct Console;
+struct BlockDevices;
 
 struct TextRange {
   uintptr_t start, end;
@@ -67,6 +68,7 @@ struct Kernel {
   LockTable* locks = nullptr;
   TimerService* timers = nullptr;
   NetState* net = nullptr;
+  BlockDevices* blocks = nullptr;  // ubd devices (kernel/block/ubd.h)
   uint64_t boot_ns = 0;
 
   KMutex tasks_lock;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernel/boot/boot.h"
+#include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/printk.h"
 #include "kernel/tty/console.h"
 #include "launcher/cmdline.h"
@@ -132,6 +133,7 @@ int boot_main(int argc, char** argv) {
     return kExitPanic;
   }
   pump(*k, terminal);
+  ext4_poweroff(*k);  // write-back caches reach the images
   return exit_status(*k);
 }
 

@@ -17,6 +17,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "kernel/block/ubd.h"
+#include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/kernel.h"
 #include "kernel/task/process.h"
 #include "launcher/boot_mode.h"
@@ -46,6 +48,8 @@ struct RunOptions {
   bool readonly = false;
   std::string strace;  // "" off, "-" stderr, else a file
   std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
+  std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file
+  std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
   std::vector<std::string> argv;
 };
 
@@ -77,6 +81,38 @@ const char* signal_report(int sig) {
   }
 }
 
+// --ubd N[r]=FILE (UML's ubdN[r]=FILE) and --mount-ext4 DEV:DIR.
+bool attach_devices(flatux::Kernel& k, const RunOptions& o) {
+  for (const std::string& spec : o.ubd) {
+    size_t eq = spec.find('=');
+    char* end = nullptr;
+    long idx = strtol(spec.c_str(), &end, 10);
+    bool ro = end && *end == 'r';
+    if (eq == std::string::npos || end == spec.c_str() || end != spec.c_str() + eq - (ro ? 1 : 0)) {
+      fprintf(stderr, "flatux: --ubd %s: expected N=FILE or Nr=FILE\n", spec.c_str());
+      return false;
+    }
+    std::string file = spec.substr(eq + 1);
+    if (long r = flatux::ubd_attach(k, (int)idx, file.c_str(), ro); r < 0) {
+      fprintf(stderr, "flatux: ubd%ld=%s: %s\n", idx, file.c_str(), strerror((int)-r));
+      return false;
+    }
+  }
+  for (const std::string& spec : o.mounts) {
+    size_t colon = spec.find(':');
+    if (colon == std::string::npos) {
+      fprintf(stderr, "flatux: --mount-ext4 %s: expected DEV:DIR\n", spec.c_str());
+      return false;
+    }
+    std::string dev = spec.substr(0, colon), dir = spec.substr(colon + 1);
+    if (long r = flatux::ext4_mount_device(k, dev.c_str(), dir.c_str(), 0); r < 0) {
+      fprintf(stderr, "flatux: mounting %s at %s: %s\n", dev.c_str(), dir.c_str(), strerror((int)-r));
+      return false;
+    }
+  }
+  return true;
+}
+
 int run(const RunOptions& o) {
   flatux::KernelConfig cfg;
   char root[PATH_MAX];
@@ -103,6 +139,7 @@ int run(const RunOptions& o) {
   if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
   flatux::Kernel* k = flatux::launcher::start_kernel(cfg);
   if (!k) return 125;
+  if (!attach_devices(*k, o)) return 125;
 
   install_forwarding();
   std::string prog = find_program(o);
@@ -126,6 +163,7 @@ int run(const RunOptions& o) {
       flatux::forward_host_signal(*k, sig);
     }
   }
+  flatux::ext4_poweroff(*k);  // write-back caches reach the images
   int status = k->exit_wait_status;
   if (WIFSIGNALED(status)) {
     if (const char* what = signal_report(WTERMSIG(status)))
@@ -144,7 +182,7 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root" || a == "--net") { i++; continue; }  // take the next word as their value
+    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4") { i++; continue; }  // take the next word
     if (a.empty() || a[0] != '-') return i;
   }
   return argc;
@@ -165,6 +203,8 @@ int main(int argc, char** argv) {
       ->default_str("-");
   run_cmd->add_option("--net", o.net, "Network: host (the host's own, default) or none (no IPv4/IPv6 sockets)")
       ->check(CLI::IsMember({"host", "none"}));
+  run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
+  run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
   flatux::mkimage::Options mk;
   CLI::App* mk_cmd = app.add_subcommand("mkimage", "Build an ext4 image from a folder or a tar archive, unprivileged");

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
+#include "kernel/block/ubd.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
@@ -74,7 +75,18 @@ long resolve(Lookup& lk, const DevNode** out, bool* root) {
   return rest.empty() ? 0 : -ENOTDIR;
 }
 
+// /dev/ubda... for each attached block device.
+BlockDevice* ubd_node(Task& t, const char* path) {
+  while (*path == '/') path++;
+  return strncmp(path, "ubd", 3) == 0 ? ubd_lookup(*t.kernel, path) : nullptr;
+}
+
 long dev_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
+  if (BlockDevice* b = ubd_node(t, lk.path)) {
+    ubd_stat(*b, out);
+    out->st_dev = kDevfsDev;
+    return 0;
+  }
   bool root;
   const DevNode* n;
   long r = resolve(lk, &n, &root);
@@ -113,12 +125,17 @@ long open_node(Task& t, const DevNode& n, int flags, File** out) {
 long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
   bool root;
   const DevNode* n;
+  if (BlockDevice* b = ubd_node(t, lk.path)) {
+    long r = ubd_open(t.kernel->heap, *b, flags, out);
+    if (r == 0) (*out)->fs = &fs;
+    return r;
+  }
   lk.follow = !(flags & O_NOFOLLOW);
   long r = resolve(lk, &n, &root);
   if (r) return r == -ENOENT && (flags & O_CREAT) ? -EACCES : r;
   if (root) {
     if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
-    SynthDirent ents[sizeof kNodes / sizeof kNodes[0]];
+    SynthDirent ents[sizeof kNodes / sizeof kNodes[0] + kMaxUbd];
     int i = 0;
     for (const DevNode& d : kNodes) {
       copy_cstr(ents[i].name, sizeof ents[i].name, d.name);
@@ -126,6 +143,13 @@ long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
       ents[i].ino = 2 + i;
       i++;
     }
+    for (int u = 0; u < kMaxUbd; u++)
+      if (BlockDevice* b = ubd_by_index(*t.kernel, u)) {
+        copy_cstr(ents[i].name, sizeof ents[i].name, b->name);
+        ents[i].type = DT_BLK;
+        ents[i].ino = 100 + (uint64_t)u;
+        i++;
+      }
     File* f = synth_dir_file(t.kernel->heap, ents, i, S_IFDIR | 0755, 1);
     if (!f) return -ENOMEM;
     f->fs = &fs;
