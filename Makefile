@@ -2,9 +2,9 @@
 # commands in README.md.
 BUILD ?= build
 JOBS ?= $(shell nproc)
-RUN_ARGS ?= run -- /usr/bin/python3 -c 'print(42)'
+RUN_ARGS ?= ubd0=$(BUILD)/rootfs.ext4 rw mem=1024m loglevel=8 init=/sbin/init
 
-.PHONY: deps configure build run test bench clean
+.PHONY: deps configure build rootfs run test bench clean
 
 deps:
 	./tools/install-deps
@@ -15,7 +15,10 @@ configure: deps
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+rootfs: build
+	./tools/build-rootfs --build-dir $(BUILD)
+
+run: rootfs
 	$(BUILD)/flatux $(RUN_ARGS)
 
 test: build

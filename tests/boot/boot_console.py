@@ -2,8 +2,12 @@
 """Booting the busybox root on a terminal, driven like a user would.
 
     boot_console.py --flatux FLATUX --root BUSYBOX_ROOT --work DIR
+    boot_console.py --flatux FLATUX --image ROOTFS_EXT4 --work DIR
 
-flatux boots a copy of the no-MMU busybox root (hostfs=) with busybox init
+flatux boots a copy of the no-MMU busybox root (hostfs=), or of the root
+image with the original system's command line (ubd0=IMAGE rw mem=1024m
+loglevel=8 init=/sbin/init; afterwards `e2fsck -fn` must find the image
+clean), with busybox init
 and an inittab that starts a login shell on the console, inside a fresh
 pty. The script then types: ls /, a pipe, /proc/meminfo, ps, dmesg, ^C on
 `sleep 100`, a background job with jobs and kill %1, ^Z and fg, vi (raw
@@ -29,6 +33,7 @@ PROMPT = b"bbx# "
 STEP_S = 20.0
 SIGNAL_S = 5.0
 SKIP = 77
+IMAGE_MODE = False
 
 
 class Console:
@@ -110,7 +115,11 @@ def session(con, failures):
     boot = con.log
     check(b"Linux version 6.1.0-flatux" in boot and b"Run /sbin/init as init process" in boot,
           "boot log on the console", failures)
-    check(b"sysinit ran" in boot, "inittab sysinit action ran", failures)
+    if not IMAGE_MODE:
+        check(b"sysinit ran" in boot, "inittab sysinit action ran", failures)
+    else:
+        check(b"Mounted root (ext4 filesystem)" in boot, "root mounted from the ubd image", failures)
+        con.run("printf 'line one\\nline two\\n' > /tmp/file.txt")
 
     out = con.run("ls /")
     check(all(d in out for d in (b"bin", b"etc", b"proc", b"tmp")), "ls /", failures)
@@ -189,20 +198,30 @@ def session(con, failures):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--flatux", required=True)
-    ap.add_argument("--root", required=True)
+    ap.add_argument("--root")
+    ap.add_argument("--image")
     ap.add_argument("--work", required=True)
     a = ap.parse_args()
-    if not os.path.exists(os.path.join(a.root, "bin/busybox")):
-        print(f"SKIP: {a.root} has no busybox; build it with tools/build-busybox")
-        return SKIP
     os.makedirs(a.work, exist_ok=True)
-    root = make_root(a.root, a.work)
+    global PROMPT, IMAGE_MODE
+    if a.image:
+        IMAGE_MODE = True
+        PROMPT = b"flatux:~# "  # the image's /etc/profile: PS1='\h:\w\$ '
+        image = os.path.join(a.work, "rootfs.ext4")
+        shutil.copyfile(a.image, image)
+        params = [f"ubd0={image}", "rw", "mem=1024m", "loglevel=8", "init=/sbin/init"]
+    else:
+        if not os.path.exists(os.path.join(a.root, "bin/busybox")):
+            print(f"SKIP: {a.root} has no busybox; build it with tools/build-busybox")
+            return SKIP
+        root = make_root(a.root, a.work)
+        params = [f"hostfs={root}", "rw", "mem=1024m", "loglevel=8", "init=/sbin/init"]
 
     master, slave = pty.openpty()
     termios.tcsetwinsize(slave, (30, 100)) if hasattr(termios, "tcsetwinsize") else None
     before = stty_g(slave)
     t0 = time.monotonic()
-    proc = subprocess.Popen([a.flatux, f"hostfs={root}", "rw", "mem=1024m", "loglevel=8", "init=/sbin/init"],
+    proc = subprocess.Popen([a.flatux] + params,
                             stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
                             pass_fds=(), close_fds=True)
     con = Console(master)
@@ -234,6 +253,12 @@ def main():
     if not failures:
         check(status == 0, f"poweroff: flatux exits 0 (got {status})", failures)
         check(b"reboot: Power down" in con.log, "power-off message", failures)
+    if IMAGE_MODE and status == 0:
+        fsck = subprocess.run(["e2fsck", "-fn", image], capture_output=True, text=True)
+        check(fsck.returncode == 0, f"e2fsck -fn on the image after poweroff (status {fsck.returncode})",
+              failures)
+        if fsck.returncode:
+            print(fsck.stdout[-2000:])
     after = stty_g(slave)
     check(before == after, "host terminal settings restored (stty -g)", failures)
     if failures:

@@ -8,7 +8,9 @@
 #include <sys/sysinfo.h>
 
 #include "host/raw_syscall.h"
+#include "kernel/block/ubd.h"
 #include "kernel/boot/sysfs.h"
+#include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
@@ -47,6 +49,35 @@ long mount_hostfs_root(Kernel& k, const BootConfig& boot, const char** why) {
   printkf(k, [&](KFmt& f) {
     f.str("<6>VFS: Mounted root (hostfs filesystem) ").str(boot.root_readonly ? "readonly" : "read-write");
     f.str(" on ").str(boot.hostfs).ch('.');
+  });
+  return 0;
+}
+
+// ubdN= devices attached, then root= mounted as ext4 (ext2/ext3 images
+// are read by the same driver).
+long mount_block_root(Kernel& k, const BootConfig& boot, const char* root, const char** why) {
+  for (int i = 0; i < boot.nubd; i++) {
+    const UbdParam& u = boot.ubd[i];
+    if (long r = ubd_attach(k, u.index, u.path, u.readonly); r < 0) {
+      printkf(k, [&](KFmt& f) { f.str("<3>ubd").dec(u.index).str(": cannot open ").str(u.path).str(" (error ").dec(r).ch(')'); });
+      *why = "VFS: Unable to mount root fs: a ubd device could not be opened";
+      return r;
+    }
+  }
+  if (boot.rootfstype[0] && strcmp(boot.rootfstype, "ext4") != 0 && strcmp(boot.rootfstype, "ext3") != 0 &&
+      strcmp(boot.rootfstype, "ext2") != 0) {
+    *why = "VFS: Unable to mount root fs: unknown rootfstype";
+    return -ENODEV;
+  }
+  long r = ext4_mount_device(k, root, "/", boot.root_readonly ? MS_RDONLY : 0);
+  if (r < 0) {
+    printkf(k, [&](KFmt& f) { f.str("<3>VFS: Cannot mount root device \"").str(root).str("\" (error ").dec(r).ch(')'); });
+    *why = "VFS: Unable to mount root fs on a ubd device";
+    return r;
+  }
+  printkf(k, [&](KFmt& f) {
+    f.str("<6>VFS: Mounted root (ext4 filesystem) ").str(boot.root_readonly ? "readonly" : "read-write");
+    f.str(" on device ").str(root).ch('.');
   });
   return 0;
 }
@@ -120,11 +151,7 @@ long mount_root(Kernel& k, const BootConfig& boot, const char** why) {
   const char* root = boot.root[0] ? boot.root : boot.nubd ? "/dev/ubda" : "";
   if ((!root[0] || strcmp(root, "/dev/root") == 0 || strcmp(root, "hostfs") == 0) && hostfs_type)
     return mount_hostfs_root(k, boot, why);
-  if (strncmp(root, "/dev/ubd", 8) == 0) {
-    printkf(k, [&](KFmt& f) { f.str("<3>VFS: root=").str(root).str(": ubd block devices are not supported yet"); });
-    *why = "VFS: Unable to mount root fs: block device roots are not supported yet";
-    return -ENODEV;
-  }
+  if (strncmp(root, "/dev/ubd", 8) == 0) return mount_block_root(k, boot, root, why);
   printkf(k, [&](KFmt& f) {
     f.str("<3>VFS: Cannot open root device \"").str(root).str("\" (rootfstype=").str(boot.rootfstype).ch(')');
   });

@@ -90,9 +90,10 @@ long poll_virtual(Task& t, PollSet& ps) {
   return ready;
 }
 
-// As host_wait, counting files without a host descriptor too. Their
-// wake-ups come through the task's wake eventfd, in the extra slot; if
-// none could be made, they are asked between 5 ms host waits.
+// As host_wait, counting files without a host descriptor too. A signalfd
+// wakes the wait through the task's wake eventfd, in the extra slot; other
+// virtual files (the console's line discipline) have no such hook, so they
+// are asked again between 5 ms host waits.
 long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
   if (!ps.nvirtual) return host_wait(t, ps, ps.n, deadline);
   constexpr uint64_t kSliceNs = 5000000;
@@ -104,7 +105,7 @@ long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
     long vready = poll_virtual(t, ps);
     uint64_t until = vready ? 0 : deadline;
     uint64_t now = monotonic_ns();
-    if (vw.fd() < 0 && !vready && deadline - now > kSliceNs) until = now + kSliceNs;
+    if (!vready && deadline - now > kSliceNs) until = now + kSliceNs;
     if (deadline <= now) until = 0;
     long r = host_wait(t, ps, ps.n + 1, until);
     if (r < 0) return r;

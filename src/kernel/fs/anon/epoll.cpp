@@ -164,7 +164,8 @@ int ms_until(uint64_t until) {
 // Returns 1 when the host instance is ready, 0 otherwise, or -EINTR.
 long wait_host_or_wake(Task& t, int host_epfd, const VirtualWait& vw, uint64_t until) {
   uint64_t now = monotonic_ns();
-  if (vw.fd() < 0 && (until == kForever || until - now > kSliceNs)) until = now + kSliceNs;
+  // The slice also covers virtual members the eventfd does not wake (the console).
+  if (until == kForever || until - now > kSliceNs) until = now + kSliceNs;
   pollfd p[2] = {{host_epfd, POLLIN, 0}, {vw.fd(), POLLIN, 0}};
   timespec rel{}, *tsp = nullptr;
   if (until != kForever) {
