@@ -1,7 +1,7 @@
 // Tries to leave the guest root of `flatux run --root ROOT`.
 //
 // usage (inside the guest): /prog CASE [HOST_MARKER HOST_ROOT]
-//   CASE: dotdot | abs_symlink | rel_symlink | host_path | loop | proc_links
+//   CASE: dotdot | abs_symlink | rel_symlink | host_path | loop | proc_links | mounts
 //
 // make_escape_root.py builds ROOT and puts a marker file next to it, in
 // ROOT's parent. Every way of naming that marker from inside must fail with
@@ -16,6 +16,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -255,6 +256,29 @@ static void proc_links(const char* self) {
   waitpid(child, &status, 0);
 }
 
+// Mounts made inside the root: a bind mount's ".." climbs the guest's own
+// tree, and hostfs may not mount a host folder outside the root.
+static void mounts(void) {
+  printf("mounts:\n");
+  char point[64];
+  snprintf(point, sizeof point, "/bind-%d", (int)getpid());
+  REQUIRE(mkdir(point, 0755) == 0, "mkdir %s: %s", point, strerror(errno));
+  REQUIRE(mount("/d1/d2", point, NULL, MS_BIND, NULL) == 0, "bind mount: %s", strerror(errno));
+  char path[PATH_MAX];
+  snprintf(path, sizeof path, "%s/../inside", point);
+  reachable(AT_FDCWD, path);
+  snprintf(path, sizeof path, "%s/d3/../../inside", point);
+  reachable(AT_FDCWD, path);
+  snprintf(path, sizeof path, "%s/../../escape-marker", point);
+  unreachable(AT_FDCWD, path);
+  snprintf(path, sizeof path, "%s/d3/../../../../escape-marker", point);
+  unreachable(AT_FDCWD, path);
+  CHECK_OK(umount(point));
+  CHECK(mount("none", point, "hostfs", 0, "/") == -1 && errno == EPERM,
+        "hostfs mount of the host's / from inside the root: %s", strerror(errno));
+  CHECK_OK(rmdir(point));
+}
+
 // The other process of proc_links: sits in /d1/d2/d3 until stdin closes.
 static int park(void) {
   if (chdir("/d1/d2/d3") != 0) return 1;
@@ -295,6 +319,8 @@ int main(int argc, char** argv) {
     loop();
   } else if (strcmp(which, "proc_links") == 0) {
     proc_links(argv[0]);
+  } else if (strcmp(which, "mounts") == 0) {
+    mounts();
   } else if (strcmp(which, "park") == 0) {
     return park();
   } else {

@@ -349,6 +349,12 @@ long hostfs_mount(Kernel& k, const char*, unsigned long, const char* data, Files
   host::sys(SYS_close, fd);
   if (len < 0) return len;
   canon[len] = 0;
+  // A guest confined to a folder (flatux run --root) must not mount its way
+  // out of it: the host folder has to lie inside the kernel's own root.
+  std::string_view c(canon), root(k.cfg.root);
+  while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
+  bool inside = root == "/" || (starts_with(c, root) && (c.size() == root.size() || c[root.size()] == '/'));
+  if (!inside) return -EPERM;
   return hostfs_create(k.heap, canon, out);
 }
 
