@@ -25,9 +25,12 @@
 //              LMBENCH_FILE   file for stat and open-close
 //                             (default /tmp/lmbench_rows.file, created empty)
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -434,6 +437,30 @@ static int setup_unix_lat(void) {
   return 0;
 }
 
+// TCP over loopback: a connection to ourselves, accepted, the accepted end
+// handed to the partner; Nagle off on both ends, as lmbench's lat_tcp.
+static int setup_tcp_lat(void) {
+  int l = socket(AF_INET, SOCK_STREAM, 0);
+  if (l < 0) return fail("socket(AF_INET)");
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t alen = sizeof a;
+  if (bind(l, (struct sockaddr*)&a, sizeof a) || listen(l, 1) || getsockname(l, (struct sockaddr*)&a, &alen))
+    return fail("bind/listen on 127.0.0.1");
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  if (c < 0 || connect(c, (struct sockaddr*)&a, sizeof a)) return fail("connect to 127.0.0.1");
+  int s = accept(l, NULL, NULL);
+  if (s < 0) return fail("accept");
+  close(l);
+  int one = 1;
+  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  int serve[] = {s, s}, ours[] = {c};
+  if (start_partner("partner-echo", serve, 2, ours, 1)) return -1;
+  close(s);
+  fd_a = fd_b = c;
+  return 0;
+}
+
 static int run_ping_pong(long iters) {
   char c = 'x';
   for (long i = 0; i < iters; i++) {
@@ -467,6 +494,16 @@ static int setup_pipe_bw(void) {
   if (start_partner("partner-write", serve, 1, ours, 1)) return -1;
   close(p[1]);
   fd_a = p[0];
+  return 0;
+}
+
+static int setup_unix_bw(void) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) return fail("socketpair(AF_UNIX)");
+  int serve[] = {sv[1]}, ours[] = {sv[0]};
+  if (start_partner("partner-write", serve, 1, ours, 1)) return -1;
+  close(sv[1]);
+  fd_a = sv[0];
   return 0;
 }
 
@@ -546,6 +583,8 @@ static const struct row rows[] = {
     {"pipe-lat", 10000, setup_pipe_lat, run_ping_pong, teardown_partner},
     {"pipe-bw", 2000, setup_pipe_bw, run_pipe_bw, teardown_pipe_bw},
     {"unix-lat", 10000, setup_unix_lat, run_ping_pong, teardown_partner},
+    {"unix-bw", 2000, setup_unix_bw, run_pipe_bw, teardown_pipe_bw},
+    {"tcp-lat", 10000, setup_tcp_lat, run_ping_pong, teardown_partner},
     {"thread", 2000, NULL, run_thread, NULL},
     {"mmap", 300, NULL, run_mmap, NULL},
 };
