@@ -125,6 +125,8 @@ class Volume {
   long fill_pages(uint32_t ino, uint64_t first, uint64_t size);
   void update_pages(uint32_t ino, const uint8_t* data, size_t n, uint64_t off);
   long failed_change(uint32_t dir, const char* name, size_t len, long err);
+  long finish_create(uint32_t dir, const char* name, size_t len, long r, const Attr& dir_after,
+                     const Attr& created);
   long check_dir_change(const Cred& c, uint32_t dir, uint32_t victim);
   long drop_link(uint32_t dir, const char* name, uint32_t ino, bool is_dir);
   long release_if_unused(uint32_t ino);

@@ -32,6 +32,20 @@ ext2glue::NewNode new_node(const Cred& c, const Attr& dir, uint32_t mode, Time n
 
 // After a failed change the directory's state on disk is not known for
 // sure: the name is forgotten and the directory no longer complete.
+// After the gate created `name` in `dir` (r: its result): the caches learn
+// the new inode and the directory's new times, or forget what may be stale.
+long Volume::finish_create(uint32_t dir, const char* name, size_t len, long r, const Attr& dir_after,
+                           const Attr& created) {
+  if (r < 0) {
+    forget_inode(dir);  // its times may have changed
+    return failed_change(dir, name, len, r);
+  }
+  update_inode(dir_after);
+  cache_inode(created);
+  remember_name(dir, name, len, created.ino);
+  return 0;
+}
+
 long Volume::failed_change(uint32_t dir, const char* name, size_t len, long err) {
   forget_name(dir, name, len);
   set_complete(dir, false);
@@ -71,14 +85,8 @@ long Volume::create(const Cred& c, uint32_t dir, const char* name, uint32_t mode
     long e = ext2glue::create_node(vol_, dir, name, n, out);
     return e == 0 ? ext2glue::read_attr(vol_, dir, &dir_after) : e;
   });
-  if (r == 0) {
-    update_inode(dir_after);
-    cache_inode(*out);
-  } else {
-    forget_inode(dir);
-  }  // its times changed
-  if (r < 0) return failed_change(dir, name, len, r);
-  remember_name(dir, name, len, out->ino);
+  r = finish_create(dir, name, len, r, dir_after, *out);
+  if (r < 0) return r;
   return 0;
 }
 
@@ -98,14 +106,8 @@ long Volume::mkdir(const Cred& c, uint32_t dir, const char* name, uint32_t mode,
     long e = ext2glue::make_dir(vol_, dir, name, n, out);
     return e == 0 ? ext2glue::read_attr(vol_, dir, &dir_after) : e;
   });
-  if (r == 0) {
-    update_inode(dir_after);
-    cache_inode(*out);
-  } else {
-    forget_inode(dir);
-  }
-  if (r < 0) return failed_change(dir, name, len, r);
-  remember_name(dir, name, len, out->ino);
+  r = finish_create(dir, name, len, r, dir_after, *out);
+  if (r < 0) return r;
   // A new directory is known whole: "." and "..".
   remember_name(out->ino, ".", 1, out->ino);
   remember_name(out->ino, "..", 2, dir);
@@ -129,14 +131,8 @@ long Volume::symlink(const Cred& c, uint32_t dir, const char* name, const char* 
     long e = ext2glue::make_symlink(vol_, dir, name, target, n, out);
     return e == 0 ? ext2glue::read_attr(vol_, dir, &dir_after) : e;
   });
-  if (r == 0) {
-    update_inode(dir_after);
-    cache_inode(*out);
-  } else {
-    forget_inode(dir);
-  }
-  if (r < 0) return failed_change(dir, name, len, r);
-  remember_name(dir, name, len, out->ino);
+  r = finish_create(dir, name, len, r, dir_after, *out);
+  if (r < 0) return r;
   return 0;
 }
 
