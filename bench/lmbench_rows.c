@@ -17,7 +17,8 @@
 // "@@ready" first (the driver times process start to this line), then its
 // /proc/self/maps between "@@maps" and "@@end" (under flatux, the guest's own
 // regions, which the driver subtracts from the host process's RSS), and then
-// blocks reading stdin until EOF.
+// blocks reading stdin until EOF. Run as PID 1 (init of a booted image) it
+// then syncs and powers the system off, as an init must not exit.
 //
 // Environment: LMBENCH_SH     shell for fork-sh/vfork-sh (default /bin/sh)
 //              LMBENCH_HELLO  program for fork-execve/vfork-execve
@@ -38,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -649,8 +651,13 @@ static int idle_main(void) {
   char c;
   for (;;) {
     ssize_t r = read(0, &c, 1);
-    if (r == 0 || (r < 0 && errno != EINTR)) return 0;
+    if (r == 0 || (r < 0 && errno != EINTR)) break;
   }
+  if (getpid() == 1) {
+    sync();
+    reboot(RB_POWER_OFF);
+  }
+  return 0;
 }
 
 static void usage(void) {

@@ -11,7 +11,8 @@ def fmt_num(v):
     return f"{v:.2f}"
 
 
-COLORS = {"native": "#4c72b0", "flatux": "#dd8452", "uml": "#55a868", "proot": "#c44e52"}
+COLORS = {"native": "#4c72b0", "flatux": "#dd8452", "flatux-img": "#8172b3", "uml": "#55a868",
+          "proot": "#c44e52"}
 
 
 def esc(s):

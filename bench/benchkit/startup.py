@@ -6,7 +6,8 @@ the first line the program (or init) prints, "@@ready", then measures the
 memory of whatever stands in for the kernel while the guest sits blocked:
 
     native  the bare program's RSS (there is no kernel process to measure)
-    flatux  the flatux process's RSS minus every page of the guest's own
+    flatux  the flatux process's RSS (`flatux run`, or a boot of an image
+            whose init execs the program) minus every page of the guest's own
             regions (the ranges its /proc/self/maps lists, whose pages are
             counted present through /proc/PID/pagemap), split into
             anonymous and file-backed pages by the host mapping they lie in
@@ -186,7 +187,7 @@ def probe_program(target, argv, timeout, env=None, settle_s=0.3):
                 tail = err.read().decode(errors="replace").strip().splitlines()
                 raise ProbeError(f"{e}{': ' + tail[-1][:160] if tail else ''}")
             time.sleep(settle_s)  # let the guest reach its blocking read
-            if target == "flatux":
+            if target in ("flatux", "flatux-img"):
                 mem = kernel_rss(proc.pid, parse_maps_ranges(maps))
                 kib = mem["kernel_kib"]
             else:

@@ -1,4 +1,11 @@
-"""User-Mode Linux: the ext4 root image and one boot."""
+"""Booted targets: the ext4 root image with the bench, and one boot of it.
+
+Two kernels boot such an image: User-Mode Linux (Debian's linux.uml, the
+host's static busybox) and flatux itself (`flatux ubd0=IMAGE ...`, with the
+project's no-MMU busybox: Debian's forks, and fork is ENOSYS on a no-MMU
+kernel). Each gets its own image, as the iteration counts written into its
+/init differ.
+"""
 
 import os
 import shutil
@@ -36,14 +43,14 @@ def write_init(path, lines):
     path.chmod(0o755)
 
 
-def build_uml_image(workdir, bench_dir, row_keys, counts, reps, row_timeout, prog):
-    """Makes the ext4 root for UML; returns its path or raises RunError."""
+def build_image(workdir, bench_dir, row_keys, counts, reps, row_timeout, prog, busybox):
+    """Makes an ext4 root; returns its path or raises RunError."""
     root = workdir / "root"
     if root.exists():
         shutil.rmtree(root)
     for d in ("bin", "bench", "dev", "proc", "sys", "tmp"):
         (root / d).mkdir(parents=True)
-    shutil.copy2("/bin/busybox", root / "bin" / "busybox")
+    shutil.copy2(busybox, root / "bin" / "busybox")
     # The rows exec /bin/sh; the guest gets the host's own shell (and its
     # libraries at the same paths) so every column starts the same program.
     host_sh = Path("/bin/sh").resolve()
@@ -70,12 +77,18 @@ def build_uml_image(workdir, bench_dir, row_keys, counts, reps, row_timeout, pro
         lines.append(f"echo \"@@status {row} $?\"")
     lines += ["echo @@end", "$B sync", "$B poweroff -f", ""]
     write_init(root / "init", lines)
-    # The boot-time and idle-memory probe: init's first line is the one
-    # timed; then the system idles in a sleep while the driver reads the
-    # memory of the linux.uml processes, and powers off.
+    # The boot-time and idle-memory probes: init's first line is the one
+    # timed. In UML the system then idles in a sleep while the driver reads
+    # the memory of the linux.uml processes, and powers off. Under flatux,
+    # init becomes the bench's "idle" program, which lists its regions (the
+    # driver subtracts them from flatux's RSS), waits for the console's EOF
+    # and powers off.
     write_init(root / "init-idle", ["#!/bin/busybox sh", "echo @@ready",
                                     f"/bin/busybox sleep {IDLE_SLEEP_S}",
                                     "/bin/busybox poweroff -f", ""])
+    write_init(root / "init-idle-flatux", ["#!/bin/busybox sh",
+                                           "/bin/busybox mount -t proc proc /proc",
+                                           f"exec /bench/{prog} idle", ""])
     image = workdir / "rootfs.ext4"
     if image.exists():
         image.unlink()
@@ -102,13 +115,22 @@ def uml_command(workdir, image, init="/init"):
     return argv, env
 
 
-def run_uml(workdir, image, timeout):
-    argv, env = uml_command(workdir, image)
-    umldir = workdir / "run"
+def flatux_boot_command(flatux, image, init="/init-idle-flatux"):
+    """argv of one boot of the image by flatux, its console on stdio."""
+    return [str(flatux), f"ubd0={image}", "rw", "mem=512M", f"init={init}", "quiet"]
+
+
+def run_boot(target, workdir, image, timeout, flatux=None):
+    """Boots the image with /init, which runs the rows; returns its console
+    output and the seconds the boot took."""
+    if target == "uml":
+        argv, env = uml_command(workdir, image)
+    else:
+        argv, env = flatux_boot_command(flatux, image, "/init"), None
     t0 = time.monotonic()
     out = run_capture(argv, timeout, env=env)
-    shutil.rmtree(umldir, ignore_errors=True)
+    shutil.rmtree(workdir / "run", ignore_errors=True)
     if "@@begin" not in out:
         tail = [l for l in out.strip().splitlines() if l.strip()][-1:] or ["no console output"]
-        raise RunError(f"UML did not reach /init: {tail[0][:160]}")
+        raise RunError(f"{target} did not reach /init: {tail[0][:160]}")
     return out, time.monotonic() - t0
