@@ -215,6 +215,48 @@ TEST_F(Ext4Test, RepeatedReadsAndLookupsStayInTheKernel) {
   EXPECT_EQ(mid, before);  // /etc was read whole: the miss needs no lookup either
 }
 
+// The host copy exec and mmap use: made once, shared while the file is
+// unchanged, made afresh after a write or a truncate; copies handed out
+// before keep what they had.
+std::string host_contents(long fd) {
+  std::string s(65536, '\0');
+  ssize_t n = pread((int)fd, s.data(), s.size(), 0);
+  s.resize(n < 0 ? 0 : (size_t)n);
+  return s;
+}
+
+TEST_F(Ext4Test, SnapshotsForMappingFollowChanges) {
+  make_image();
+  mount_image();
+  uint32_t ino = ino_of("/etc/hostname");
+  long first = vol->snapshot_fd(ino);
+  ASSERT_GE(first, 0);
+  EXPECT_EQ(host_contents(first), "flatux\n");
+  uint64_t gate_before = vol->stats().gate_calls;
+  long again = vol->snapshot_fd(ino);
+  ASSERT_GE(again, 0);
+  EXPECT_EQ(vol->stats().gate_calls, gate_before);  // the kept copy, not a new read
+  struct stat a{}, b{};
+  fstat((int)first, &a);
+  fstat((int)again, &b);
+  EXPECT_EQ(a.st_ino, b.st_ino);  // one host memfd behind both
+  EXPECT_EQ(vol->write(ino, "changed!\n", 9, 0, true), 9);
+  long after_write = vol->snapshot_fd(ino);
+  ASSERT_GE(after_write, 0);
+  EXPECT_EQ(host_contents(after_write), "changed!\n");
+  EXPECT_EQ(host_contents(first), "flatux\n");
+  ext2glue::SetAttr t{};
+  t.mask = ext2glue::kSetSize;
+  t.size = 3;
+  ext2glue::Attr out;
+  ASSERT_EQ(vol->setattr(ino, t, &out), 0);
+  long after_truncate = vol->snapshot_fd(ino);
+  ASSERT_GE(after_truncate, 0);
+  EXPECT_EQ(host_contents(after_truncate), "cha");
+  EXPECT_EQ(vol->snapshot_fd(ino_of("/etc")), -ENODEV);
+  for (long fd : {first, again, after_write, after_truncate}) close((int)fd);
+}
+
 TEST_F(Ext4Test, ChangesSurviveUnmountAndPassFsck) {
   make_image();
   mount_image();

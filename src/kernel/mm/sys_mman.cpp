@@ -93,6 +93,10 @@ long sys_mmap(Task& t, SyscallArgs a) {
     if (fd < 0) return fd;
     host_fd = (int)fd;
   }
+  if (host_fd < 0 && type == MAP_PRIVATE && f->ops->private_map_fd) {
+    long fd = f->ops->private_map_fd(t, *f);
+    if (fd >= 0) host_fd = (int)fd;
+  }
   if (host_fd < 0) return map_by_copy(t, *f, addr, len, prot, flags, off);
   Guard g(mm.lock);
   if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len))

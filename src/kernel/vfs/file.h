@@ -42,6 +42,10 @@ struct FileOps {
   // For a file with no host descriptor: one that holds its data, to map
   // MAP_SHARED (owned by the file; the caller must not close it).
   long (*shared_map_fd)(Task&, File&) = nullptr;
+  // For a file with no host descriptor: one whose contents a MAP_PRIVATE
+  // mapping may start from, copy-on-write (owned by the file), instead of a
+  // copy into anonymous memory made at every mmap.
+  long (*private_map_fd)(Task&, File&) = nullptr;
 };
 
 struct File {

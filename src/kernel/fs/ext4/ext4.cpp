@@ -94,6 +94,7 @@ long Volume::shutdown() {
 
 long Volume::unmount() {
   long r = shutdown();
+  drop_every_snapshot();
   for (Inode*& head : inodes_)
     while (head) {
       Inode* n = head->next;
@@ -141,6 +142,7 @@ Inode* Volume::cache_inode(const Attr& a) {
         Inode* e = *pp;
         if (e->opens) { pp = &e->next; continue; }
         *pp = e->next;
+        drop_snapshot(e);
         k_.heap->free(e->link);
         k_.heap->free(e);
         ninodes_--;
@@ -406,6 +408,10 @@ long Volume::fill_pages(uint32_t ino, uint64_t first, uint64_t size) {
 
 long Volume::read(uint32_t ino, void* buf, size_t n, uint64_t off, bool kernel_buf) {
   Guard g(lock_);
+  return read_locked(ino, buf, n, off, kernel_buf);
+}
+
+long Volume::read_locked(uint32_t ino, void* buf, size_t n, uint64_t off, bool kernel_buf) {
   long err = 0;
   Inode* in = inode(ino, &err);
   if (!in) return err;
@@ -449,6 +455,7 @@ long Volume::write(uint32_t ino, const void* buf, size_t n, uint64_t off, bool k
   Inode* in = inode(ino, &err);
   if (!in) return err;
   if (off == UINT64_MAX) off = in->a.size;  // O_APPEND: the end, under the lock
+  drop_snapshot(in);
   constexpr size_t kChunk = 256 * 1024;
   size_t bounce_len = n < kChunk ? n : kChunk;
   uint8_t* bounce = kernel_buf ? nullptr : static_cast<uint8_t*>(k_.heap->alloc(bounce_len ? bounce_len : 1));
@@ -491,6 +498,7 @@ long Volume::setattr(uint32_t ino, const ext2glue::SetAttr& a, Attr* after) {
   if (r < 0) return r;
   update_inode(*after);
   if ((a.mask & ext2glue::kSetSize) && a.size != old_size) {
+    drop_snapshot(ino);
     uint64_t first = a.size / kPage, end = (old_size + kPage - 1) / kPage;
     data_.drop_range(ino, first, end > first ? end : first + 1);
   }
@@ -506,6 +514,7 @@ long Volume::fallocate(uint32_t ino, uint64_t off, uint64_t len) {
   if (S_ISDIR(in->a.mode)) return -EISDIR;
   if (!S_ISREG(in->a.mode)) return -ENODEV;
   Attr after;
+  drop_snapshot(in);  // a larger size
   long r = gate([&] { return ext2glue::allocate(vol_, ino, off, len, now(), &after); });
   if (r == 0) update_inode(after);
   return r;
@@ -559,6 +568,7 @@ long Volume::release_if_unused(uint32_t ino) {
   for (Inode* in = inodes_[ino % kInodeBuckets]; in; in = in->next)
     if (in->a.ino == ino && in->valid) end = (in->a.size + kPage - 1) / kPage;
   long r = gate([&] { return ext2glue::release_inode(vol_, ino); });
+  drop_snapshot(ino);
   forget_inode(ino);
   set_complete(ino, false);  // the number may come back as a new directory
   data_.drop_range(ino, 0, end);

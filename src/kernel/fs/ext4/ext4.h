@@ -79,6 +79,13 @@ class Volume {
   long fallocate(uint32_t ino, uint64_t off, uint64_t len);
   long fsync(bool durable);
 
+  // A host descriptor (a new one, the caller's to close) of a memfd that
+  // holds a copy of a regular file's contents, for exec and mappings: the
+  // host maps it, and every exec or mapping of the unchanged file shares
+  // one copy. A change of the contents drops the volume's copy; descriptors
+  // handed out keep the contents they had.
+  long snapshot_fd(uint32_t ino);
+
   // Directory listing from position `pos` (DirEntry::next resumes).
   long readdir(uint32_t dir, uint64_t pos, ext2glue::DirVisitor fn, void* ctx);
   long statfs(ext2glue::FsInfo* out);
@@ -123,6 +130,11 @@ class Volume {
   long fill_dir(uint32_t dir);
   static bool remember_entry(void* ctx, const ext2glue::DirEntry& e);
   long fill_pages(uint32_t ino, uint64_t first, uint64_t size);
+  long read_locked(uint32_t ino, void* buf, size_t n, uint64_t off, bool kernel_buf);
+  long make_snapshot(Inode* in);
+  void drop_snapshot(Inode* in);
+  void drop_snapshot(uint32_t ino);
+  void drop_every_snapshot();
   void update_pages(uint32_t ino, const uint8_t* data, size_t n, uint64_t off);
   long failed_change(uint32_t dir, const char* name, size_t len, long err);
   long finish_create(uint32_t dir, const char* name, size_t len, long r, const Attr& dir_after,
@@ -146,6 +158,10 @@ class Volume {
   Inode* inodes_[kInodeBuckets]{};
   Dentry* dentries_[kDentryBuckets]{};
   size_t ninodes_ = 0, ndentries_ = 0;
+  // Host memory held by the inodes' snapshots; past the budget, the
+  // snapshots of other files are dropped before a new one is kept.
+  static constexpr size_t kSnapshotBudget = size_t{256} << 20;
+  size_t snapshot_bytes_ = 0;
   Stats stats_{};
 };
 

@@ -230,42 +230,26 @@ void file_release(File& f) {
   vol_of(f).close_ref(ino_of(f));
 }
 
-// execve and read-only shared mappings need a host descriptor: a host
-// memfd holding a copy of the file, made once per open file from a
-// read-only descriptor. It is a snapshot: later writes to the file do not
-// show in it, which is why writable descriptors get ENODEV.
-long file_shared_map_fd(Task& t, File& f) {
-  if ((f.flags & O_ACCMODE) != O_RDONLY) return -ENODEV;
+// execve and mappings need a host descriptor: a copy of the file's contents
+// (the volume's snapshot), taken once per open file. Later writes to the
+// file do not show in it, which is why a writable descriptor cannot map the
+// file shared (ENODEV); a private mapping may start from it.
+long file_private_map_fd(Task&, File& f) {
   if (snapshot_fd(f) >= 0) return snapshot_fd(f);
-  struct stat st;
-  long r = file_stat(t, f, &st);
-  if (r < 0) return r;
-  long fd = host::sys(SYS_memfd_create, "ext4", MFD_CLOEXEC);
+  long fd = vol_of(f).snapshot_fd(ino_of(f));
   if (fd < 0) return fd;
-  size_t size = (size_t)st.st_size;
-  r = host::sys(SYS_ftruncate, fd, size);
-  if (r == 0 && size) {
-    // Read straight into a shared mapping of the copy: a user buffer, as
-    // the read path expects.
-    long map = host::sys(SYS_mmap, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (map < 0 && map > -4096) {
-      r = map;
-    } else {
-      for (size_t done = 0; r == 0 && done < size;) {
-        long got = file_read_at(t, f, (char*)map + done, size - done, (int64_t)done);
-        if (got <= 0) r = got < 0 ? got : -EIO;
-        else done += (size_t)got;
-      }
-      host::sys(SYS_munmap, map, size);
-    }
-  }
   void* expected = nullptr;
-  if (r < 0 || !__atomic_compare_exchange_n(&f.priv, &expected, reinterpret_cast<void*>(fd + 1), false,
-                                             __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  if (!__atomic_compare_exchange_n(&f.priv, &expected, reinterpret_cast<void*>(fd + 1), false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     host::sys(SYS_close, fd);
-    return r < 0 ? r : snapshot_fd(f);  // another thread made it first
+    return snapshot_fd(f);  // another thread made it first
   }
   return fd;
+}
+
+long file_shared_map_fd(Task& t, File& f) {
+  if ((f.flags & O_ACCMODE) != O_RDONLY) return -ENODEV;
+  return file_private_map_fd(t, f);
 }
 
 short file_poll(Task&, File&, short events) { return events & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM); }
@@ -321,6 +305,7 @@ const FileOps kExt4FileOps = {
     .fsync = file_fsync,
     .fallocate = file_fallocate,
     .shared_map_fd = file_shared_map_fd,
+    .private_map_fd = file_private_map_fd,
 };
 
 // ---- paths

@@ -15,6 +15,8 @@ struct Inode {
   int opens;
   char* link;      // symlink target, read once
   size_t link_len;
+  int snapshot;    // host memfd + 1 holding a copy of the contents (0: none)
+  size_t snapshot_size;
 };
 
 struct Dentry {
