@@ -2,11 +2,13 @@
 """Boots flatux with one static program as init, stdin not a terminal.
 
     run_as_init.py --flatux FLATUX --prog PROG --work DIR [--expect-status N]
-                   [--expect-output TEXT]... -- PARAM...
+                   [--expect-output TEXT]... [--image [--needs-recovery]] -- PARAM...
 
-The hostfs root is a fresh folder holding only PROG as /init-prog; the
-kernel parameters follow `--` (init=/init-prog is added). Checks flatux's
-exit status and that each TEXT appears in its output.
+The hostfs root is a fresh folder holding only PROG as /init-prog (with
+--image: an ext4 image of that folder, booted as ubd0=IMAGE rw; with
+--needs-recovery its journal is marked as needing recovery); the kernel
+parameters follow `--` (init=/init-prog is added). Checks flatux's exit
+status and that each TEXT appears in its output.
 """
 import argparse
 import os
@@ -22,13 +24,25 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--expect-status", type=int, default=0)
     ap.add_argument("--expect-output", action="append", default=[])
+    ap.add_argument("--image", action="store_true")
+    ap.add_argument("--needs-recovery", action="store_true")
     ap.add_argument("params", nargs="*")
     a = ap.parse_args()
     root = os.path.join(a.work, "root")
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
     shutil.copy2(a.prog, os.path.join(root, "init-prog"))
-    argv = [a.flatux, f"hostfs={root}", "init=/init-prog"] + a.params
+    if a.image:
+        image = os.path.join(a.work, "root.ext4")
+        if os.path.exists(image):
+            os.unlink(image)
+        subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-d", root, image, "16M"], check=True)
+        if a.needs_recovery:
+            subprocess.run(["debugfs", "-w", "-R", "feature needs_recovery", image], check=True,
+                           capture_output=True)
+        argv = [a.flatux, f"ubd0={image}", "rw", "init=/init-prog"] + a.params
+    else:
+        argv = [a.flatux, f"hostfs={root}", "init=/init-prog"] + a.params
     r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        timeout=120)
     out = r.stdout.decode(errors="replace")

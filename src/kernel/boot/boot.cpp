@@ -75,8 +75,13 @@ long mount_block_root(Kernel& k, const BootConfig& boot, const char* root, const
     *why = "VFS: Unable to mount root fs on a ubd device";
     return r;
   }
+  // The volume may have refused to be written (a journal to recover): say
+  // what the root really is.
+  Mount* m = k.vfs->find_exact("/");
+  bool readonly = boot.root_readonly || (m && m->readonly());
+  if (m) m->put();
   printkf(k, [&](KFmt& f) {
-    f.str("<6>VFS: Mounted root (ext4 filesystem) ").str(boot.root_readonly ? "readonly" : "read-write");
+    f.str("<6>VFS: Mounted root (ext4 filesystem) ").str(readonly ? "readonly" : "read-write");
     f.str(" on device ").str(root).ch('.');
   });
   return 0;
