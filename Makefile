@@ -24,7 +24,7 @@ run: rootfs
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 
-bench: build
+bench: rootfs  # the flatux-img column boots the no-MMU busybox it builds
 	python3 bench/run --build $(BUILD)
 
 clean:
