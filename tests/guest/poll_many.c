@@ -1,7 +1,9 @@
 // select, poll and epoll over 1000 descriptors (500 pipes); timeouts are
 // honoured (never early, not grossly late); EBADF/POLLNVAL/EINVAL; a signal
 // interrupts poll and select with EINTR even under SA_RESTART; the masks of
-// ppoll and pselect6 are in force only while they wait.
+// ppoll and pselect6 are in force only while they wait. Regular files,
+// directories and /dev/null are always readable and writable (POLLPRI never):
+// a wait that includes one returns at once, with the time left reported.
 #include "guest_check.h"
 
 #include <fcntl.h>
@@ -284,8 +286,58 @@ static void signals(void) {
   signal(SIGUSR1, SIG_DFL);
 }
 
+static void always_ready_files(void) {
+  char path[] = "/tmp/poll_many.XXXXXX";
+  int file = mkstemp(path);
+  REQUIRE(file >= 0, "mkstemp: %s", strerror(errno));
+  unlink(path);
+  int null = open("/dev/null", O_RDWR), dir = open("/", O_RDONLY | O_DIRECTORY);
+  REQUIRE(null >= 0 && dir >= 0, "open /dev/null, /");
+  int p[2];
+  REQUIRE(pipe(p) == 0, "pipe");
+  struct pollfd pf[4] = {{file, POLLIN | POLLOUT | POLLPRI, 0}, {null, POLLOUT, 0}, {dir, POLLIN, 0},
+                         {p[0], POLLIN, 0}};
+  double t0 = now_ms();
+  CHECK(poll(pf, 4, -1) == 3, "poll on a file, /dev/null, a dir, an empty pipe: 3 ready");
+  CHECK(now_ms() - t0 < 1000, "poll with ready files returned at once");
+  CHECK(pf[0].revents == (POLLIN | POLLOUT), "file revents %#x", pf[0].revents);
+  CHECK(pf[1].revents == POLLOUT, "/dev/null revents %#x", pf[1].revents);
+  CHECK(pf[2].revents == POLLIN, "dir revents %#x", pf[2].revents);
+  CHECK(pf[3].revents == 0, "empty pipe revents %#x", pf[3].revents);
+  struct pollfd pri = {file, POLLPRI, 0};
+  t0 = now_ms();
+  CHECK(poll(&pri, 1, 50) == 0 && pri.revents == 0, "POLLPRI on a file: never");
+  CHECK(now_ms() - t0 >= 49, "POLLPRI on a file waited for the timeout");
+  fd_set r, w;
+  FD_ZERO(&r);
+  FD_ZERO(&w);
+  FD_SET(file, &r);
+  FD_SET(null, &r);
+  FD_SET(p[0], &r);
+  FD_SET(file, &w);
+  struct timeval tv = {5, 0};
+  long n = syscall(SYS_select, FD_SETSIZE, &r, &w, NULL, &tv);
+  CHECK(n == 3, "select: %ld ready, want 3", n);
+  CHECK(FD_ISSET(file, &r) && FD_ISSET(null, &r) && !FD_ISSET(p[0], &r) && FD_ISSET(file, &w),
+        "select sets");
+  CHECK(tv.tv_sec >= 4 && tv.tv_sec <= 5, "select's time left %ld.%06ld", (long)tv.tv_sec,
+        (long)tv.tv_usec);
+  struct timeval zero = {0, 0};
+  FD_ZERO(&r);
+  FD_SET(p[0], &r);
+  FD_SET(null, &r);
+  CHECK(syscall(SYS_select, FD_SETSIZE, &r, NULL, NULL, &zero) == 1 && FD_ISSET(null, &r), "zero timeout");
+  CHECK(zero.tv_sec == 0 && zero.tv_usec == 0, "zero timeout left as zero");
+  close(file);
+  close(null);
+  close(dir);
+  close(p[0]);
+  close(p[1]);
+}
+
 int main(void) {
   guest_name = "poll_many";
+  always_ready_files();
   open_pipes();
   poll_1000();
   select_1000();

@@ -62,6 +62,12 @@ struct File {
   uint64_t priv_word = 0;
   int64_t pos = 0;     // file position for files without a host descriptor
   KMutex pos_lock;
+  // Whether poll/select always find it readable and writable (Linux's
+  // DEFAULT_POLLMASK: regular files, directories, /dev/null and kin), so
+  // the kernel answers without asking the host. Unknown until the first
+  // poll looks at the host descriptor (sys_poll.cpp), or set at open.
+  enum class PollKind : uint8_t { kUnknown, kAsk, kAlwaysReady };
+  std::atomic<PollKind> poll_kind{PollKind::kUnknown};
 
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
   void put();

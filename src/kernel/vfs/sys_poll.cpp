@@ -1,15 +1,21 @@
 // poll, ppoll, select, pselect6: readiness is the host's, asked with one
-// interruptible ppoll over the translated descriptors. Files without a host
-// descriptor (signalfd) answer FileOps::poll, and the host call then also
-// waits on the task's wake eventfd (fs/anon/virtual_wait.h).
+// interruptible ppoll over the translated descriptors. Files that are always
+// ready (File::always_ready) are answered here without the host, as Linux
+// answers files with no poll method. Files without a host descriptor
+// (signalfd) answer FileOps::poll, and the host call then also waits on the
+// task's wake eventfd (fs/anon/virtual_wait.h).
 #include <cstring>
 #include <ctime>
 #include <linux/errno.h>
 #include <poll.h>
+#include <fcntl.h>
 #include <sys/select.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 
 #include "host/entry.h"
+#include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"
@@ -23,6 +29,22 @@ namespace flatux {
 namespace {
 
 constexpr int kMaxPollFds = FdTable::kMaxFds;
+constexpr short kAlwaysReadyMask = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;  // DEFAULT_POLLMASK
+
+// Learns, once per open file, whether its host descriptor is one Linux
+// would answer with DEFAULT_POLLMASK: a regular file, a directory, or
+// /dev/null, /dev/zero, /dev/full (mem devices with no poll method).
+void learn_poll_kind(File& f) {
+  if (f.poll_kind.load(std::memory_order_relaxed) != File::PollKind::kUnknown) return;
+  File::PollKind kind = File::PollKind::kAsk;
+  struct stat st;
+  if (f.host_fd >= 0 && !(f.flags & O_PATH) && host::sys(SYS_fstat, f.host_fd, &st) == 0) {
+    bool mem_dev = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&
+                   (minor(st.st_rdev) == 3 || minor(st.st_rdev) == 5 || minor(st.st_rdev) == 7);
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) || mem_dev) kind = File::PollKind::kAlwaysReady;
+  }
+  f.poll_kind.store(kind, std::memory_order_relaxed);
+}
 
 struct PollSet {
   Heap* heap;
@@ -31,6 +53,8 @@ struct PollSet {
   bool* owned = nullptr;    // which entries of `files` hold a reference
   int n = 0;
   int nvirtual = 0;
+  int nhost = 0;    // entries the host has to poll
+  int nalways = 0;  // always-ready entries whose events include a ready one
   ~PollSet() {
     for (int i = 0; i < n; i++)
       if (owned && owned[i]) files[i]->put();
@@ -53,24 +77,45 @@ struct PollSet {
     t.proc->files->get_many(fds, n, files, owned);
     int bad = 0;
     for (int i = 0; i < n; i++) {
-      host[i] = {files[i] ? files[i]->host_fd : -1, events[i], 0};
+      if (files[i]) learn_poll_kind(*files[i]);
+      bool always = always_ready(i);
+      host[i] = {files[i] && !always ? files[i]->host_fd : -1, events[i], 0};
       if (fds[i] >= 0 && !files[i]) bad++;
       if (virtual_file(i)) nvirtual++;
+      if (host[i].fd >= 0) nhost++;
+      if (always && (events[i] & kAlwaysReadyMask)) nalways++;
     }
     return bad;
   }
+  bool always_ready(int i) const {
+    return files[i] && files[i]->poll_kind.load(std::memory_order_relaxed) == File::PollKind::kAlwaysReady;
+  }
   // A file with no host descriptor answers for itself (FileOps::poll).
-  bool virtual_file(int i) const { return files[i] && files[i]->host_fd < 0 && files[i]->ops->poll; }
+  bool virtual_file(int i) const {
+    return files[i] && !always_ready(i) && files[i]->host_fd < 0 && files[i]->ops->poll;
+  }
+  // The always-ready entries' answers (after the host has cleared them).
+  void answer_always_ready() {
+    for (int i = 0; i < n; i++)
+      if (always_ready(i)) host[i].revents = host[i].events & kAlwaysReadyMask;
+  }
 };
 
 // Waits until one of the first `n` host descriptors is ready, the deadline
 // passes (0: don't wait, UINT64_MAX: forever) or a signal arrives. Returns
 // the host's count.
+// Nanoseconds until the deadline; a zero timeout (deadline 0, the common
+// "just look" call) needs no clock read, each one a host call.
+uint64_t time_left(uint64_t deadline) {
+  if (deadline == 0) return 0;
+  uint64_t now = monotonic_ns();
+  return deadline > now ? deadline - now : 0;
+}
+
 long host_wait(Task& t, PollSet& ps, int n, uint64_t deadline) {
   timespec rel{}, *tsp = nullptr;
   if (deadline != UINT64_MAX) {
-    uint64_t now = monotonic_ns();
-    uint64_t left = deadline > now ? deadline - now : 0;
+    uint64_t left = time_left(deadline);
     rel = {(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
     tsp = &rel;
   }
@@ -94,8 +139,21 @@ long poll_virtual(Task& t, PollSet& ps) {
 // wakes the wait through the task's wake eventfd, in the extra slot; other
 // virtual files (the console's line discipline) have no such hook, so they
 // are asked again between 5 ms host waits.
+long wait_virtual(Task& t, PollSet& ps, uint64_t deadline);
+
+// Always-ready files make the wait a look: the others are asked without
+// waiting, the host not at all when it holds none of them.
 long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
-  if (!ps.nvirtual) return host_wait(t, ps, ps.n, deadline);
+  if (ps.nalways) deadline = 0;
+  long r = 0;
+  if (ps.nvirtual) r = wait_virtual(t, ps, deadline);
+  else if (ps.nhost || !ps.nalways) r = host_wait(t, ps, ps.n, deadline);
+  if (r < 0) return r;
+  ps.answer_always_ready();
+  return r + ps.nalways;
+}
+
+long wait_virtual(Task& t, PollSet& ps, uint64_t deadline) {
   constexpr uint64_t kSliceNs = 5000000;
   VirtualWait vw(t);
   vw.arm();
@@ -117,7 +175,9 @@ long wait_ready(Task& t, PollSet& ps, uint64_t deadline) {
   }
 }
 
+// The deadline of a timeout; 0 for a zero timeout.
 uint64_t deadline_after(const timespec& ts) {
+  if (ts.tv_sec == 0 && ts.tv_nsec == 0) return 0;
   return monotonic_ns() + (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -196,14 +256,14 @@ long do_select(Task& t, int nfds, uint64_t rp, uint64_t wp, uint64_t ep, uint64_
 
 long sys_poll(Task& t, SyscallArgs a) {
   int ms = (int)a[2];
-  uint64_t deadline = ms < 0 ? UINT64_MAX : monotonic_ns() + (uint64_t)ms * 1000000ull;
+  uint64_t deadline = ms < 0 ? UINT64_MAX : ms == 0 ? 0 : monotonic_ns() + (uint64_t)ms * 1000000ull;
   return do_poll(t, a[0], a[1], deadline);
 }
 
 // ppoll and pselect6 report the time left, as Linux does (glibc's select
 // is pselect6 underneath and hands it back as a timeval).
 void put_time_left(uint64_t guest_ts, uint64_t deadline) {
-  uint64_t now = monotonic_ns(), left = deadline > now ? deadline - now : 0;
+  uint64_t left = time_left(deadline);
   timespec rem{(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
   copy_to_user((void*)guest_ts, &rem, sizeof rem);
 }
@@ -238,7 +298,7 @@ long sys_select(Task& t, SyscallArgs a) {
   }
   long r = do_select(t, (int)a[0], a[1], a[2], a[3], deadline);
   if (a[4] && r >= 0) {  // Linux reports the time left
-    uint64_t now = monotonic_ns(), left = deadline > now ? deadline - now : 0;
+    uint64_t left = time_left(deadline);
     timeval rem{(time_t)(left / 1000000000ull), (suseconds_t)(left % 1000000000ull / 1000)};
     copy_to_user((void*)a[4], &rem, sizeof rem);
   }

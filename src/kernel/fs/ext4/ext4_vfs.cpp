@@ -353,6 +353,8 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
   if (!f) return -ENOMEM;
   f->fs = &fs;
   f->priv_word = w.ino;
+  // A regular file or a directory: always ready.
+  f->poll_kind = (flags & O_PATH) ? File::PollKind::kAsk : File::PollKind::kAlwaysReady;
   v.open_ref(w.ino);
   *out = f;
   return 0;

@@ -41,6 +41,8 @@ long fs_open(Task& t, Filesystem& fsys, Lookup& lk, int flags, int mode, File** 
   }
   f->fs = &fsys;
   f->priv = n;
+  // A regular file or a directory: always ready.
+  f->poll_kind = (flags & O_PATH) ? File::PollKind::kAsk : File::PollKind::kAlwaysReady;
   if (lk.mount && (lk.mount->flags & MS_NOATIME)) f->priv_word |= kTmpFileNoAtime;
   if (lk.mount && (lk.mount->flags & MS_STRICTATIME)) f->priv_word |= kTmpFileStrictAtime;
   *out = f;
