@@ -34,6 +34,27 @@ long sock_write(Task& t, File& f, const void* buf, size_t n) {
   return restartable(isys(t, SYS_sendto, f.host_fd, buf, n, MSG_NOSIGNAL, 0, 0));
 }
 
+constexpr int kRwfHipri = 0x1;  // a polling hint, nothing to do
+
+// readv/writev on a socket: one message (its offset is never used: sockets
+// have no pread, so preadv gets ESPIPE before this).
+long sock_readv(Task& t, File& f, const iovec* iov, int cnt, int64_t, int flags) {
+  if (flags & ~kRwfHipri) return -EOPNOTSUPP;
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = (size_t)cnt;
+  return restartable(isys(t, SYS_recvmsg, f.host_fd, &m, 0));
+}
+
+long sock_writev(Task& t, File& f, const iovec* iov, int cnt, int64_t, int flags) {
+  if (flags & ~kRwfHipri) return -EOPNOTSUPP;
+  msghdr m{};
+  m.msg_iov = const_cast<iovec*>(iov);
+  m.msg_iovlen = (size_t)cnt;
+  if (static_cast<SockPriv*>(f.priv)->netlink) return netlink_sendmsg(t, f.host_fd, m, 0);
+  return restartable(isys(t, SYS_sendmsg, f.host_fd, &m, MSG_NOSIGNAL));
+}
+
 long sock_stat(Task&, File& f, struct stat* out) { return host::sys(SYS_fstat, f.host_fd, out); }
 
 void sock_release(File& f) {
@@ -57,6 +78,8 @@ const FileOps kSockOps = {
     .ioctl = sock_ioctl,
     .statfs = nullptr,
     .release = sock_release,
+    .readv = sock_readv,
+    .writev = sock_writev,
 };
 
 }  // namespace

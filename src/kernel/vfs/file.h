@@ -1,5 +1,6 @@
 // Open file descriptions and per-process descriptor tables.
 #pragma once
+#include <sys/uio.h>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -46,6 +47,12 @@ struct FileOps {
   // mapping may start from, copy-on-write (owned by the file), instead of a
   // copy into anonymous memory made at every mmap.
   long (*private_map_fd)(Task&, File&) = nullptr;
+  // Vectored I/O as one host call (readv/writev; preadv/pwritev when
+  // off >= 0), so that a datagram or a pipe write stays one unit. `iov` is
+  // a checked kernel copy of the guest's array; `flags` are preadv2's
+  // RWF_* (known ones only). Null: one call per buffer, RWF_HIPRI at most.
+  long (*readv)(Task&, File&, const struct iovec* iov, int cnt, int64_t off, int flags) = nullptr;
+  long (*writev)(Task&, File&, const struct iovec* iov, int cnt, int64_t off, int flags) = nullptr;
 };
 
 struct File {

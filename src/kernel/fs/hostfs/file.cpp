@@ -5,6 +5,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "host/entry.h"
 #include "host/raw_syscall.h"
@@ -91,6 +92,19 @@ long file_fallocate(Task&, File& f, int mode, int64_t off, int64_t len) {
   return host::sys(SYS_fallocate, f.host_fd, mode, off, len);
 }
 
+// preadv/pwritev take the offset as (low, high) halves; on x86_64 the low
+// word holds all of it. RWF_* flags go to the host's preadv2/pwritev2.
+long file_readv(Task& t, File& f, const iovec* iov, int cnt, int64_t off, int flags) {
+  if (flags) return restartable(isys(t, SYS_preadv2, f.host_fd, iov, cnt, off, 0, flags));
+  if (off >= 0) return host::sys(SYS_preadv, f.host_fd, iov, cnt, off, 0);
+  return restartable(isys(t, SYS_readv, f.host_fd, iov, cnt));
+}
+long file_writev(Task& t, File& f, const iovec* iov, int cnt, int64_t off, int flags) {
+  if (flags) return restartable(isys(t, SYS_pwritev2, f.host_fd, iov, cnt, off, 0, flags));
+  if (off >= 0) return host::sys(SYS_pwritev, f.host_fd, iov, cnt, off, 0);
+  return restartable(isys(t, SYS_writev, f.host_fd, iov, cnt));
+}
+
 }  // namespace
 
 const FileOps kHostFileOps = {
@@ -108,6 +122,8 @@ const FileOps kHostFileOps = {
     .setattr = file_setattr,
     .fsync = file_fsync,
     .fallocate = file_fallocate,
+    .readv = file_readv,
+    .writev = file_writev,
 };
 
 File* hostfs_adopt_host_fd(Heap* heap, int host_fd, uint32_t flags) {
