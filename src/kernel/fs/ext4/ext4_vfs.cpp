@@ -538,7 +538,7 @@ long ext4_mount_device(Kernel& k, const char* device, const char* guest_path, un
 }
 
 void ext4_poweroff(Kernel& k) {
-  k.vfs->for_each_mount([](const Mount& m) {
+  k.vfs->for_each_mount_newest_first([](const Mount& m) {
     if (m.fs->ops == &kExt4FsOps) vol_of(*m.fs).shutdown();
   });
 }
