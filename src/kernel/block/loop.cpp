@@ -171,7 +171,8 @@ void loop_last_close(BlockDevice& d) {
 bool valid_block_size(uint32_t bs) { return bs >= 512 && bs <= 4096 && (bs & (bs - 1)) == 0; }
 
 // The file behind fd, if a loop device may use it: a regular file or a
-// block device that does not lead back to lo (Linux's loop_validate_file).
+// block device that does not lead back to lo through bound loop devices
+// (Linux's loop_validate_file: EBADF for lo itself).
 long backing_file(Task& t, LoopDevice& lo, int fd, File** out, struct stat* st) {
   File* f = t.proc->files->get(fd);
   if (!f) return -EBADF;
@@ -180,7 +181,8 @@ long backing_file(Task& t, LoopDevice& lo, int fd, File** out, struct stat* st) 
   if (r == 0 && st->st_dev == block_devnum(lo)) r = -EINVAL;  // a file on this very device
   for (BlockDevice* b = block_of_file(*f); r == 0 && b && b->major == kLoopMajor;) {
     LoopDevice& next = loop_of(*b);
-    if (&next == &lo) r = -EINVAL;
+    if (&next == &lo) r = -EBADF;
+    else if (next.state != LoopState::kBound) r = -EINVAL;
     b = next.backing ? block_of_file(*next.backing) : nullptr;
   }
   if (r < 0) {

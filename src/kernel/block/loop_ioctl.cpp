@@ -84,8 +84,6 @@ void from_old(const loop_info& in, loop_info64* out) {
 long configure(Task& t, LoopDevice& lo, File& f, uint64_t arg) {
   loop_config c;
   if (copy_from_user(&c, reinterpret_cast<void*>(arg), sizeof c) < 0) return -EFAULT;
-  for (uint64_t word : c.__reserved)
-    if (word) return -EINVAL;
   if (c.info.lo_flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS) return -EINVAL;
   return loop_bind(t, lo, f, (int)c.fd, c.info, c.block_size);
 }
