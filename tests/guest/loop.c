@@ -5,8 +5,8 @@
 // on the last close, and an ext2 image mounted from a loop device over a
 // tmpfs file.
 //
-// argv[1] is an ext2 image holding the guest fixture tree, argv[2] a
-// scratch folder. The run happens in a mount namespace of its own where
+// argv[1] is an ext2 image holding the guest fixture tree, argv[2] an
+// empty ext2 image big enough to hold it, argv[3] a scratch folder. The run happens in a mount namespace of its own where
 // the kernel has them (natively), with a tmpfs on the scratch folder and a
 // devtmpfs in it, so the devices are the running kernel's own.
 #define _GNU_SOURCE
@@ -356,10 +356,67 @@ static void test_mount_ext2(const char* image) {
   CHECK_OK(mount(NULL, scratch, NULL, MS_REMOUNT, NULL));
 }
 
+// Copies a host file into the scratch tmpfs (or onto a mounted volume).
+static void copy_file(const char* from, const char* to) {
+  int in = open(from, O_RDONLY);
+  REQUIRE(in >= 0, "%s: %s", from, strerror(errno));
+  int out = open(to, O_RDWR | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(out >= 0, "%s: %s", to, strerror(errno));
+  static char buf[65536];
+  ssize_t got;
+  while ((got = read(in, buf, sizeof buf)) > 0) REQUIRE(write(out, buf, (size_t)got) == got);
+  REQUIRE(got == 0 && fsync(out) == 0);
+  close(in);
+  close(out);
+}
+
+// A loop device over a file on a volume that is itself on a loop device:
+// the inner volume's reads go through the outer volume's filesystem.
+static void test_nested(const char* image, const char* outer_image) {
+  puts("ext2 on a loop over a file on ext2 on a loop");
+  char outer[PATH_MAX], inner[PATH_MAX], a[PATH_MAX], b[PATH_MAX];
+  path_of(outer, "outer.img");
+  path_of(a, "a");
+  path_of(b, "b");
+  copy_file(outer_image, outer);
+  REQUIRE(mkdir(a, 0755) == 0 && mkdir(b, 0755) == 0);
+  int file = open(outer, O_RDWR);
+  int n1, n2;
+  int dev1 = bind_free(file, O_RDWR, &n1);
+  close(file);
+  char d1[PATH_MAX], d2[PATH_MAX];
+  dev_path(d1, n1);
+  REQUIRE(mount(d1, a, "ext2", 0, NULL) == 0, "mount %s: %s", d1, strerror(errno));
+  snprintf(inner, sizeof inner, "%s/inner.img", a);
+  copy_file(image, inner);
+  file = open(inner, O_RDWR);
+  REQUIRE(file >= 0);
+  int dev2 = bind_free(file, O_RDWR, &n2);
+  close(file);
+  dev_path(d2, n2);
+  REQUIRE(mount(d2, b, "ext2", 0, NULL) == 0, "mount %s: %s", d2, strerror(errno));
+  char p[PATH_MAX], text[64] = "";
+  snprintf(p, sizeof p, "%s/hello.txt", b);
+  int fd = open(p, O_RDONLY);
+  CHECK(fd >= 0 && read(fd, text, sizeof text - 1) == 14 && strcmp(text, "hello, flatux\n") == 0);
+  if (fd >= 0) close(fd);
+  snprintf(p, sizeof p, "%s/new.txt", b);
+  fd = open(p, O_WRONLY | O_CREAT, 0644);
+  CHECK(fd >= 0 && write(fd, "nested\n", 7) == 7 && fsync(fd) == 0);
+  if (fd >= 0) close(fd);
+  CHECK_OK(umount(b));
+  CHECK_OK(ioctl(dev2, LOOP_CLR_FD, 0));
+  close(dev2);
+  CHECK_OK(umount(a));
+  CHECK_OK(ioctl(dev1, LOOP_CLR_FD, 0));
+  close(dev1);
+  CHECK(becomes_unbound(n1) && becomes_unbound(n2));
+}
+
 int main(int argc, char** argv) {
   guest_name = "loop";
-  REQUIRE(argc == 3, "usage: loop EXT2_IMAGE SCRATCH_DIR");
-  REQUIRE(realpath(argv[2], scratch));
+  REQUIRE(argc == 4, "usage: loop EXT2_IMAGE EMPTY_EXT2_IMAGE SCRATCH_DIR");
+  REQUIRE(realpath(argv[3], scratch));
   // A mount namespace of our own where there is one (natively), so that
   // nothing mounted here is seen outside.
   if (unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
@@ -385,6 +442,7 @@ int main(int argc, char** argv) {
   test_bound_io();
   test_clr_fd_and_configure();
   test_mount_ext2(argv[1]);
+  test_nested(argv[1], argv[2]);
 
   close(ctl);
   CHECK_OK(umount(dev));
