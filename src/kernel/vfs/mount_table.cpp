@@ -243,7 +243,11 @@ Mount* Vfs::copy_tree_locked(Mount* src, Mount* dest, const char* path, bool sla
 // Copies the new tree at `top`, which landed on dest, into every receiver
 // of dest's peer group (Linux's propagate_mnt).
 long Vfs::propagate_locked(Mount* dest, Mount* top, int depth) {
-  if (!dest->group || depth > 32) return 0;
+  if (!dest->group) return 0;
+  // Each level of shared slaves below slaves costs kernel stack; deeper
+  // chains than this fail the whole operation (rolled back), as running
+  // over Linux's mount limit does.
+  if (depth > 8) return -ENOSPC;
   char inner[kPathMax], at[kPathMax];
   if (!inner_of(*dest, path_of(*top), inner, sizeof inner)) return -ENAMETOOLONG;
   long err = 0;
