@@ -464,4 +464,12 @@ Mount* Vfs::find(const char* norm, char* inner, size_t n) {
   return best;
 }
 
+Mount* Vfs::find_exact(const char* norm) {
+  Guard g(lock_);
+  Mount* m = visible_locked(norm);
+  if (!m || strcmp(m->path, norm) != 0) return nullptr;
+  m->get();
+  return m;
+}
+
 }  // namespace flatux

@@ -176,6 +176,8 @@ class Vfs {
   // The mount holding a normalised guest path, with a reference, and the
   // path inside its filesystem in `inner`.
   Mount* find(const char* norm, char* inner, size_t n);
+  // The mount showing `norm` when it is a mount point, with a reference.
+  Mount* find_exact(const char* norm);
 
   // Absolute guest path of (dirfd, path): the cwd or the directory's path
   // joined with a relative path; "." collapsed, ".." left for the walk.
