@@ -8,7 +8,9 @@ namespace flatux {
 
 // Calls fn(arg) with host TLS. Calls are serialised: the TLS block belongs
 // to one parked host thread, and the libraries behind it are not
-// thread-safe anyway.
+// thread-safe anyway. A call made from inside fn on the same thread runs
+// straight away (a filesystem on a loop device reading its file from
+// another volume).
 long foreign_call(Kernel& k, long (*fn)(void*), void* arg);
 
 }  // namespace flatux

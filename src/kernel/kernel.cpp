@@ -6,6 +6,7 @@
 
 #include "host/raw_syscall.h"
 
+#include "kernel/block/ubd.h"
 #include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
@@ -37,7 +38,8 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->timers = heap->make<TimerService>();
   k->net = net_state_create(heap);
   k->log = log_buffer_create(heap);
-  if (!k->vfs || !k->locks || !k->timers || !k->net || !k->log) {
+  k->blocks = heap->make<BlockDevices>();
+  if (!k->blocks || !k->vfs || !k->locks || !k->timers || !k->net || !k->log) {
     heap->destroy();
     return nullptr;
   }

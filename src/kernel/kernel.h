@@ -68,7 +68,7 @@ struct Kernel {
   LockTable* locks = nullptr;
   TimerService* timers = nullptr;
   NetState* net = nullptr;
-  BlockDevices* blocks = nullptr;  // ubd devices (kernel/block/ubd.h)
+  BlockDevices* blocks = nullptr;  // ubd and loop devices (kernel/block/ubd.h)
   uint64_t boot_ns = 0;
 
   KMutex tasks_lock;
@@ -81,6 +81,7 @@ struct Kernel {
 
   KMutex log_lock;
   KMutex gate_lock;
+  std::atomic<uintptr_t> gate_owner{0};  // who holds gate_lock (host/foreign_gate.cpp)
   LogBuffer* log = nullptr;    // printk's ring buffer
   Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
   MemAccount mem;

@@ -18,6 +18,43 @@ BlockDevices* devices(Kernel& k, bool create) {
   return k.blocks;
 }
 
+long ubd_pread(BlockDevice& d, void* buf, size_t n, uint64_t off) {
+  char* p = static_cast<char*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    long r = host::sys(SYS_pread64, d.host_fd, p + done, n - done, off + done);
+    if (r == -EINTR) continue;
+    if (r < 0) return r;
+    if (r == 0) {  // past the end of the host file: reads as zeroes
+      memset(p + done, 0, n - done);
+      break;
+    }
+    done += (size_t)r;
+  }
+  return 0;
+}
+
+long ubd_pwrite(BlockDevice& d, const void* buf, size_t n, uint64_t off) {
+  if (d.readonly) return -EROFS;
+  const char* p = static_cast<const char*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    long r = host::sys(SYS_pwrite64, d.host_fd, p + done, n - done, off + done);
+    if (r == -EINTR) continue;
+    if (r < 0) return r;
+    if (r == 0) return -EIO;
+    done += (size_t)r;
+  }
+  return 0;
+}
+
+long ubd_fdatasync(BlockDevice& d) {
+  if (d.readonly) return 0;
+  return host::sys(SYS_fdatasync, d.host_fd);
+}
+
+const BlockOps kUbdOps = {.read = ubd_pread, .write = ubd_pwrite, .flush = ubd_fdatasync};
+
 }  // namespace
 
 long ubd_attach(Kernel& k, int index, const char* host_path, bool readonly) {
@@ -50,7 +87,9 @@ long ubd_attach(Kernel& k, int index, const char* host_path, bool readonly) {
   d->host_fd = (int)fd;
   d->readonly = readonly;
   d->size = size;
+  d->major = kUbdMajor;
   d->minor = 16u * (uint32_t)index;
+  d->ops = &kUbdOps;
   all->dev[index] = d;
   return 0;
 }
@@ -67,41 +106,6 @@ BlockDevice* ubd_lookup(Kernel& k, const char* name) {
   if (starts_with(n, "/dev/")) n = tail(n, 5);
   if (n.size() != 4 || !starts_with(n, "ubd")) return nullptr;
   return ubd_by_index(k, n[3] - 'a');
-}
-
-long ubd_read(BlockDevice& d, void* buf, size_t n, uint64_t off) {
-  char* p = static_cast<char*>(buf);
-  size_t done = 0;
-  while (done < n) {
-    long r = host::sys(SYS_pread64, d.host_fd, p + done, n - done, off + done);
-    if (r == -EINTR) continue;
-    if (r < 0) return r;
-    if (r == 0) {  // past the end of the host file: reads as zeroes
-      memset(p + done, 0, n - done);
-      break;
-    }
-    done += (size_t)r;
-  }
-  return 0;
-}
-
-long ubd_write(BlockDevice& d, const void* buf, size_t n, uint64_t off) {
-  if (d.readonly) return -EROFS;
-  const char* p = static_cast<const char*>(buf);
-  size_t done = 0;
-  while (done < n) {
-    long r = host::sys(SYS_pwrite64, d.host_fd, p + done, n - done, off + done);
-    if (r == -EINTR) continue;
-    if (r < 0) return r;
-    if (r == 0) return -EIO;
-    done += (size_t)r;
-  }
-  return 0;
-}
-
-long ubd_flush(BlockDevice& d) {
-  if (d.readonly) return 0;
-  return host::sys(SYS_fdatasync, d.host_fd);
 }
 
 void ubd_detach_all(Kernel& k) {

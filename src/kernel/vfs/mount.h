@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernel/block/blockdev.h"
+
 namespace flatux {
 
 struct Kernel;
@@ -10,5 +12,10 @@ struct Kernel;
 // An anonymous device number (major 0) no mounted filesystem uses, for
 // st_dev of a filesystem without a device (tmpfs).
 uint64_t mount_anon_dev(Kernel& k);
+
+// The block device a mount source names, opened (block_put gives it
+// back): ENOENT, ENOTBLK for something else than a block device, ENXIO
+// for a number with no device.
+long lookup_bdev(Kernel& k, const char* source, BlockDevice** out);
 
 }  // namespace flatux

@@ -2,9 +2,9 @@
 // and recursive bind mounts, remounts (of one mount with MS_BIND, of the
 // filesystem without), and unmounting with EBUSY, MNT_DETACH and MNT_FORCE.
 //
-// Mount propagation does not exist here: every mount is private, so
-// MS_PRIVATE and MS_SLAVE succeed as no-ops on a mount point, while
-// MS_SHARED, MS_UNBINDABLE, MS_MOVE and MNT_EXPIRE are not implemented.
+// Propagation types (MS_SHARED, MS_PRIVATE, MS_SLAVE, MS_UNBINDABLE, with
+// MS_REC) are the mount table's (vfs/mount_table.cpp). MS_MOVE and
+// MNT_EXPIRE are not implemented.
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
@@ -141,32 +141,17 @@ long bind(Task& t, Target& at, uint64_t guest_source, bool recursive) {
   long r = resolve(t, src.buf, true, &from);
   if (r < 0) return r;
   if (S_ISDIR(from.st.st_mode) != S_ISDIR(at.st.st_mode)) return -ENOTDIR;
-  Vfs& vfs = *t.kernel->vfs;
-  Mount& m = *from.mount;
-  // The mounts below the source go along with MS_REC; gathered first, as
-  // mounting takes the table's lock.
-  Mount* below[Vfs::kMaxMounts];
-  int nbelow = 0;
-  if (recursive) {
-    vfs.for_each_mount([&](const Mount& x) {
-      if (&x != &m && x.len > 0 && under(x.path, from.guest) && std::string_view(x.path) != from.guest) {
-        const_cast<Mount&>(x).get();
-        below[nbelow++] = const_cast<Mount*>(&x);
-      }
-    });
-  }
-  r = vfs.mount(at.guest, m.fs, m.type, m.flags & kPerMountFlags, m.source, from.inner, m.options);
-  size_t from_len = strcmp(from.guest, "/") == 0 ? 0 : strlen(from.guest);
-  for (int i = 0; i < nbelow; i++) {
-    Mount& x = *below[i];
-    char path[kPathMax];
-    KFmt p(path, sizeof path);
-    p.str(strcmp(at.guest, "/") == 0 ? "" : at.guest).str(x.path + from_len);
-    if (r == 0 && !p.truncated())
-      r = vfs.mount(p.c_str(), x.fs, x.type, x.flags & kPerMountFlags, x.source, x.root, x.options);
-    x.put();
-  }
-  return r;
+  return t.kernel->vfs->bind(at.guest, *from.mount, from.inner, from.guest, recursive);
+}
+
+// mount --make-{shared,private,slave,unbindable}: exactly one of the four,
+// with MS_REC at most (Linux's flags_to_propagation_type, after the
+// per-mount flags that path_mount ignores here).
+long change_type(Task& t, Target& at, unsigned long flags) {
+  unsigned long type = flags & ~(MS_REC | MS_SILENT | kPerMountFlags);
+  if (type != MS_SHARED && type != MS_PRIVATE && type != MS_SLAVE && type != MS_UNBINDABLE) return -EINVAL;
+  if (!at.is_mount_root()) return -EINVAL;
+  return t.kernel->vfs->set_propagation(at.mount, type, flags & MS_REC);
 }
 
 // Whether any process has its working directory or root inside the mount
@@ -180,28 +165,6 @@ bool in_use_as_dir(Kernel& k, const char* point) {
     if (under(fc.cwd, point) || (strcmp(fc.root, "/") != 0 && under(fc.root, point))) return true;
   }
   return false;
-}
-
-// MNT_DETACH takes the whole tree below the mount point along, deepest
-// first, so that nothing is left beneath it.
-void detach_below(Vfs& vfs, const char* point) {
-  Mount* below[Vfs::kMaxMounts];
-  int n = 0;
-  vfs.for_each_mount([&](const Mount& x) {
-    if (under(x.path, point) && strcmp(x.path, point) != 0) {
-      const_cast<Mount&>(x).get();
-      below[n++] = const_cast<Mount*>(&x);
-    }
-  });
-  for (int done = 0; done < n; done++) {
-    int deepest = done;
-    for (int i = done + 1; i < n; i++)
-      if (below[i]->len > below[deepest]->len) deepest = i;
-    Mount* m = below[deepest];
-    below[deepest] = below[done];
-    vfs.umount(m, true);
-    m->put();
-  }
 }
 
 }  // namespace
@@ -231,10 +194,7 @@ long sys_mount(Task& t, SyscallArgs a) {
   const char* opts = a[4] ? data : nullptr;
   if (flags & MS_REMOUNT) return remount(t, at, flags, opts);
   if (flags & MS_BIND) return bind(t, at, a[0], flags & MS_REC);
-  if (flags & kPropagation) {
-    if (!at.is_mount_root()) return -EINVAL;
-    return (flags & (MS_SHARED | MS_UNBINDABLE)) ? -ENOSYS : 0;  // all mounts are private already
-  }
+  if (flags & kPropagation) return change_type(t, at, flags);
   if (flags & MS_MOVE) return -ENOSYS;
   return new_mount(t, at, a[0], a[2], flags, opts);
 }
@@ -255,7 +215,6 @@ long sys_umount2(Task& t, SyscallArgs a) {
   // MNT_FORCE cannot pry anything loose from these filesystems: like a
   // plain unmount, it fails while the mount is in use.
   if (!lazy && in_use_as_dir(*t.kernel, at.guest)) return -EBUSY;
-  if (lazy) detach_below(*t.kernel->vfs, at.guest);
   return t.kernel->vfs->umount(at.mount, lazy);
 }
 

@@ -121,6 +121,7 @@ struct Mount {
   std::atomic<int> refs{1};   // the table's own, walks in flight, open files
   Heap* heap = nullptr;
   int id = 0, parent_id = 0;
+  Mount* parent = nullptr;    // the mount holding the mount point (nullptr: a root)
   char path[kPathMax];        // guest path of the mount point
   size_t len = 0;
   char root[kPathMax];        // inner path of fs shown at `path` ("/" but for bind mounts)
@@ -131,6 +132,13 @@ struct Mount {
   char source[256];
   char options[256];          // the filesystem's own options, for /proc/mounts
   bool attached = true;       // false once unmounted (lazily, with MNT_DETACH)
+  // Shared subtrees (Documentation/filesystems/sharedsubtree.rst): the
+  // peer group this mount shares mount events with (0: not shared), the
+  // group it receives them from (0: not a slave), and MS_UNBINDABLE.
+  int group = 0;
+  int master = 0;
+  bool unbindable = false;
+  uint32_t op = 0;            // the table operation that created it (new mounts receive nothing)
 
   bool readonly() const;
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
@@ -139,24 +147,36 @@ struct Mount {
 
 class Vfs {
  public:
-  static constexpr int kMaxMounts = 64;
+  static constexpr int kMaxMounts = 256;
 
   explicit Vfs(Heap* h) : heap_(h) {}
 
-  // Mounts fs at guest_path, showing its inner folder fs_root there.
+  // Mounts fs at guest_path, showing its inner folder fs_root there; the
+  // new mount propagates to the peers and slaves of the mount it lands on.
   long mount(const char* guest_path, Filesystem* fs, const FsType* type, unsigned long flags,
              const char* source, const char* fs_root = "/", const char* options = "");
   long mount(const char* guest_path, Filesystem* fs) {
     return mount(guest_path, fs, nullptr, 0, "none");
   }
-  // Detaches m (already found by its mount point). EBUSY while mounts lie
-  // beneath it or, unless `lazy`, while anything still refers to it.
+  // A bind mount at guest_path of what `src` shows at its inner folder
+  // fs_root (src_guest: that folder's guest path). With `recursive`, the
+  // mounts below it come along (unbindable ones excepted). The copies
+  // share src's propagation (a bind of a shared mount is its peer).
+  // EINVAL when src is unbindable.
+  long bind(const char* guest_path, Mount& src, const char* fs_root, const char* src_guest, bool recursive);
+  // Detaches m (already found by its mount point), and the copies that
+  // propagation made of it. EBUSY while mounts lie beneath it or, unless
+  // `lazy`, while anything still refers to it; `lazy` takes the mounts
+  // beneath it along.
   long umount(Mount* m, bool lazy);
+  // MS_SHARED, MS_PRIVATE, MS_SLAVE or MS_UNBINDABLE on m (and with
+  // `recursive` every mount below it).
+  long set_propagation(Mount* m, unsigned long type, bool recursive);
 
   // The mount holding a normalised guest path, with a reference, and the
   // path inside its filesystem in `inner`.
   Mount* find(const char* norm, char* inner, size_t n);
-  // The mount whose mount point is exactly `norm`, with a reference.
+  // The mount showing `norm` when it is a mount point, with a reference.
   Mount* find_exact(const char* norm);
 
   // Absolute guest path of (dirfd, path): the cwd or the directory's path
@@ -184,13 +204,38 @@ class Vfs {
     Guard g(lock_);
     for (int i = 0; i < nmounts_; i++) fn(*mounts_[i]);
   }
+  // Newest first: a filesystem on a loop device goes before the one
+  // holding the loop's file.
+  template <typename F>
+  void for_each_mount_newest_first(F&& fn) {
+    Guard g(lock_);
+    for (int i = nmounts_ - 1; i >= 0; i--) fn(*mounts_[i]);
+  }
 
  private:
+  Mount* make_mount(const char* guest_path, Filesystem* fs, const FsType* type, unsigned long flags,
+                    const char* source, const char* fs_root, const char* options, long* err);
+  Mount* clone_mount(const Mount& src, const char* guest_path, const char* fs_root, long* err);
+  long attach_locked(Mount* m, Mount* parent);
+  void remove_locked(Mount* m);
+  Mount* visible_locked(const char* norm);
+  bool descends_locked(const Mount* m, const Mount* ancestor) const;
+  bool has_children_locked(const Mount* m) const;
+  int new_group_locked() const;
+  void leave_group_locked(Mount* m);
+  void share_tree_locked(Mount* top);
+  long propagate_locked(Mount* dest, Mount* top, int depth);
+  Mount* copy_tree_locked(Mount* src, Mount* dest, const char* path, bool slave, long* err);
+  int umount_copies_locked(Mount* m, Mount** out, int max);
+  void rollback_locked();
+  long discard(Mount* m, long err);
+
   Heap* heap_;
   KMutex lock_;
   Mount* mounts_[kMaxMounts]{};
   int nmounts_ = 0;
   int next_id_ = 1;
+  uint32_t op_ = 0;
   const FsType* types_[kMaxFsTypes]{};
   int ntypes_ = 0;
 };

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
+#include "kernel/block/loop.h"
 #include "kernel/block/ubd.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/kernel.h"
@@ -30,6 +31,7 @@ struct DevNode {
   const char* target;  // symlink target
   KernelDevOpen kernel_open = nullptr;
   uint64_t rdev = 0;   // for kernel devices
+  uint32_t perm = 0620;  // for kernel devices
 };
 
 // /dev/tty is the host's until the kernel has a console of its own.
@@ -44,6 +46,7 @@ constexpr DevNode kNodes[] = {
     {"urandom", "/dev/urandom", nullptr}, {"tty", "/dev/tty", nullptr, open_tty, (5 << 8) | 0},
     {"console", nullptr, nullptr, console_open, (5 << 8) | 1},
     {"kmsg", nullptr, nullptr, kmsg_open, (1 << 8) | 11},
+    {"loop-control", nullptr, nullptr, loop_control_open, kLoopControlRdev, 0600},
     {"fd", nullptr, "/proc/self/fd"},     {"stdin", nullptr, "/proc/self/fd/0"},
     {"stdout", nullptr, "/proc/self/fd/1"}, {"stderr", nullptr, "/proc/self/fd/2"},
 };
@@ -75,15 +78,17 @@ long resolve(Lookup& lk, const DevNode** out, bool* root) {
   return rest.empty() ? 0 : -ENOTDIR;
 }
 
-// /dev/ubda... for each attached block device.
-BlockDevice* ubd_node(Task& t, const char* path) {
+// /dev/ubda..., /dev/loop0... for each block device, opened (block_put).
+BlockDevice* block_node(Task& t, const char* path) {
   while (*path == '/') path++;
-  return strncmp(path, "ubd", 3) == 0 ? ubd_lookup(*t.kernel, path) : nullptr;
+  if (strncmp(path, "ubd", 3) != 0 && strncmp(path, "loop", 4) != 0) return nullptr;
+  return block_get_named(*t.kernel, path);
 }
 
 long dev_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
-  if (BlockDevice* b = ubd_node(t, lk.path)) {
-    ubd_stat(*b, out);
+  if (BlockDevice* b = block_node(t, lk.path)) {
+    block_stat(*b, out);
+    block_put(*b);
     out->st_dev = kDevfsDev;
     return 0;
   }
@@ -100,7 +105,7 @@ long dev_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
     return 0;
   }
   if (n->kernel_open && (!n->host || t.kernel->console)) {
-    synth_stat(out, S_IFCHR | 0620, 2 + (n - kNodes), 0, kDevfsDev);
+    synth_stat(out, S_IFCHR | n->perm, 2 + (n - kNodes), 0, kDevfsDev);
     out->st_rdev = n->rdev;
     return 0;
   }
@@ -125,9 +130,10 @@ long open_node(Task& t, const DevNode& n, int flags, File** out) {
 long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
   bool root;
   const DevNode* n;
-  if (BlockDevice* b = ubd_node(t, lk.path)) {
-    long r = ubd_open(t.kernel->heap, *b, flags, out);
-    if (r == 0) (*out)->fs = &fs;
+  if (BlockDevice* b = block_node(t, lk.path)) {
+    long r = block_open(t.kernel->heap, *b, flags, out);
+    if (r < 0) block_put(*b);
+    else (*out)->fs = &fs;
     return r;
   }
   lk.follow = !(flags & O_NOFOLLOW);
@@ -135,7 +141,7 @@ long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
   if (r) return r == -ENOENT && (flags & O_CREAT) ? -EACCES : r;
   if (root) {
     if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
-    SynthDirent ents[sizeof kNodes / sizeof kNodes[0] + kMaxUbd];
+    SynthDirent ents[sizeof kNodes / sizeof kNodes[0] + kMaxUbd + kMaxLoop];
     int i = 0;
     for (const DevNode& d : kNodes) {
       copy_cstr(ents[i].name, sizeof ents[i].name, d.name);
@@ -150,6 +156,17 @@ long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
         ents[i].ino = 100 + (uint64_t)u;
         i++;
       }
+    struct Listing {
+      SynthDirent* ents;
+      int* n;
+    } listing{ents, &i};
+    loop_for_each(*t.kernel, [](void* ctx, const BlockDevice& d) {
+      Listing& l = *static_cast<Listing*>(ctx);
+      SynthDirent& e = l.ents[(*l.n)++];
+      copy_cstr(e.name, sizeof e.name, d.name);
+      e.type = DT_BLK;
+      e.ino = 1000 + (uint64_t)d.index;
+    }, &listing);
     File* f = synth_dir_file(t.kernel->heap, ents, i, S_IFDIR | 0755, 1);
     if (!f) return -ENOMEM;
     f->fs = &fs;
@@ -208,6 +225,14 @@ long devfs_open_rdev(Task& t, uint64_t rdev, int flags, File** out) {
     if (r == rdev) return open_node(t, n, flags, out);
   }
   return -ENXIO;
+}
+
+long devfs_open_block(Task& t, uint64_t rdev, int flags, File** out) {
+  BlockDevice* d = block_get(*t.kernel, rdev);
+  if (!d) return -ENXIO;
+  long r = block_open(t.kernel->heap, *d, flags, out);
+  if (r < 0) block_put(*d);
+  return r;
 }
 
 long devfs_create(Heap* heap, Filesystem** out) {

@@ -16,5 +16,7 @@ long devfs_create(Heap* heap, Filesystem** out);
 // Opens the character device numbered `rdev` (a device node on another
 // filesystem, such as tmpfs); ENXIO for a number with no driver here.
 long devfs_open_rdev(Task& t, uint64_t rdev, int flags, File** out);
+// Opens the block device numbered `rdev`; ENXIO when there is none.
+long devfs_open_block(Task& t, uint64_t rdev, int flags, File** out);
 
 }  // namespace flatux

@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "kernel/block/cache.h"
-#include "kernel/block/ubd.h"
+#include "kernel/block/blockdev.h"
 
 namespace flatux::ext2glue {
 

@@ -87,7 +87,7 @@ long Volume::shutdown() {
   long r = foreign_call(k_, [](void* v) -> long { return ext2glue::close_volume(static_cast<ext2glue::Volume*>(v)); },
                         vol_);
   vol_ = nullptr;
-  if (r == 0 && !readonly_) r = ubd_flush(*dev_);
+  if (r == 0 && !readonly_) r = block_flush(*dev_);
   if (r < 0) printkf(k_, [&](KFmt& f) { f.str("EXT4-fs (").str(dev_->name).str("): writing back at unmount failed: ").dec(-r).str("\n"); });
   return r;
 }
@@ -524,7 +524,7 @@ long Volume::fsync(bool durable) {
   Guard g(lock_);
   if (readonly_) return 0;
   long r = gate([&] { return ext2glue::flush(vol_); });
-  if (r == 0 && durable) r = ubd_flush(*dev_);
+  if (r == 0 && durable) r = block_flush(*dev_);
   return r;
 }
 

@@ -1,4 +1,4 @@
-// ext4 (and ext3, ext2) on a ubd block device. libext2fs does the on-disk
+// ext4 (and ext3, ext2) on a block device (ubd, loop). libext2fs does the on-disk
 // work behind the foreign-code gate (ext2_glue.h); this layer keeps what
 // makes repeated work stay in the kernel: an inode cache (attributes and
 // symlink targets), a dentry cache (directory, name) -> inode including
@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "kernel/block/cache.h"
-#include "kernel/block/ubd.h"
+#include "kernel/block/blockdev.h"
 #include "kernel/fs/ext4/ext2_glue.h"
 #include "kernel/lib/sync.h"
 #include "kernel/task/task.h"
@@ -64,7 +64,7 @@ class Volume {
   BlockDevice& device() const { return *dev_; }
 
   bool readonly() const { return readonly_; }
-  uint64_t dev_number() const { return ubd_devnum(*dev_); }
+  uint64_t dev_number() const { return block_devnum(*dev_); }
   const char* dev_name() const { return dev_->name; }
 
   long walk(const Cred& c, Walk& w);

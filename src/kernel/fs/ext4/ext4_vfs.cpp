@@ -22,6 +22,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/printk.h"
+#include "kernel/vfs/mount.h"
 #include "kernel/vfs/perm.h"
 
 namespace flatux {
@@ -480,17 +481,23 @@ const FsOps kExt4FsOps = {
 
 long ext4_mount(Kernel& k, const char* source, unsigned long flags, const char*, Filesystem** out) {
   if (!source || !*source) return -EINVAL;
-  BlockDevice* dev = ubd_lookup(k, source);
-  if (!dev) return -ENOENT;
-  if (dev->readonly && !(flags & MS_RDONLY)) return -EACCES;  // Linux: a read-only device
+  BlockDevice* dev = nullptr;
+  long r = lookup_bdev(k, source, &dev);
+  if (r < 0) return r;
   int expected = 0;
-  if (!dev->users.compare_exchange_strong(expected, 1)) return -EBUSY;
+  if (dev->readonly && !(flags & MS_RDONLY)) r = -EACCES;  // Linux: a read-only device
+  else if (!dev->users.compare_exchange_strong(expected, 1)) r = -EBUSY;
+  if (r < 0) {
+    block_put(*dev);
+    return r;
+  }
   Filesystem* fs = k.heap->make<Filesystem>();
   Volume* v = nullptr;
-  long r = fs ? Volume::mount(k, *dev, flags & MS_RDONLY, &v) : -ENOMEM;
+  r = fs ? Volume::mount(k, *dev, flags & MS_RDONLY, &v) : -ENOMEM;
   if (r < 0) {
     k.heap->destroy_obj(fs);
     dev->users.store(0);
+    block_put(*dev);
     return r;
   }
   fs->ops = &kExt4FsOps;
@@ -501,6 +508,8 @@ long ext4_mount(Kernel& k, const char* source, unsigned long flags, const char*,
   return 0;
 }
 
+// The mount's hold on the device goes last: a loop device with
+// LO_FLAGS_AUTOCLEAR lets go of its file then.
 void ext4_unmount(Filesystem& fs) {
   Volume& v = vol_of(fs);
   Kernel& k = v.kernel();
@@ -510,6 +519,7 @@ void ext4_unmount(Filesystem& fs) {
     printkf(k, [&](KFmt& f) { f.str("EXT4-fs (").str(dev.name).str("): unmount: error ").dec(-r).str("\n"); });
   dev.users.store(0);
   k.heap->destroy_obj(&fs);
+  block_put(dev);
 }
 
 }  // namespace
@@ -526,7 +536,10 @@ long ext4_register(Kernel& k) {
 
 long ext4_mount_device(Kernel& k, const char* device, const char* guest_path, unsigned long flags) {
   // A read-only device (ubdNr=) mounts read-only, as mount(8) falls back.
-  if (BlockDevice* d = ubd_lookup(k, device); d && d->readonly) flags |= MS_RDONLY;
+  if (BlockDevice* d = block_get_named(k, device)) {
+    if (d->readonly) flags |= MS_RDONLY;
+    block_put(*d);
+  }
   Filesystem* fs = nullptr;
   long r = ext4_mount(k, device, flags, nullptr, &fs);
   if (r < 0) return r;
@@ -538,7 +551,7 @@ long ext4_mount_device(Kernel& k, const char* device, const char* guest_path, un
 }
 
 void ext4_poweroff(Kernel& k) {
-  k.vfs->for_each_mount([](const Mount& m) {
+  k.vfs->for_each_mount_newest_first([](const Mount& m) {
     if (m.fs->ops == &kExt4FsOps) vol_of(*m.fs).shutdown();
   });
 }

@@ -1,5 +1,5 @@
 // The ext4 filesystem types for the VFS ("ext4", "ext3", "ext2": one
-// driver over libext2fs), mounted from ubd block devices.
+// driver over libext2fs), mounted from block devices (ubd, loop).
 #pragma once
 #include "kernel/vfs/vfs.h"
 

@@ -38,7 +38,7 @@ long write_back(void* ctx, const PageCache::Page& p) {
   uint64_t off = p.index * PageCache::kPageSize;
   if (off >= d->size) return 0;
   uint64_t n = d->size - off < PageCache::kPageSize ? d->size - off : PageCache::kPageSize;
-  return ubd_write(*d, p.data, n, off);
+  return block_write(*d, p.data, n, off);
 }
 
 // The cached page at byte offset `off` of the device, read in on a miss.
@@ -49,7 +49,7 @@ PageCache::Page* device_page(Volume* v, uint64_t index) {
   if (off >= v->dev->size) return nullptr;
   p = v->cache->insert(0, index);
   if (!p) return nullptr;
-  if (ubd_read(*v->dev, p->data, PageCache::kPageSize, off) < 0) {
+  if (block_read(*v->dev, p->data, PageCache::kPageSize, off) < 0) {
     v->cache->drop(p);
     return nullptr;
   }
@@ -97,7 +97,7 @@ errcode_t io_open(const char* name, int flags, io_channel* out) {
   c->vol = v;
   c->ch.magic = EXT2_ET_MAGIC_IO_CHANNEL;
   c->ch.manager = v->manager;
-  c->ch.name = const_cast<char*>("flatux-ubd");
+  c->ch.name = const_cast<char*>("flatux-block");
   c->ch.block_size = 1024;
   c->ch.refcount = 1;
   c->ch.flags = flags;
@@ -143,7 +143,7 @@ errcode_t io_set_option(io_channel, const char*, const char*) { return EXT2_ET_I
 
 const struct_io_manager kUbdIoManager = {
     .magic = EXT2_ET_MAGIC_IO_MANAGER,
-    .name = "flatux ubd",
+    .name = "flatux block device",
     .open = io_open,
     .close = io_close,
     .set_blksize = io_set_blksize,

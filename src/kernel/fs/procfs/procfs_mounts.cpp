@@ -36,6 +36,13 @@ void fs_options(SynthText& o, const Mount& m) {
   if (m.options[0]) o.ch(',').str(m.options);
 }
 
+// mountinfo's optional fields, as show_mountinfo writes them.
+void propagation_fields(SynthText& o, const Mount& m) {
+  if (m.group) o.str(" shared:").dec(m.group);
+  if (m.master) o.str(" master:").dec(m.master);
+  if (m.unbindable) o.str(" unbindable");
+}
+
 // Linux's split of a dev_t into major and minor.
 uint64_t dev_major(uint64_t d) { return ((d >> 8) & 0xfff) | ((d >> 32) & ~0xfffull); }
 uint64_t dev_minor(uint64_t d) { return (d & 0xff) | ((d >> 12) & ~0xffull); }
@@ -57,6 +64,7 @@ void gen_mounts(SynthText& o, Kernel& k, const char* root, bool mountinfo) {
       escaped(o, seen);
       o.ch(' ');
       mount_flags(o, m, m.flags & MS_RDONLY);
+      propagation_fields(o, m);
       o.str(" - ").str(type).ch(' ');
       escaped(o, m.source);
       o.ch(' ').str(m.fs->readonly ? "ro" : "rw");

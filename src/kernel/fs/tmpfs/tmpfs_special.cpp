@@ -71,7 +71,8 @@ long tmpfs_open_special(Task& t, TmpInode& n, int flags, File** out) {
     return wrap(t, isys(t, SYS_openat, AT_FDCWD, p.c_str(), (flags & kPassFlags) | O_CLOEXEC), flags, out);
   }
   if (S_ISCHR(n.mode)) return devfs_open_rdev(t, n.rdev, flags, out);
-  return S_ISSOCK(n.mode) ? -ENXIO : -ENODEV;  // block devices have no driver here
+  if (S_ISBLK(n.mode)) return devfs_open_block(t, n.rdev, flags, out);
+  return -ENXIO;  // a socket
 }
 
 }  // namespace flatux

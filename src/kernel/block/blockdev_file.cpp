@@ -1,6 +1,7 @@
-// /dev/ubdX opened as a file: the raw device, read and written at any
-// offset (as a block device's page cache would, without one here), with
-// the size ioctls that mkfs and friends ask.
+// A block device opened as a file (/dev/ubda, /dev/loop0): the raw device,
+// read and written at any offset (as a block device's page cache would,
+// without one here), with the size ioctls that mkfs and friends ask and
+// the driver's own ioctls.
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
@@ -9,7 +10,7 @@
 #include <unistd.h>
 
 #include "host/usercopy.h"
-#include "kernel/block/ubd.h"
+#include "kernel/block/blockdev.h"
 #include "kernel/heap.h"
 #include "kernel/vfs/file.h"
 
@@ -23,6 +24,7 @@ BlockDevice& dev_of(File& f) { return *static_cast<BlockDevice*>(f.priv); }
 long transfer(File& f, void* guest, size_t n, int64_t off, bool write) {
   BlockDevice& d = dev_of(f);
   if (off < 0) return -EINVAL;
+  if (write && d.readonly) return -EPERM;  // as blkdev_write_iter
   if ((uint64_t)off >= d.size) return write && n ? -ENOSPC : 0;
   if (n > d.size - (uint64_t)off) n = d.size - (uint64_t)off;
   constexpr size_t kChunk = 64 * 1024;
@@ -35,9 +37,9 @@ long transfer(File& f, void* guest, size_t n, int64_t off, bool write) {
     char* g = static_cast<char*>(guest) + done;
     if (write) {
       if (copy_from_user(bounce, g, chunk) < 0) { r = -EFAULT; break; }
-      if ((r = ubd_write(d, bounce, chunk, (uint64_t)off + done)) < 0) break;
+      if ((r = block_write(d, bounce, chunk, (uint64_t)off + done)) < 0) break;
     } else {
-      if ((r = ubd_read(d, bounce, chunk, (uint64_t)off + done)) < 0) break;
+      if ((r = block_read(d, bounce, chunk, (uint64_t)off + done)) < 0) break;
       if (copy_to_user(g, bounce, chunk) < 0) { r = -EFAULT; break; }
     }
     done += chunk;
@@ -71,26 +73,34 @@ long blk_lseek(Task&, File& f, int64_t off, int whence) {
 }
 
 long blk_stat(Task&, File& f, struct stat* out) {
-  ubd_stat(dev_of(f), out);
+  block_stat(dev_of(f), out);
   return 0;
 }
 
-long blk_ioctl(Task&, File& f, unsigned cmd, uint64_t arg) {
+long blk_ioctl(Task& t, File& f, unsigned cmd, uint64_t arg) {
   BlockDevice& d = dev_of(f);
+  if (d.ops->ioctl) {
+    long r = d.ops->ioctl(t, d, f, cmd, arg);
+    if (r != -ENOTTY) return r;
+  }
   void* guest = reinterpret_cast<void*>(arg);
   switch (cmd) {
     case BLKGETSIZE64: return put_user(guest, (uint64_t)d.size);
     case BLKGETSIZE: return put_user(guest, (unsigned long)(d.size / 512));
-    case BLKSSZGET: return put_user(guest, (int)512);
+    case BLKSSZGET: return put_user(guest, (int)d.block_size);
+    case BLKPBSZGET: return put_user(guest, (unsigned)d.block_size);
+    case BLKBSZGET: return put_user(guest, (int)4096);
     case BLKROGET: return put_user(guest, (int)d.readonly);
     case BLKFLSBUF: return 0;
     default: return -ENOTTY;
   }
 }
 
-long blk_fsync(Task&, File& f, bool) { return ubd_flush(dev_of(f)); }
+long blk_fsync(Task&, File& f, bool) { return block_flush(dev_of(f)); }
 
-const FileOps kUbdFileOps = {
+void blk_release(File& f) { block_put(dev_of(f)); }
+
+const FileOps kBlockFileOps = {
     .read = blk_read,
     .write = blk_write,
     .pread = blk_pread,
@@ -100,7 +110,7 @@ const FileOps kUbdFileOps = {
     .getdents64 = nullptr,
     .ioctl = blk_ioctl,
     .statfs = nullptr,
-    .release = nullptr,
+    .release = blk_release,
     .poll = nullptr,
     .setattr = nullptr,
     .fsync = blk_fsync,
@@ -108,24 +118,26 @@ const FileOps kUbdFileOps = {
 
 }  // namespace
 
-void ubd_stat(const BlockDevice& d, struct stat* st) {
+void block_stat(const BlockDevice& d, struct stat* st) {
   memset(st, 0, sizeof *st);
   st->st_mode = S_IFBLK | 0660;
   st->st_nlink = 1;
   st->st_gid = 6;  // "disk", as udev makes them
-  st->st_rdev = ubd_devnum(d);
-  st->st_ino = 100 + (unsigned)d.index;
+  st->st_rdev = block_devnum(d);
+  st->st_ino = (d.major == kLoopMajor ? 1000 : 100) + (unsigned)d.index;
   st->st_blksize = 4096;
 }
 
-long ubd_open(Heap* heap, BlockDevice& d, int flags, File** out) {
+long block_open(Heap* heap, BlockDevice& d, int flags, File** out) {
   if (flags & O_DIRECTORY) return -ENOTDIR;
   if (d.readonly && (flags & O_ACCMODE) != O_RDONLY) return -EROFS;
-  File* f = file_alloc(heap, &kUbdFileOps, (uint32_t)flags & ~(O_CLOEXEC | O_CREAT | O_EXCL | O_TRUNC), -1);
+  File* f = file_alloc(heap, &kBlockFileOps, (uint32_t)flags & ~(O_CLOEXEC | O_CREAT | O_EXCL | O_TRUNC), -1);
   if (!f) return -ENOMEM;
   f->priv = &d;
   *out = f;
   return 0;
 }
+
+BlockDevice* block_of_file(File& f) { return f.ops == &kBlockFileOps ? &dev_of(f) : nullptr; }
 
 }  // namespace flatux
