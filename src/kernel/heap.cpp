@@ -80,12 +80,11 @@ void* Heap::alloc(size_t n) {
     h->size = class_size(c);
   } else {
     size_t want = align_up(n, kPage);
-    LargeFree** link = &large_;
-    while (*link && (*link)->size < want) link = &(*link)->next;
-    if (LargeFree* f = *link) {
+    if (LargeFree** link = best_large_fit(want)) {
+      LargeFree* f = *link;
       *link = f->next;
       h = reinterpret_cast<BlockHeader*>(f) - 1;
-      want = f->size;  // no splitting: large blocks are rare and reused
+      want = split_large(f, f->size, want);
     } else {
       // The header sits in the 16 bytes before a page boundary so the
       // payload is page aligned (good for buffers handed to the host).
@@ -99,8 +98,35 @@ void* Heap::alloc(size_t n) {
   h->cls = c;
   in_use_ += h->size;
   void* p = h + 1;
-  memset(p, 0, h->size);
+  memset(p, 0, n);  // what was asked for: a reused large block may be bigger
   return p;
+}
+
+// The smallest free large block of at least `want` bytes (the link to it).
+Heap::LargeFree** Heap::best_large_fit(size_t want) {
+  LargeFree** best = nullptr;
+  for (LargeFree** link = &large_; *link; link = &(*link)->next)
+    if ((*link)->size >= want && (!best || (*link)->size < (*best)->size)) best = link;
+  return best;
+}
+
+// Cuts a reused large block (its payload and size) down to `want` when
+// enough is left over to be worth keeping: the rest (its header in the 16
+// bytes before its own page boundary, so one page is given up between
+// them) goes back on the list. Returns the block's size now.
+size_t Heap::split_large(void* payload, size_t size, size_t want) {
+  constexpr size_t kMinRest = 4 * kPage;
+  if (size < want + kPage + kMinRest) return size;
+  uintptr_t rest = (uintptr_t)payload + want + kPage;
+  auto* rh = reinterpret_cast<BlockHeader*>(rest) - 1;
+  rh->magic = kFreeMagic;
+  rh->cls = -1;
+  rh->size = size - want - kPage;
+  auto* f = reinterpret_cast<LargeFree*>(rest);
+  f->size = rh->size;
+  f->next = large_;
+  large_ = f;
+  return want;
 }
 
 void Heap::free(void* p) {

@@ -54,6 +54,8 @@ class Heap {
   struct LargeFree { LargeFree* next; size_t size; };
 
   void* bump(size_t n, size_t align);
+  LargeFree** best_large_fit(size_t want);
+  size_t split_large(void* payload, size_t size, size_t want);
   static int class_of(size_t n);
   static size_t class_size(int c);
 

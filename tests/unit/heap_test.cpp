@@ -54,6 +54,28 @@ TEST_F(HeapTest, FreedBlocksAreReusedAndCounted) {
   EXPECT_EQ(heap->alloc(1 << 20), big);
 }
 
+// A small large request takes a fitting piece of a big free block, not all
+// of it (it used to take and zero the whole megabyte), and the best fit.
+TEST_F(HeapTest, LargeBlocksAreSplitAndFitBest) {
+  void* big = heap->alloc(1 << 20);
+  void* mid = heap->alloc(16384);
+  heap->free(big);
+  heap->free(mid);
+  size_t base = heap->bytes_in_use();
+  void* a = heap->alloc(12000);
+  EXPECT_EQ(a, mid);  // the 16 KiB block fits better than the 1 MiB one
+  EXPECT_EQ(heap->bytes_in_use() - base, 16384u);
+  void* b = heap->alloc(8192);
+  EXPECT_EQ(b, big);  // cut from the front of the megabyte
+  EXPECT_EQ(heap->bytes_in_use() - base, 16384u + 8192u);
+  void* c = heap->alloc(65536);  // from the rest, past one page
+  EXPECT_EQ((uintptr_t)c, (uintptr_t)big + 8192 + 4096);
+  memset(c, 0xaa, 65536);
+  EXPECT_EQ(static_cast<unsigned char*>(b)[8191], 0);  // neighbours untouched
+  for (void* p : {a, b, c}) heap->free(p);
+  EXPECT_EQ(heap->bytes_in_use(), base - 0u);
+}
+
 TEST_F(HeapTest, DoubleFreeIsIgnoredNotCorrupting) {
   void* a = heap->alloc(32);
   heap->free(a);
