@@ -70,6 +70,9 @@ def build_image(workdir, bench_dir, row_keys, counts, reps, row_timeout, prog, b
         "[ -e /dev/null ] || $B mount -t devtmpfs devtmpfs /dev 2>/dev/null",
         "[ -e /dev/null ] || $B mknod /dev/null c 1 3",
         "[ -e /dev/zero ] || $B mknod /dev/zero c 1 5",
+        # The TCP row needs the loopback interface (UML's starts down;
+        # under flatux the host's network is used and this is refused).
+        "$B ifconfig lo 127.0.0.1 up 2>/dev/null",
         "echo @@begin",
     ]
     for row in row_keys:
