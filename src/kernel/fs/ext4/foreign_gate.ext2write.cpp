@@ -59,6 +59,59 @@ int retarget_cb(ext2_ino_t, int, ext2_dir_entry* d, int, int, char*, void* priv)
   return DIRENT_CHANGED | DIRENT_ABORT;
 }
 
+// libext2fs 1.46.6 to 1.47.3 refuse to free a run of blocks that ends on
+// the filesystem's last block (an off-by-one in punch_extent_blocks, fixed
+// upstream in 1.47.4): ext2fs_punch fails with "Illegal block number", and
+// on a full filesystem some file always holds that block. So before a
+// punch from logical block `first` to the end, the extent that maps the
+// last block gives it up here when the punch would take it; the library
+// then frees the rest. Block-mapped files never reach that check. On
+// bigalloc the block is one of a cluster's and is left to the library.
+errcode_t give_up_last_block(ext2_filsys fs, ext2_ino_t ino, ext2_inode* inode, blk64_t first) {
+  const blk64_t last = ext2fs_blocks_count(fs->super) - 1;
+  if (!(inode->i_flags & EXT4_EXTENTS_FL) || EXT2FS_CLUSTER_RATIO(fs) != 1 ||
+      !ext2fs_test_block_bitmap2(fs->block_map, last))
+    return 0;
+  ext2_extent_handle_t h;
+  errcode_t e = ext2fs_extent_open2(fs, ino, inode, &h);  // edits *inode in place
+  if (e) return e;
+  ext2fs_extent ex;
+  for (e = ext2fs_extent_get(h, EXT2_EXTENT_ROOT, &ex); !e; e = ext2fs_extent_get(h, EXT2_EXTENT_NEXT, &ex)) {
+    if (!(ex.e_flags & EXT2_EXTENT_FLAGS_LEAF) || ex.e_len == 0 || ex.e_pblk + ex.e_len - 1 != last) continue;
+    if (ex.e_lblk + ex.e_len - 1 < first) break;  // the punch keeps it
+    if (ex.e_len > 1) {
+      ex.e_len--;
+      e = ext2fs_extent_replace(h, 0, &ex);
+    } else {
+      e = ext2fs_extent_delete(h, 0);
+    }
+    if (!e) e = ext2fs_extent_fix_parents(h);
+    if (e == EXT2_ET_NO_CURRENT_NODE) e = 0;  // the tree is empty now
+    if (!e) {
+      ext2fs_block_alloc_stats2(fs, last, -1);
+      e = ext2fs_iblk_sub_blocks(fs, inode, 1);
+    }
+    break;
+  }
+  if (e == EXT2_ET_EXTENT_NO_NEXT) e = 0;
+  ext2fs_extent_free(h);
+  return e;
+}
+
+// ext2fs_file_set_size2 punches from the first block past the new size
+// when the file shrinks by a block or more; the last block goes first.
+long before_truncate(Volume* v, uint32_t ino, uint64_t size) {
+  ext2_inode_large in;
+  long r = read_large(v, ino, &in);
+  if (r < 0) return r;
+  ext2_inode* base = reinterpret_cast<ext2_inode*>(&in);
+  uint64_t bs = v->fs->blocksize, first = (size + bs - 1) / bs, old_end = (EXT2_I_SIZE(base) + bs - 1) / bs;
+  if (first >= old_end || !ext2fs_inode_has_valid_blocks2(v->fs, base)) return 0;
+  errcode_t e = give_up_last_block(v->fs, ino, base, first);
+  if (e) return fail(v, e, "freeing a file's blocks", ino);
+  return write_large(v, ino, &in);
+}
+
 }  // namespace
 
 // ---- writing
@@ -90,6 +143,8 @@ long write_data(Volume* v, uint32_t ino, const void* buf, size_t n, uint64_t off
 
 long set_attr(Volume* v, uint32_t ino, const SetAttr& a, Attr* after) {
   if (a.mask & kSetSize) {
+    long r = before_truncate(v, ino, a.size);
+    if (r < 0) return r;
     ext2_file_t f;
     errcode_t e = ext2fs_file_open2(v->fs, ino, nullptr, EXT2_FILE_WRITE, &f);
     if (e) return fail(v, e, "opening a file", ino);
@@ -226,7 +281,8 @@ long release_inode(Volume* v, uint32_t ino) {
   if (r < 0) return r;
   ext2_inode* base = reinterpret_cast<ext2_inode*>(&in);
   errcode_t e = 0;
-  if (ext2fs_inode_has_valid_blocks2(fs, base) && (e = ext2fs_punch(fs, ino, base, nullptr, 0, ~0ULL)))
+  if (ext2fs_inode_has_valid_blocks2(fs, base) &&
+      ((e = give_up_last_block(fs, ino, base, 0)) || (e = ext2fs_punch(fs, ino, base, nullptr, 0, ~0ULL))))
     return fail(v, e, "freeing a file's blocks", ino);
   blk64_t ea = ext2fs_file_acl_block(fs, base);
   if (ea) {
