@@ -1,10 +1,11 @@
 // Mounts ext4 images with bytes flipped in them and walks them whole:
 // every listing, attribute, link and file, then a few changes on read-write
 // mounts. A damaged image must give errors, never a crash or a hang; the
-// run is deterministic (fixed seed) and bounded in time.
+// run is deterministic (fixed seed) and bounded in time. With --replay it
+// mounts and walks the images given instead (the fuzzers' regressions).
 //
 //   ext4_corrupt_walk WORKDIR SECONDS [SEED]
-#include <asm/prctl.h>
+//   ext4_corrupt_walk WORKDIR --replay IMAGE...
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,71 +14,48 @@
 #include <random>
 #include <string>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <vector>
 
-#include "kernel/block/ubd.h"
-#include "kernel/fs/ext4/ext4.h"
-#include "kernel/kernel.h"
+#include "ext4_walk.h"
 
 using namespace flatux;
 
 namespace {
 
-struct Walker {
-  ext4::Volume* vol;
+// A few changes on a read-write mount of a damaged image.
+void change(ext4::Volume* vol) {
   ext4::Cred cred{0, 0};
-  int budget = 2000;  // inodes visited per image, so loops in a damaged tree end
-
-  void visit(uint32_t ino, int depth) {
-    if (--budget < 0 || depth > 16) return;
-    ext2glue::Attr a;
-    if (vol->getattr(ino, &a) < 0) return;
-    if (S_ISLNK(a.mode)) {
-      char t[kPathMax];
-      size_t n;
-      vol->readlink(ino, t, sizeof t, &n);
-    } else if (S_ISREG(a.mode)) {
-      char buf[8192];
-      for (uint64_t off = 0; off < a.size && off < (1 << 20); off += sizeof buf)
-        if (vol->read(ino, buf, sizeof buf, off, true) <= 0) break;
-    } else if (S_ISDIR(a.mode)) {
-      std::vector<std::pair<uint32_t, std::string>> kids;
-      vol->readdir(ino, 0, [](void* ctx, const ext2glue::DirEntry& e) {
-        auto* k = static_cast<std::vector<std::pair<uint32_t, std::string>>*>(ctx);
-        if (k->size() < 64) k->emplace_back(e.ino, e.name);
-        return true;
-      }, &kids);
-      for (auto& [kid, name] : kids) {
-        if (name == "." || name == "..") continue;
-        ext4::Walk* w = new ext4::Walk{};
-        char target[kPathMax];
-        std::string path = "/" + name;
-        w->path = path.c_str();
-        w->target = target;
-        if (depth == 0) vol->walk(cred, *w);  // the name-based path as well
-        delete w;
-        visit(kid, depth + 1);
-      }
-    }
+  ext2glue::Attr a, d;
+  if (vol->create(cred, 2, "fuzz-new", S_IFREG | 0644, 0, &a) == 0) {
+    vol->write(a.ino, "data", 4, 0, true);
+    vol->write(a.ino, "more", 4, 70000, true);
+    ext2glue::SetAttr s{};
+    s.mask = ext2glue::kSetSize;
+    s.size = 10;
+    vol->setattr(a.ino, s, &a);
   }
+  if (vol->mkdir(cred, 2, "fuzz-dir", 0755, &d) == 0) vol->rename(cred, 2, "fuzz-new", d.ino, "moved", 0);
+  vol->unlink(cred, 2, "lost+found", true);
+  vol->fsync(false);
+}
 
-  void change() {
-    ext2glue::Attr a, d;
-    if (vol->create(cred, 2, "fuzz-new", S_IFREG | 0644, 0, &a) == 0) {
-      vol->write(a.ino, "data", 4, 0, true);
-      vol->write(a.ino, "more", 4, 70000, true);
-      ext2glue::SetAttr s{};
-      s.mask = ext2glue::kSetSize;
-      s.size = 10;
-      vol->setattr(a.ino, s, &a);
+// Mounts the image at `path` (read-only, or read-write and changed after
+// the walk); false if it would not mount.
+bool mount_and_walk(Kernel* k, const std::string& path, bool rw) {
+  bool mounted = false;
+  if (ubd_attach(*k, 0, path.c_str(), !rw) == 0) {
+    fuzz::Ext4Walker w;
+    if (ext4::Volume::mount(*k, *ubd_by_index(*k, 0), !rw, &w.vol) == 0) {
+      mounted = true;
+      w.visit(2, 0);
+      if (rw) change(w.vol);
+      w.vol->unmount();
     }
-    if (vol->mkdir(cred, 2, "fuzz-dir", 0755, &d) == 0) vol->rename(cred, 2, "fuzz-new", d.ino, "moved", 0);
-    vol->unlink(cred, 2, "lost+found", true);
-    vol->fsync(false);
+    ubd_detach_all(*k);
   }
-};
+  return mounted;
+}
 
 std::string sh(const std::string& cmd) {
   std::string out;
@@ -115,29 +93,47 @@ std::vector<std::vector<uint8_t>> base_images(const std::string& work) {
   return images;
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: ext4_corrupt_walk WORKDIR SECONDS [SEED]\n");
-    return 2;
+void write_file(const std::string& path, const std::vector<uint8_t>& data) {
+  FILE* f = fopen(path.c_str(), "wb");
+  if (!f || fwrite(data.data(), 1, data.size(), f) != data.size() || fclose(f) != 0) {
+    fprintf(stderr, "cannot write %s\n", path.c_str());
+    exit(2);
   }
-  std::string work = argv[1];
-  double seconds = atof(argv[2]);
-  unsigned seed = argc > 3 ? (unsigned)atoi(argv[3]) : 1;
-  mkdir(work.c_str(), 0755);
+}
+
+std::vector<uint8_t> read_file(const std::string& path) {
+  std::vector<uint8_t> data;
+  FILE* f = fopen(path.c_str(), "rb");
+  if (!f) {
+    fprintf(stderr, "cannot read %s\n", path.c_str());
+    exit(2);
+  }
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) data.insert(data.end(), buf, buf + n);
+  fclose(f);
+  return data;
+}
+
+// Every image given, read-only and then read-write (on a copy): inputs
+// the fuzzers once crashed on.
+int replay(Kernel* k, const std::string& work, int n, char** files) {
+  std::string img = work + "/replay.img";
+  for (int i = 0; i < n; i++) {
+    std::vector<uint8_t> data = read_file(files[i]);
+    for (bool rw : {false, true}) {
+      write_file(img, data);
+      bool mounted = mount_and_walk(k, img, rw);
+      printf("%s (%s): %s\n", files[i], rw ? "read-write" : "read-only", mounted ? "walked" : "refused");
+    }
+  }
+  return 0;
+}
+
+// Damaged copies of the base images, for `seconds`.
+int flip_bytes(Kernel* k, const std::string& work, double seconds, unsigned seed) {
   auto bases = base_images(work);
-
-  KernelConfig cfg;
-  uint64_t fs = 0;
-  syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
-  cfg.host_fs = fs;
-  Kernel* k = Kernel::create(cfg);
-  if (!k) return 2;
-  // The kernel log goes to stderr: silence it but for the summary.
-  int saved = dup(2);
-  int devnull = open("/dev/null", O_WRONLY);
-
   std::mt19937 rng(seed);
   std::string img = work + "/fuzz.img";
   auto start = std::chrono::steady_clock::now();
@@ -150,26 +146,30 @@ int main(int argc, char** argv) {
       size_t off = rng() % 4 ? rng() % 65536 : rng() % data.size();
       data[off] ^= (uint8_t)(1 + rng() % 255);
     }
-    FILE* f = fopen(img.c_str(), "wb");
-    fwrite(data.data(), 1, data.size(), f);
-    fclose(f);
-    dup2(devnull, 2);
-    bool rw = runs % 2;
-    if (ubd_attach(*k, 0, img.c_str(), !rw) == 0) {
-      Walker w;
-      if (ext4::Volume::mount(*k, *ubd_by_index(*k, 0), !rw, &w.vol) == 0) {
-        mounted++;
-        w.visit(2, 0);
-        if (rw) w.change();
-        w.vol->unmount();
-      }
-      ubd_detach_all(*k);
-    }
-    dup2(saved, 2);
+    write_file(img, data);
+    mounted += mount_and_walk(k, img, runs % 2);
     runs++;
   }
   printf("ext4_corrupt_walk: %d damaged images, %d mounted and walked, no crash (seed %u)\n", runs, mounted,
          seed);
-  k->destroy();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: ext4_corrupt_walk WORKDIR SECONDS [SEED]\n"
+                    "       ext4_corrupt_walk WORKDIR --replay IMAGE...\n");
+    return 2;
+  }
+  std::string work = argv[1];
+  mkdir(work.c_str(), 0755);
+  Kernel* k = fuzz::make_kernel(true);  // damaged images log a line each
+  if (!k) return 2;
+  int rc = strcmp(argv[2], "--replay") == 0
+               ? replay(k, work, argc - 3, argv + 3)
+               : flip_bytes(k, work, atof(argv[2]), argc > 3 ? (unsigned)atoi(argv[3]) : 1);
+  k->destroy();
+  return rc;
 }

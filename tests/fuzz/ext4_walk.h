@@ -1,0 +1,82 @@
+// Shared by the ext4 fuzzers (ext4_corrupt_walk, ext4_fuzz): a kernel made
+// outside any guest (FS stays the host thread's own, which the foreign-code
+// gate borrows), and a walk of a mounted volume through the kernel's ext4
+// volume layer: every listing, attribute, link target and file, bounded so
+// that loops in a damaged tree end.
+#pragma once
+#include <asm/prctl.h>
+#include <cstdint>
+#include <string>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <utility>
+#include <vector>
+
+#include "kernel/block/ubd.h"
+#include "kernel/fs/ext4/ext4.h"
+#include "kernel/kernel.h"
+#include "kernel/printk.h"
+
+namespace flatux::fuzz {
+
+// A kernel for tests that call the volume layer directly. With `quiet`,
+// the log stays in the ring buffer (damaged images log a line each).
+inline Kernel* make_kernel(bool quiet) {
+  KernelConfig cfg;
+  uint64_t fs = 0;
+  syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
+  cfg.host_fs = fs;
+  Kernel* k = Kernel::create(cfg);
+  if (k && quiet && k->log) k->log->console_loglevel = 0;
+  return k;
+}
+
+struct Ext4Walker {
+  ext4::Volume* vol;
+  ext4::Cred cred{0, 0};
+  int budget = 2000;  // inodes visited per image
+
+  void visit(uint32_t ino, int depth) {
+    if (--budget < 0 || depth > 16) return;
+    ext2glue::Attr a;
+    if (vol->getattr(ino, &a) < 0) return;
+    if (S_ISLNK(a.mode)) {
+      char t[kPathMax];
+      size_t n;
+      vol->readlink(ino, t, sizeof t, &n);
+    } else if (S_ISREG(a.mode)) {
+      char buf[8192];
+      for (uint64_t off = 0; off < a.size && off < (1 << 20); off += sizeof buf)
+        if (vol->read(ino, buf, sizeof buf, off, true) <= 0) break;
+    } else if (S_ISDIR(a.mode)) {
+      visit_dir(ino, depth);
+    }
+  }
+
+  void visit_dir(uint32_t ino, int depth) {
+    std::vector<std::pair<uint32_t, std::string>> kids;
+    vol->readdir(ino, 0, [](void* ctx, const ext2glue::DirEntry& e) {
+      auto* k = static_cast<std::vector<std::pair<uint32_t, std::string>>*>(ctx);
+      if (k->size() < 64) k->emplace_back(e.ino, e.name);
+      return true;
+    }, &kids);
+    for (auto& [kid, name] : kids) {
+      if (name == "." || name == "..") continue;
+      if (depth == 0) walk_name("/" + name);  // the name-based path as well
+      visit(kid, depth + 1);
+    }
+  }
+
+  void walk_name(const std::string& path) {
+    ext4::Walk* w = new ext4::Walk{};  // big (a name buffer): not on the stack
+    char target[kPathMax];
+    w->path = path.c_str();
+    w->follow = true;
+    w->target = target;
+    vol->walk(cred, *w);
+    delete w;
+  }
+};
+
+}  // namespace flatux::fuzz
