@@ -20,13 +20,34 @@ static_assert(sizeof(BlockHeader) == 16);
 constexpr uint32_t kLiveMagic = 0x6b616c6c;  // "kall"
 constexpr uint32_t kFreeMagic = 0x6b667265;  // "kfre"
 constexpr size_t kPage = 4096;
-constexpr size_t kLargeThreshold = 4096;
 // Growth is committed in chunks: the reservation is PROT_NONE-free
 // MAP_NORESERVE shared memory, so only touched pages cost anything.
 constexpr size_t kClassSizes[] = {16,  32,  48,  64,   96,   128,  192,  256,
                                   384, 512, 768, 1024, 1536, 2048, 3072, 4096};
 
 uintptr_t align_up(uintptr_t v, size_t a) { return (v + a - 1) & ~(uintptr_t)(a - 1); }
+
+// Under AddressSanitizer (the fuzzers' clang build of the kernel) the heap
+// tells ASan what is in use: block headers, the slack past a request and
+// free blocks (but for their list link) are poisoned, so an overrun into
+// them or a use after free is reported. The g++ build has none of this.
+#if defined(__SANITIZE_ADDRESS__)
+#define FLATUX_HEAP_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FLATUX_HEAP_ASAN 1
+#endif
+#endif
+#ifdef FLATUX_HEAP_ASAN
+extern "C" void __asan_poison_memory_region(void const volatile* p, size_t n);
+extern "C" void __asan_unpoison_memory_region(void const volatile* p, size_t n);
+void hide(const void* p, size_t n) { __asan_poison_memory_region(p, n); }
+void expose(const void* p, size_t n) { __asan_unpoison_memory_region(p, n); }
+#else
+void hide(const void*, size_t) {}
+void expose(const void*, size_t) {}
+#endif
+constexpr size_t kLinkBytes = 16;  // a free block's list link (FreeBlock, LargeFree)
 
 }  // namespace
 
@@ -68,6 +89,7 @@ void* Heap::alloc(size_t n) {
   Guard g(lock_);
   int c = class_of(n);
   BlockHeader* h = nullptr;
+  size_t size = 0;
   if (c >= 0) {
     if (FreeBlock* f = small_[c]) {
       small_[c] = f->next;
@@ -77,7 +99,7 @@ void* Heap::alloc(size_t n) {
       if (!raw) return nullptr;
       h = static_cast<BlockHeader*>(raw);
     }
-    h->size = class_size(c);
+    size = class_size(c);
   } else {
     size_t want = align_up(n, kPage);
     if (LargeFree** link = best_large_fit(want)) {
@@ -92,13 +114,17 @@ void* Heap::alloc(size_t n) {
       if (!raw) return nullptr;
       h = reinterpret_cast<BlockHeader*>((uintptr_t)raw + kPage) - 1;
     }
-    h->size = want;
+    size = want;
   }
+  expose(h, sizeof *h + size);
+  h->size = size;
   h->magic = kLiveMagic;
   h->cls = c;
-  in_use_ += h->size;
+  in_use_ += size;
   void* p = h + 1;
   memset(p, 0, n);  // what was asked for: a reused large block may be bigger
+  hide(h, sizeof *h);
+  hide(static_cast<char*>(p) + n, size - n);
   return p;
 }
 
@@ -119,6 +145,7 @@ size_t Heap::split_large(void* payload, size_t size, size_t want) {
   if (size < want + kPage + kMinRest) return size;
   uintptr_t rest = (uintptr_t)payload + want + kPage;
   auto* rh = reinterpret_cast<BlockHeader*>(rest) - 1;
+  expose(rh, sizeof *rh + kLinkBytes);
   rh->magic = kFreeMagic;
   rh->cls = -1;
   rh->size = size - want - kPage;
@@ -126,6 +153,7 @@ size_t Heap::split_large(void* payload, size_t size, size_t want) {
   f->size = rh->size;
   f->next = large_;
   large_ = f;
+  hide(rh, sizeof *rh);
   return want;
 }
 
@@ -133,19 +161,27 @@ void Heap::free(void* p) {
   if (!p) return;
   BlockHeader* h = static_cast<BlockHeader*>(p) - 1;
   Guard g(lock_);
-  if (h->magic != kLiveMagic) return;  // double free or foreign pointer: ignore, never corrupt
+  expose(h, sizeof *h);
+  if (h->magic != kLiveMagic) {  // double free or foreign pointer: ignore, never corrupt
+    if (h->magic == kFreeMagic) hide(h, sizeof *h);
+    return;
+  }
   h->magic = kFreeMagic;
-  in_use_ -= h->size;
+  size_t size = h->size;
+  in_use_ -= size;
+  expose(p, kLinkBytes);
   if (h->cls >= 0) {
     auto* f = static_cast<FreeBlock*>(p);
     f->next = small_[h->cls];
     small_[h->cls] = f;
   } else {
     auto* f = static_cast<LargeFree*>(p);
-    f->size = h->size;
+    f->size = size;
     f->next = large_;
     large_ = f;
   }
+  hide(h, sizeof *h);
+  hide(static_cast<char*>(p) + kLinkBytes, size - kLinkBytes);
 }
 
 void* Heap::alloc_kstack() {
