@@ -48,7 +48,7 @@ bool mount_and_walk(Kernel* k, const std::string& path, bool rw) {
     fuzz::Ext4Walker w;
     if (ext4::Volume::mount(*k, *ubd_by_index(*k, 0), !rw, &w.vol) == 0) {
       mounted = true;
-      w.visit(2, 0);
+      w.walk_all();
       if (rw) change(w.vol);
       w.vol->unmount();
     }

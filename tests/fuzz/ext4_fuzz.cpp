@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (ubd_attach(*kernel, 0, image_path, true) != 0) return 0;
   fuzz::Ext4Walker w;
   if (ext4::Volume::mount(*kernel, *ubd_by_index(*kernel, 0), true, &w.vol) == 0) {
-    w.visit(2, 0);
+    w.walk_all();
     w.vol->unmount();
   }
   ubd_detach_all(*kernel);

@@ -54,18 +54,31 @@ struct Ext4Walker {
     }
   }
 
-  void visit_dir(uint32_t ino, int depth) {
+  struct Listing {
     std::vector<std::pair<uint32_t, std::string>> kids;
+    uint64_t resume = 0;  // a position inside the listing, to list from again
+  };
+
+  void visit_dir(uint32_t ino, int depth) {
+    Listing l;
     vol->readdir(ino, 0, [](void* ctx, const ext2glue::DirEntry& e) {
-      auto* k = static_cast<std::vector<std::pair<uint32_t, std::string>>*>(ctx);
-      if (k->size() < 64) k->emplace_back(e.ino, e.name);
+      auto* l = static_cast<Listing*>(ctx);
+      if (l->kids.size() == 2) l->resume = e.next;
+      if (l->kids.size() < 64) l->kids.emplace_back(e.ino, e.name);
       return true;
-    }, &kids);
-    for (auto& [kid, name] : kids) {
+    }, &l);
+    if (l.resume) vol->readdir(ino, l.resume, [](void*, const ext2glue::DirEntry&) { return true; }, nullptr);
+    for (auto& [kid, name] : l.kids) {
       if (name == "." || name == "..") continue;
       if (depth == 0) walk_name("/" + name);  // the name-based path as well
       visit(kid, depth + 1);
     }
+  }
+
+  void walk_all() {
+    ext2glue::FsInfo info;
+    vol->statfs(&info);
+    visit(2, 0);
   }
 
   void walk_name(const std::string& path) {

@@ -20,5 +20,5 @@ if [ -n "$(ls -A "$regressions" 2>/dev/null)" ]; then
   "$fuzzer" -rss_limit_mb=2048 -timeout=10 "$regressions"/*
 fi
 cp "$seeds"/*.img "$work/corpus/"
-exec "$fuzzer" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=2097152 \
+exec "$fuzzer" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=2097152 -len_control=0 \
   -print_final_stats=1 -artifact_prefix="$work/artifacts/" "$work/corpus"
