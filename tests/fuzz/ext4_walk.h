@@ -2,7 +2,7 @@
 // outside any guest (FS stays the host thread's own, which the foreign-code
 // gate borrows), and a walk of a mounted volume through the kernel's ext4
 // volume layer: every listing, attribute, link target and file, bounded so
-// that loops in a damaged tree end.
+// that loops in a damaged tree end; on read-write mounts, a few changes.
 #pragma once
 #include <asm/prctl.h>
 #include <cstdint>
@@ -79,6 +79,22 @@ struct Ext4Walker {
     ext2glue::FsInfo info;
     vol->statfs(&info);
     visit(2, 0);
+  }
+
+  // A few changes, for read-write mounts.
+  void change() {
+    ext2glue::Attr a, d;
+    if (vol->create(cred, 2, "fuzz-new", S_IFREG | 0644, 0, &a) == 0) {
+      vol->write(a.ino, "data", 4, 0, true);
+      vol->write(a.ino, "more", 4, 70000, true);
+      ext2glue::SetAttr s{};
+      s.mask = ext2glue::kSetSize;
+      s.size = 10;
+      vol->setattr(a.ino, s, &a);
+    }
+    if (vol->mkdir(cred, 2, "fuzz-dir", 0755, &d) == 0) vol->rename(cred, 2, "fuzz-new", d.ino, "moved", 0);
+    vol->unlink(cred, 2, "lost+found", true);
+    vol->fsync(false);
   }
 
   void walk_name(const std::string& path) {

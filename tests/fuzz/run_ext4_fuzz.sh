@@ -17,7 +17,7 @@ if [ -z "$(ls "$seeds"/*.img 2>/dev/null)" ]; then
 fi
 mkdir -p "$work/corpus" "$work/artifacts"
 if [ -n "$(ls -A "$regressions" 2>/dev/null)" ]; then
-  "$fuzzer" -rss_limit_mb=2048 -timeout=10 "$regressions"/*
+  "$fuzzer" -rss_limit_mb=2048 -timeout=10 "$regressions"/*.img
 fi
 cp "$seeds"/*.img "$work/corpus/"
 exec "$fuzzer" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -max_len=2097152 -len_control=0 \

@@ -362,11 +362,14 @@ long Volume::link_target(uint32_t ino, char* buf, size_t cap, size_t* len) {
   if (!in) return err;
   if (!S_ISLNK(in->a.mode)) return -EINVAL;
   if (!in->link) {
-    char* t = static_cast<char*>(k_.heap->alloc(in->a.size + 1 > 16 ? in->a.size + 1 : 16));
+    // The size is the image's word: a damaged inode can claim gigabytes.
+    // No target is kPathMax bytes or longer, so no more is allocated;
+    // read_link reports a longer one as damage.
+    uint64_t cap = in->a.size < (uint64_t)kPathMax ? in->a.size + 1 : (uint64_t)kPathMax;
+    char* t = static_cast<char*>(k_.heap->alloc(cap > 16 ? cap : 16));
     if (!t) return -ENOMEM;
     size_t n = 0;
-    uint64_t cap_needed = in->a.size + 1;
-    long r = gate([&] { return ext2glue::read_link(vol_, ino, t, cap_needed, &n); });
+    long r = gate([&] { return ext2glue::read_link(vol_, ino, t, cap, &n); });
     if (r < 0) {
       k_.heap->free(t);
       return r;
