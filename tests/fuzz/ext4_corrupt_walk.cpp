@@ -99,17 +99,6 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return data;
 }
 
-// What the process has touched of shared memory (the kernel heap is).
-uint64_t shared_memory_kb() {
-  FILE* f = fopen("/proc/self/status", "r");
-  char line[256];
-  uint64_t kb = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "RssShmem: %lu kB", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb;
-}
-
 // Every image given, read-only and then read-write (on a copy): inputs
 // the fuzzers once failed on. Besides not crashing, a walk must not make
 // the kernel heap grow by hundreds of MiB (its caches stay far below).
@@ -121,9 +110,9 @@ int replay(Kernel* k, const std::string& work, int n, char** files) {
     std::vector<uint8_t> data = read_file(files[i]);
     for (bool rw : {false, true}) {
       write_file(img, data);
-      uint64_t before = shared_memory_kb();
+      uint64_t before = fuzz::shared_memory_kb();
       bool mounted = mount_and_walk(k, img, rw);
-      uint64_t grown = shared_memory_kb() - before;
+      uint64_t grown = fuzz::shared_memory_kb() - before;
       printf("%s (%s): %s, kernel heap +%lu KiB\n", files[i], rw ? "read-write" : "read-only",
              mounted ? "walked" : "refused", grown);
       if (grown > kMaxGrowthKb) {

@@ -6,6 +6,7 @@
 #pragma once
 #include <asm/prctl.h>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -19,6 +20,17 @@
 #include "kernel/printk.h"
 
 namespace flatux::fuzz {
+
+// What the process has touched of shared memory (the kernel heap is), in KiB.
+inline uint64_t shared_memory_kb() {
+  FILE* f = fopen("/proc/self/status", "r");
+  char line[256];
+  uint64_t kb = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "RssShmem: %lu kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb;
+}
 
 // A kernel for tests that call the volume layer directly. With `quiet`,
 // the log stays in the ring buffer (damaged images log a line each).

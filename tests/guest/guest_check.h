@@ -87,3 +87,17 @@ static int guest_finish(void) {
   printf("%s: all checks passed\n", guest_name);
   return 0;
 }
+
+#ifdef GUEST_MOUNT_SCRATCH
+#include <limits.h>
+#include <sched.h>
+#include <sys/mount.h>
+// Tests that mount: a mount namespace of their own where there is one
+// (natively), so nothing mounted is seen outside, and a tmpfs of `size` on
+// the scratch folder `dir`, whose real path lands in `out` (PATH_MAX).
+static void guest_mount_scratch(const char* dir, char* out, const char* size) {
+  REQUIRE(realpath(dir, out));
+  if (unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+  REQUIRE(mount("none", out, "tmpfs", 0, size) == 0, "mount: %s", strerror(errno));
+}
+#endif

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define GUEST_MOUNT_SCRATCH
 #include "guest_check.h"
 
 static char scratch[PATH_MAX];
@@ -416,11 +417,7 @@ static void test_nested(const char* image, const char* outer_image) {
 int main(int argc, char** argv) {
   guest_name = "loop";
   REQUIRE(argc == 4, "usage: loop EXT2_IMAGE EMPTY_EXT2_IMAGE SCRATCH_DIR");
-  REQUIRE(realpath(argv[3], scratch));
-  // A mount namespace of our own where there is one (natively), so that
-  // nothing mounted here is seen outside.
-  if (unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
-  REQUIRE(mount("none", scratch, "tmpfs", 0, "size=32m") == 0, "mount: %s", strerror(errno));
+  guest_mount_scratch(argv[3], scratch, "size=32m");
   char dev[PATH_MAX];
   path_of(dev, "dev");
   REQUIRE(mkdir(dev, 0755) == 0);

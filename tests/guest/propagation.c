@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define GUEST_MOUNT_SCRATCH
 #include "guest_check.h"
 
 static char scratch[PATH_MAX];
@@ -181,9 +182,7 @@ static void test_unbindable_and_errors(void) {
 int main(int argc, char** argv) {
   guest_name = "propagation";
   REQUIRE(argc == 2, "usage: propagation SCRATCH_DIR");
-  REQUIRE(realpath(argv[1], scratch));
-  if (unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
-  REQUIRE(mount("none", scratch, "tmpfs", 0, "size=4m") == 0, "mount: %s", strerror(errno));
+  guest_mount_scratch(argv[1], scratch, "size=4m");
 
   test_rshared();
   test_private_and_slave();

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "kernel/block/ubd.h"
+#include "../fuzz/ext4_walk.h"
 #include "kernel/kernel.h"
 
 using namespace flatux;
@@ -525,17 +526,6 @@ TEST_F(Ext4Test, HugeDirectorySizeIsCorruptionNotAHang) {
   EXPECT_EQ(vol->readdir(etc, 0, [](void*, const ext2glue::DirEntry&) { return true; }, nullptr), -EUCLEAN);
 }
 
-// The kernel heap is shared memory: what the process has touched of it.
-uint64_t shared_memory_kb() {
-  FILE* f = fopen("/proc/self/status", "r");
-  char line[256];
-  uint64_t kb = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "RssShmem: %lu kB", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb;
-}
-
 // A damaged symlink inode can claim any size (the ext4 fuzzer found one of
 // 1.5 GB): that is damage, and the kernel must not allocate and zero as
 // much for the target first.
@@ -549,12 +539,12 @@ TEST_F(Ext4Test, HugeSymlinkSizeIsCorruptionNotAnAllocation) {
   ext2glue::Attr a;
   ASSERT_EQ(vol->getattr(slow, &a), 0);
   ASSERT_EQ(a.size, 0x10000000u);  // 256 MiB
-  uint64_t before = shared_memory_kb();
+  uint64_t before = fuzz::shared_memory_kb();
   char buf[kPathMax];
   size_t n = 0;
   EXPECT_EQ(vol->readlink(slow, buf, sizeof buf, &n), -EUCLEAN);
   EXPECT_EQ(vol->readlink(fast, buf, sizeof buf, &n), -EUCLEAN);
-  uint64_t grown = shared_memory_kb() - before;
+  uint64_t grown = fuzz::shared_memory_kb() - before;
   EXPECT_LT(grown, 16u * 1024) << "the kernel heap grew by " << grown << " KiB for two damaged symlinks";
 }
 

@@ -52,18 +52,6 @@ long blk_pread(Task&, File& f, void* buf, size_t n, int64_t off) { return transf
 long blk_pwrite(Task&, File& f, const void* buf, size_t n, int64_t off) {
   return transfer(f, const_cast<void*>(buf), n, off, true);
 }
-long blk_read(Task& t, File& f, void* buf, size_t n) {
-  Guard g(f.pos_lock);
-  long r = blk_pread(t, f, buf, n, f.pos);
-  if (r > 0) f.pos += r;
-  return r;
-}
-long blk_write(Task& t, File& f, const void* buf, size_t n) {
-  Guard g(f.pos_lock);
-  long r = blk_pwrite(t, f, buf, n, f.pos);
-  if (r > 0) f.pos += r;
-  return r;
-}
 
 long blk_lseek(Task&, File& f, int64_t off, int whence) {
   Guard g(f.pos_lock);
@@ -101,8 +89,8 @@ long blk_fsync(Task&, File& f, bool) { return block_flush(dev_of(f)); }
 void blk_release(File& f) { block_put(dev_of(f)); }
 
 const FileOps kBlockFileOps = {
-    .read = blk_read,
-    .write = blk_write,
+    .read = file_read_at_pos,
+    .write = file_write_at_pos,
     .pread = blk_pread,
     .pwrite = blk_pwrite,
     .lseek = blk_lseek,

@@ -21,6 +21,20 @@ File* file_alloc(Heap* heap, const FileOps* ops, uint32_t flags, int host_fd) {
   return f;
 }
 
+long file_read_at_pos(Task& t, File& f, void* buf, size_t n) {
+  Guard g(f.pos_lock);
+  long r = f.ops->pread(t, f, buf, n, f.pos);
+  if (r > 0) f.pos += r;
+  return r;
+}
+
+long file_write_at_pos(Task& t, File& f, const void* buf, size_t n) {
+  Guard g(f.pos_lock);
+  long r = f.ops->pwrite(t, f, buf, n, f.pos);
+  if (r > 0) f.pos += r;
+  return r;
+}
+
 void File::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (locks) locks->on_release(*this);

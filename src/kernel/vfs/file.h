@@ -84,6 +84,11 @@ struct File {
 
 File* file_alloc(Heap* heap, const FileOps* ops, uint32_t flags, int host_fd);
 
+// read and write for files whose position the kernel keeps (File::pos):
+// the file's pread/pwrite at the position, under its lock.
+long file_read_at_pos(Task& t, File& f, void* buf, size_t n);
+long file_write_at_pos(Task& t, File& f, const void* buf, size_t n);
+
 class FdTable {
  public:
   static constexpr int kMaxFds = 1024;

@@ -33,13 +33,6 @@ long synth_pread(Task&, File& f, void* buf, size_t n, int64_t off) {
   return (long)take;
 }
 
-long synth_read(Task& t, File& f, void* buf, size_t n) {
-  Guard g(f.pos_lock);
-  long r = synth_pread(t, f, buf, n, f.pos);
-  if (r > 0) f.pos += r;
-  return r;
-}
-
 long synth_lseek(Task&, File& f, int64_t off, int whence) {
   Guard g(f.pos_lock);
   int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : whence == SEEK_END ? (int64_t)data_of(f)->len : -1;
@@ -96,7 +89,7 @@ long synth_getdents64(Task&, File& f, void* buf, size_t n) {
 }
 
 const FileOps kSynthTextOps = {
-    .read = synth_read,
+    .read = file_read_at_pos,
     .write = nullptr,
     .pread = synth_pread,
     .pwrite = nullptr,

@@ -98,13 +98,6 @@ long file_write_at(Task&, File& f, const void* buf, size_t n, int64_t off) {
   return vol_of(f).write(ino_of(f), buf, n, (f.flags & O_APPEND) ? UINT64_MAX : (uint64_t)off, false);
 }
 
-long file_read(Task& t, File& f, void* buf, size_t n) {
-  Guard g(f.pos_lock);
-  long r = file_read_at(t, f, buf, n, f.pos);
-  if (r > 0) f.pos += r;
-  return r;
-}
-
 long file_write(Task& t, File& f, const void* buf, size_t n) {
   Guard g(f.pos_lock);
   long r = file_write_at(t, f, buf, n, f.pos);
@@ -291,7 +284,7 @@ long file_fallocate(Task&, File& f, int mode, int64_t off, int64_t len) {
 }
 
 const FileOps kExt4FileOps = {
-    .read = file_read,
+    .read = file_read_at_pos,
     .write = file_write,
     .pread = file_read_at,
     .pwrite = file_write_at,
