@@ -36,6 +36,12 @@ class Heap {
 
   size_t bytes_in_use() const { return in_use_; }
 
+  // The object all other state hangs off (the Kernel), found through the
+  // heap's fixed address by code that is handed no pointer to it (a
+  // foreign library's callback).
+  void set_root(void* p) { root_ = p; }
+  static void* root_of_this_process() { return reinterpret_cast<Heap*>(kHeapBase)->root_; }
+
   template <typename T, typename... A>
   T* make(A&&... a) {
     void* p = alloc(sizeof(T));
@@ -66,6 +72,7 @@ class Heap {
   FreeBlock* small_[kClasses]{};
   LargeFree* large_ = nullptr;
   FreeBlock* kstacks_ = nullptr;
+  void* root_ = nullptr;
 };
 
 // std-style allocator over the kernel heap, for containers.

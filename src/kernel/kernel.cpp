@@ -30,6 +30,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
     return nullptr;
   }
   k->heap = heap;
+  heap->set_root(k);
   k->cfg = cfg;
   k->boot_ns = monotonic_ns();
   k->host_pid = (int)host::sys(SYS_getpid);

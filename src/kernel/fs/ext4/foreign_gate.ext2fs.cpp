@@ -1,17 +1,23 @@
 // libext2fs behind the foreign-code gate (see ext2_glue.h). The file name
 // puts this object in the gate for the freestanding check: it alone may
 // reference libext2fs's symbols, and everything in it runs with host TLS.
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <ext2fs/ext2_fs.h>
 #include <ext2fs/ext2fs.h>
 #include <linux/errno.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
+#include "host/raw_syscall.h"
 #include "kernel/fs/ext4/gate_internal.h"
 #include "kernel/heap.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
+#include "kernel/printk.h"
 
 extern "C" char const* error_message(long);
 
@@ -326,9 +332,34 @@ uint8_t dirent_type(int ft) {
 
 // ---- mounting
 
+namespace {
+
+// libext2fs reports some damage it meets on its own (an illegal block
+// number while freeing, say) through com_err, which would print on the
+// host's stderr, in the middle of a guest's console. They go to the kernel
+// log instead. This runs inside the gate, on the host's TLS, so libc may
+// format the message. The hook gets no context: the kernel is found
+// through the kernel heap's fixed address (one kernel per process).
+void com_err_to_log(const char* whoami, long code, const char* fmt, va_list ap) {
+  char msg[256];
+  vsnprintf(msg, sizeof msg, fmt ? fmt : "", ap);
+  // The hook stays installed after a kernel is gone (tests make several):
+  // then the heap is unmapped, and msync says so.
+  if (host::sys(SYS_msync, kHeapBase, 4096, MS_ASYNC) != 0) return;
+  if (auto* k = static_cast<Kernel*>(Heap::root_of_this_process()))
+    printkf(*k, [&](KFmt& f) {
+      f.str("<3>EXT4-fs error: ").str(whoami ? whoami : "libext2fs").str(": ");
+      if (code) f.str(error_message(code)).ch(' ');
+      f.str(msg).ch('\n');
+    });
+}
+
+}  // namespace
+
 long open_volume(Kernel& k, BlockDevice& dev, bool want_rw, OpenResult* out) {
   *out = {};
   initialize_ext2_error_table();  // com_err's messages for the kernel log (once)
+  set_com_err_hook(com_err_to_log);
   Volume* v = k.heap->make<Volume>();
   if (!v) return -ENOMEM;
   v->k = &k;
