@@ -6,11 +6,14 @@
 // while a directory or a long symlink cannot (each needs a block) on ext4;
 // truncating the file frees blocks, unlinking it frees them all, and the
 // space is usable again. Last, free space in hundreds of small gaps is
-// filled by one file, which is then removed.
+// filled by one file, which is then removed. Before all that, mappings
+// of a file follow its writes (a private mapping made after a write shows
+// it, also through the descriptor an earlier mapping used).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -211,6 +214,32 @@ static void fragmented(unsigned long long start_free, size_t block) {
   CHECK(now + slack >= start_free, "free blocks %llu at the end, %llu at the start", now, start_free);
 }
 
+static void mappings_follow_writes(void) {
+  int fd = open(at("mapped"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0, "open mapped: %s", strerror(errno));
+  CHECK(pwrite(fd, "first", 5, 0) == 5);
+  char* a = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+  REQUIRE(a != MAP_FAILED, "mmap: %s", strerror(errno));
+  CHECK(memcmp(a, "first", 5) == 0, "first mapping: %.5s", a);
+  CHECK(pwrite(fd, "again", 5, 0) == 5);
+  char* b = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  REQUIRE(b != MAP_FAILED, "mmap: %s", strerror(errno));
+  CHECK(memcmp(b, "again", 5) == 0, "a mapping after a write shows it: %.5s", b);
+  b[0] = 'X';  // private: the file keeps its bytes
+  char buf[5];
+  CHECK(pread(fd, buf, 5, 0) == 5 && memcmp(buf, "again", 5) == 0, "file after a private store");
+  int ro = open(at("mapped"), O_RDONLY);
+  char* c = mmap(NULL, 4096, PROT_READ, MAP_SHARED, ro, 0);
+  REQUIRE(c != MAP_FAILED, "mmap shared: %s", strerror(errno));
+  CHECK(memcmp(c, "again", 5) == 0, "a shared read-only mapping: %.5s", c);
+  munmap(a, 4096);
+  munmap(b, 4096);
+  munmap(c, 4096);
+  close(ro);
+  close(fd);
+  CHECK(unlink(at("mapped")) == 0);
+}
+
 int main(int argc, char** argv) {
   guest_name = "ext4_enospc";
   REQUIRE(argc == 2, "usage: ext4_enospc DIR");
@@ -223,6 +252,7 @@ int main(int argc, char** argv) {
   printf("%s: %s, %llu blocks of %lu bytes\n", root, on_ext4 ? "ext4" : "tmpfs",
          (unsigned long long)fs.f_blocks, (unsigned long)fs.f_bsize);
 
+  mappings_follow_writes();
   unsigned long long start_free = free_blocks();
   unsigned long long written = fill_file(start_free * fs.f_bsize, fs.f_bsize);
   on_full_image();

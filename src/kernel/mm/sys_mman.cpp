@@ -93,15 +93,21 @@ long sys_mmap(Task& t, SyscallArgs a) {
     if (fd < 0) return fd;
     host_fd = (int)fd;
   }
+  int own_fd = -1;  // a private mapping's copy of the contents, closed once mapped
   if (host_fd < 0 && type == MAP_PRIVATE && f->ops->private_map_fd) {
     long fd = f->ops->private_map_fd(t, *f);
-    if (fd >= 0) host_fd = (int)fd;
+    if (fd >= 0) host_fd = own_fd = (int)fd;
   }
   if (host_fd < 0) return map_by_copy(t, *f, addr, len, prot, flags, off);
-  Guard g(mm.lock);
-  if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len))
-    return -EEXIST;
-  return fixed_errno(flags, mm_map(mm, addr, len, prot, host_flags, host_fd, off, kRegionFile, fixed));
+  long r;
+  {
+    Guard g(mm.lock);
+    r = (flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len)
+            ? -EEXIST
+            : fixed_errno(flags, mm_map(mm, addr, len, prot, host_flags, host_fd, off, kRegionFile, fixed));
+  }
+  if (own_fd >= 0) host::sys(SYS_close, own_fd);
+  return r;
 }
 
 long sys_munmap(Task& t, SyscallArgs a) {

@@ -43,9 +43,10 @@ struct FileOps {
   // For a file with no host descriptor: one that holds its data, to map
   // MAP_SHARED (owned by the file; the caller must not close it).
   long (*shared_map_fd)(Task&, File&) = nullptr;
-  // For a file with no host descriptor: one whose contents a MAP_PRIVATE
-  // mapping may start from, copy-on-write (owned by the file), instead of a
-  // copy into anonymous memory made at every mmap.
+  // For a file with no host descriptor: one holding its contents as they
+  // are now, which a MAP_PRIVATE mapping may start from, copy-on-write,
+  // instead of a copy into anonymous memory made at every mmap. A new
+  // descriptor each call: the caller closes it once mapped.
   long (*private_map_fd)(Task&, File&) = nullptr;
   // Vectored I/O as one host call (readv/writev; preadv/pwritev when
   // off >= 0), so that a datagram or a pipe write stays one unit. `iov` is

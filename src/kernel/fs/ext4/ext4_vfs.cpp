@@ -225,10 +225,15 @@ void file_release(File& f) {
 }
 
 // execve and mappings need a host descriptor: a copy of the file's contents
-// (the volume's snapshot), taken once per open file. Later writes to the
-// file do not show in it, which is why a writable descriptor cannot map the
-// file shared (ENODEV); a private mapping may start from it.
-long file_private_map_fd(Task&, File& f) {
+// (the volume's snapshot, shared while the file is unchanged). A private
+// mapping gets the contents as they are at its mmap. Exec and shared
+// mappings use one copy per open file, taken at its first use: later writes
+// do not show in it, which is why a writable descriptor cannot map the file
+// shared (ENODEV).
+long file_private_map_fd(Task&, File& f) { return vol_of(f).snapshot_fd(ino_of(f)); }
+
+long file_shared_map_fd(Task&, File& f) {
+  if ((f.flags & O_ACCMODE) != O_RDONLY) return -ENODEV;
   if (snapshot_fd(f) >= 0) return snapshot_fd(f);
   long fd = vol_of(f).snapshot_fd(ino_of(f));
   if (fd < 0) return fd;
@@ -239,11 +244,6 @@ long file_private_map_fd(Task&, File& f) {
     return snapshot_fd(f);  // another thread made it first
   }
   return fd;
-}
-
-long file_shared_map_fd(Task& t, File& f) {
-  if ((f.flags & O_ACCMODE) != O_RDONLY) return -ENODEV;
-  return file_private_map_fd(t, f);
 }
 
 short file_poll(Task&, File&, short events) { return events & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM); }
