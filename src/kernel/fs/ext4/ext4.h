@@ -140,6 +140,7 @@ class Volume {
   long finish_create(uint32_t dir, const char* name, size_t len, long r, const Attr& dir_after,
                      const Attr& created);
   long check_dir_change(const Cred& c, uint32_t dir, uint32_t victim);
+  Inode* dir_for_new_name(const Cred& c, uint32_t dir, const char* name, long* err);
   long drop_link(uint32_t dir, const char* name, uint32_t ino, bool is_dir);
   long release_if_unused(uint32_t ino);
   long rename_locked(const Cred& c, uint32_t odir, const char* oname, uint32_t ndir, const char* nname,

@@ -70,15 +70,27 @@ long Volume::check_dir_change(const Cred& c, uint32_t dir, uint32_t victim) {
   return 0;
 }
 
+// Before a new name goes into `dir`: the caller may change it and the name
+// is free. Returns the directory's cache entry, or nullptr with *err set.
+Inode* Volume::dir_for_new_name(const Cred& c, uint32_t dir, const char* name, long* err) {
+  long r = check_dir_change(c, dir, 0);
+  if (r == 0) {
+    uint32_t existing;
+    long found = lookup_name(dir, name, strlen(name), &existing);
+    if (found != -ENOENT) r = found < 0 ? found : -EEXIST;
+  }
+  Inode* d = r == 0 ? inode(dir, &r) : nullptr;
+  if (!d) *err = r;
+  return d;
+}
+
 long Volume::create(const Cred& c, uint32_t dir, const char* name, uint32_t mode, uint64_t rdev, Attr* out) {
   Guard g(lock_);
-  long r = check_dir_change(c, dir, 0);
-  if (r < 0) return r;
+  long r = 0;
+  Inode* d = dir_for_new_name(c, dir, name, &r);
+  if (!d) return r;
   size_t len = strlen(name);
-  uint32_t existing;
-  if ((r = lookup_name(dir, name, len, &existing)) != -ENOENT) return r < 0 ? r : -EEXIST;
-  long err = 0;
-  ext2glue::NewNode n = new_node(c, inode(dir, &err)->a, mode, now());
+  ext2glue::NewNode n = new_node(c, d->a, mode, now());
   n.rdev = rdev;
   Attr dir_after;
   r = gate([&] {
@@ -92,13 +104,10 @@ long Volume::create(const Cred& c, uint32_t dir, const char* name, uint32_t mode
 
 long Volume::mkdir(const Cred& c, uint32_t dir, const char* name, uint32_t mode, Attr* out) {
   Guard g(lock_);
-  long r = check_dir_change(c, dir, 0);
-  if (r < 0) return r;
+  long r = 0, err = 0;
+  Inode* d = dir_for_new_name(c, dir, name, &r);
+  if (!d) return r;
   size_t len = strlen(name);
-  uint32_t existing;
-  if ((r = lookup_name(dir, name, len, &existing)) != -ENOENT) return r < 0 ? r : -EEXIST;
-  long err = 0;
-  Inode* d = inode(dir, &err);
   if (d->a.nlink >= 65000 - 1 && d->a.nlink != 1) return -EMLINK;
   ext2glue::NewNode n = new_node(c, d->a, S_IFDIR | (mode & 07777), now());
   Attr dir_after;
@@ -116,16 +125,14 @@ long Volume::mkdir(const Cred& c, uint32_t dir, const char* name, uint32_t mode,
 }
 
 long Volume::symlink(const Cred& c, uint32_t dir, const char* name, const char* target, Attr* out) {
-  Guard g(lock_);
-  long r = check_dir_change(c, dir, 0);
-  if (r < 0) return r;
   size_t len = strlen(name), tlen = strlen(target);
-  if (tlen == 0) return -ENOENT;
+  if (tlen == 0) return -ENOENT;  // the target is checked first, as Linux reads it first
   if (tlen >= 4096) return -ENAMETOOLONG;
-  uint32_t existing;
-  if ((r = lookup_name(dir, name, len, &existing)) != -ENOENT) return r < 0 ? r : -EEXIST;
-  long err = 0;
-  ext2glue::NewNode n = new_node(c, inode(dir, &err)->a, S_IFLNK | 0777, now());
+  Guard g(lock_);
+  long r = 0;
+  Inode* d = dir_for_new_name(c, dir, name, &r);
+  if (!d) return r;
+  ext2glue::NewNode n = new_node(c, d->a, S_IFLNK | 0777, now());
   Attr dir_after;
   r = gate([&] {
     long e = ext2glue::make_symlink(vol_, dir, name, target, n, out);
