@@ -13,6 +13,25 @@ flatux_sigreturn_to:
 	ud2
 	.size flatux_sigreturn_to, .-flatux_sigreturn_to
 
+/* Entries of the kernel's host signal handlers. The host hands a handler
+ * the interrupted EFLAGS as they were, but for DF, TF and RF: a guest that
+ * set AC (alignment check, which Linux enables for user mode) would make
+ * the first misaligned access in kernel code a SIGBUS, so AC goes first.
+ * The guest gets its own flags back from the frame at sigreturn. */
+	.macro handler_entry name, target
+	.globl \name
+	.type \name, @function
+\name:
+	pushfq
+	andl $~0x40000, (%rsp)
+	popfq
+	jmp \target
+	.size \name, .-\name
+	.endm
+	handler_entry flatux_sigsys_entry, flatux_on_sigsys
+	handler_entry flatux_kick_entry, flatux_on_kick
+	handler_entry flatux_fault_entry, flatux_on_fault
+
 /* Restorer for the kernel's own host signal handlers (SA_RESTORER). */
 	.globl flatux_restorer
 	.type flatux_restorer, @function

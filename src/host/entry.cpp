@@ -19,6 +19,9 @@ extern "C" {
 extern const char flatux_isyscall_window[], flatux_isyscall_done[], flatux_isyscall_eintr[];
 void flatux_sigreturn_to(ucontext_t* uc) __attribute__((noreturn));
 void flatux_restorer();
+void flatux_sigsys_entry(int, siginfo_t*, void*);
+void flatux_kick_entry(int, siginfo_t*, void*);
+void flatux_fault_entry(int, siginfo_t*, void*);
 long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid, unsigned long tls,
                          void (*fn)(void*), void* arg);
 }
@@ -35,6 +38,7 @@ struct HostSigaction {
 };
 constexpr unsigned long kSaRestorer = 0x04000000;
 constexpr unsigned long kUcSigcontextSS = 0x2, kUcStrictRestoreSS = 0x4;
+constexpr int kSsAutodisarm = 1 << 31;  // SS_AUTODISARM (linux/signal.h)
 
 uint64_t bit(int sig) { return 1ull << (sig - 1); }
 constexpr int kSyncSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
@@ -174,12 +178,12 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
   t->regs = nullptr;
 }
 
+// The thread starts on its kernel stack with no sigaltstack: enter_guest's
+// sigreturn installs it as it enters guest code. Set any earlier, a kick
+// arriving before that would be written over this very stack (an
+// SS_AUTODISARM stack is never "the one in use").
 void task_thread_main(void* arg) {
   Task* t = static_cast<Task*>(arg);
-  stack_t ss{};
-  ss.ss_sp = (char*)t->kstack + kKStackUsable;
-  ss.ss_size = kKernelStackSize - kKStackUsable;
-  host::sys(SYS_sigaltstack, &ss, nullptr);
   void* fp = t->entry_fpstate;
   t->entry_fpstate = nullptr;
   enter_guest(*t, t->entry_regs, fp);
@@ -195,20 +199,20 @@ long install_host_handlers() {
   sa.flags = SA_SIGINFO | SA_ONSTACK | kSaRestorer;
   sa.restorer = flatux_restorer;
   sa.mask = kernel_mode_mask();
-  sa.handler = flatux_on_sigsys;
+  sa.handler = flatux_sigsys_entry;
   long r = host::sys(SYS_rt_sigaction, SIGSYS, &sa, nullptr, 8);
   if (r < 0) return r;
   // A guest's broken pipe is the guest's SIGPIPE, never the host process's.
   HostSigaction ign{};
   ign.handler = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(SIG_IGN);
   if ((r = host::sys(SYS_rt_sigaction, SIGPIPE, &ign, nullptr, 8)) < 0) return r;
-  sa.handler = flatux_on_fault;
+  sa.handler = flatux_fault_entry;
   sa.flags |= SA_NODEFER;  // a fault while reporting a fault must still reach us
   for (int s : kSyncSignals)
     if ((r = host::sys(SYS_rt_sigaction, s, &sa, nullptr, 8)) < 0) return r;
   // No SA_RESTART: a kicked blocking host call must return EINTR.
   HostSigaction kick{};
-  kick.handler = flatux_on_kick;
+  kick.handler = flatux_kick_entry;
   kick.flags = SA_SIGINFO | SA_ONSTACK | kSaRestorer;
   kick.restorer = flatux_restorer;
   kick.mask = ~0ull & ~bit(SIGSYS);
@@ -269,8 +273,16 @@ void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {
     uc.uc_flags |= 0x1;  // UC_FP_XSTATE
   }
   uc.uc_flags |= kUcSigcontextSS | kUcStrictRestoreSS;
+  // The kernel stack is the thread's sigaltstack, armed by this sigreturn
+  // and disarmed by the host as each handler starts (SS_AUTODISARM), and
+  // re-armed by the handler's sigreturn. So the host never takes the
+  // guest's RSP for "already on the alternate stack", wherever it points
+  // (into this very stack, say): a trap from guest code always starts at
+  // the stack's top. A fault or kick taken while kernel code runs finds it
+  // disarmed and lands on the current stack, below the running handler.
   uc.uc_stack.ss_sp = (char*)t.kstack + kKStackUsable;
   uc.uc_stack.ss_size = kKernelStackSize - kKStackUsable;
+  uc.uc_stack.ss_flags = kSsAutodisarm;
   memcpy(uc.uc_mcontext.gregs, regs, sizeof uc.uc_mcontext.gregs);
   uc.uc_mcontext.gregs[REG_CSGSFS] = 0x33 | (0x2bll << 48);
   // Without an FPU state the host gives the thread a clean one.
