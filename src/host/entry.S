@@ -44,16 +44,18 @@ flatux_restorer:
 /* long flatux_clone_thread(unsigned long flags, void *stack_top, int *ctid,
  *                          unsigned long tls, void (*fn)(void *), void *arg)
  * A raw clone: the child runs fn(arg) on stack_top and then exits the host
- * thread. No libc thread state is created, on purpose. */
+ * thread. No libc thread state is created, on purpose. ctid is also the
+ * parent_tid word, for CLONE_PARENT_SETTID: the host stores the new tid
+ * there before the child runs, so the child's CLONE_CHILD_CLEARTID at exit
+ * always comes after it. */
 	.globl flatux_clone_thread
 	.type flatux_clone_thread, @function
 flatux_clone_thread:
 	sub $16, %rsi
 	mov %r8, 0(%rsi)
 	mov %r9, 8(%rsi)
-	mov %rdx, %r10         /* child_tid */
+	mov %rdx, %r10         /* child_tid; %rdx stays: parent_tid */
 	mov %rcx, %r8          /* tls */
-	xor %edx, %edx         /* parent_tid */
 	mov $56, %eax          /* clone */
 	syscall
 	test %rax, %rax

@@ -178,19 +178,25 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
   t->regs = nullptr;
 }
 
+// Room for the host's largest xstate (AVX-512 is ~2.7 KiB, AMX ~11 KiB).
+constexpr size_t kMaxFpstate = 16384;
+
 // The thread starts on its kernel stack with no sigaltstack: enter_guest's
 // sigreturn installs it as it enters guest code. Set any earlier, a kick
 // arriving before that would be written over this very stack (an
 // SS_AUTODISARM stack is never "the one in use").
 void task_thread_main(void* arg) {
   Task* t = static_cast<Task*>(arg);
-  void* fp = t->entry_fpstate;
-  t->entry_fpstate = nullptr;
+  alignas(64) char fpbuf[kMaxFpstate];
+  const void* fp = nullptr;
+  if (void* heap_fp = t->entry_fpstate) {
+    memcpy(fpbuf, heap_fp, fpstate_size(heap_fp));
+    t->entry_fpstate = nullptr;
+    t->kernel->heap->free(heap_fp);
+    fp = fpbuf;
+  }
   enter_guest(*t, t->entry_regs, fp);
 }
-
-// Room for the host's largest xstate (AVX-512 is ~2.7 KiB, AMX ~11 KiB).
-constexpr size_t kMaxFpstate = 16384;
 
 }  // namespace
 
@@ -254,13 +260,17 @@ void kstack_release(Task& t) {
 }
 
 long start_task_thread(Task& t) {
+  // The host writes the thread id into host_tid at clone (PARENT_SETTID)
+  // and clears it when the thread is gone (CHILD_CLEARTID), which is when
+  // its kernel stack may be reused. Stored by us after clone returned, the
+  // id could land after a quick thread (a vfork child that execs and
+  // exits) had already cleared it, and the stack would never be freed.
   unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_CHILD_CLEARTID;
+                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
   t.host_tid.store(1);
   long r = flatux_clone_thread(flags, (void*)kstack_top(t.kstack), &t.host_tid, t.guest_fs,
                                task_thread_main, &t);
   if (r < 0) t.host_tid.store(0);
-  else t.host_tid.store((uint32_t)r);
   return r < 0 ? r : 0;
 }
 

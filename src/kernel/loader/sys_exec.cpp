@@ -143,7 +143,7 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
     if (pl) path[bl] = '/';
   }
   ExecArgs ea{k.heap};
-  ea.strings = static_cast<char*>(k.heap->alloc(kMaxStrings));
+  ea.strings = static_cast<char*>(k.heap->alloc_uninit(kMaxStrings));
   if (!ea.strings) return -ENOMEM;
   if ((r = copy_vector(ea, guest_argv, &ea.argv)) < 0) return r;
   if ((r = copy_vector(ea, guest_envp, &ea.envp)) < 0) return r;

@@ -172,6 +172,14 @@ void gen_meminfo(SynthText& o, Kernel& k) {
   line("SwapTotal:", si.totalswap * unit);
   line("SwapFree:", si.freeswap * unit);
   line("Shmem:", si.sharedram * unit);
+  // The kernel's own memory: its heap (objects, tmpfs pages, caches) and
+  // the tasks' kernel stacks carved from it; and mem='s commit account.
+  size_t kstacks = k.heap->kstack_bytes();
+  line("Slab:", k.heap->bytes_in_use() - kstacks);
+  line("SUnreclaim:", k.heap->bytes_in_use() - kstacks);
+  line("KernelStack:", kstacks);
+  if (k.mem.limit) line("CommitLimit:", k.mem.limit);
+  line("Committed_AS:", k.mem.used.load(std::memory_order_relaxed));
 }
 
 void gen_global_stat(SynthText& o, Kernel& k) {
