@@ -78,6 +78,7 @@ void kill_other_threads(Task& t) {
         if (o == &t) continue;
         o->exit_requested = true;
         o->notify.store(1);
+        interrupt_vfork_wait(*o);
         kick_task(*o);
       }
     }
@@ -174,7 +175,7 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   }
   {
     Guard g(k.tasks_lock);
-    release_vfork_waiter(*t.proc);
+    release_vfork_waiter(t);
   }
   reset_process_state(t, *res);
   greg_t regs[NGREG];
