@@ -14,7 +14,7 @@ namespace flatux {
 long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int host_fd,
             uint64_t off, RegionKind kind, bool fixed) {
   if (fixed) {
-    if (!access_ok((void*)hint, len)) return -ENOMEM;
+    if (!user_range_ok((void*)hint, len)) return -ENOMEM;
     if (mm.regions.covers(hint, hint + len)) {
       host_flags |= MAP_FIXED;  // replacing our own mapping is safe
     } else if (mm.regions.overlaps(hint, hint + len)) {
@@ -27,7 +27,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
   long r = host::sys(SYS_mmap, hint, len, prot, host_flags, host_fd, off);
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
-  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind)) {
+  if (!user_range_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind)) {
     host::sys(SYS_munmap, addr, len);
     return -ENOMEM;
   }

@@ -59,11 +59,11 @@ char state_char(const Process& p) { return p.state == ProcState::kZombie ? 'Z' :
 void mask_hex(SynthText& o, uint64_t m) { o.hex(m, 16); }
 
 // Copies a range of the process's own memory (cmdline, environ).
-long user_range(SynthText& o, uintptr_t start, uintptr_t end) {
+long user_range(SynthText& o, const Mm& mm, uintptr_t start, uintptr_t end) {
   char buf[512];
   for (uintptr_t p = start; p < end;) {
     size_t n = end - p < sizeof buf ? end - p : sizeof buf;
-    if (copy_from_user(buf, (const void*)p, n) < 0) return 0;  // gone: empty, like a zombie's
+    if (copy_from_process(mm, buf, (const void*)p, n) < 0) return 0;  // gone: empty, like a zombie's
     o.str(std::string_view(buf, n));
     p += n;
   }
@@ -166,7 +166,8 @@ void gen_meminfo(SynthText& o, Kernel& k) {
   };
   line("MemTotal:", si.totalram * unit);
   line("MemFree:", si.freeram * unit);
-  line("MemAvailable:", (si.freeram + si.bufferram) * unit);
+  uint64_t available = si.freeram + si.bufferram;
+  line("MemAvailable:", (available < si.totalram ? available : si.totalram) * unit);
   line("Buffers:", si.bufferram * unit);
   line("Cached:", 0);
   line("SwapTotal:", si.totalswap * unit);
@@ -259,8 +260,8 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
   if (!task || task->proc->state != ProcState::kRunning) return -ENOENT;
   Process& p = *task->proc;
   switch (f) {
-    case ProcFile::kCmdline: return p.mm ? user_range(o, p.mm->arg_start, p.mm->arg_end) : 0;
-    case ProcFile::kEnviron: return p.mm ? user_range(o, p.mm->env_start, p.mm->env_end) : 0;
+    case ProcFile::kCmdline: return p.mm ? user_range(o, *p.mm, p.mm->arg_start, p.mm->arg_end) : 0;
+    case ProcFile::kEnviron: return p.mm ? user_range(o, *p.mm, p.mm->env_start, p.mm->env_end) : 0;
     case ProcFile::kComm: o.str(p.comm).ch('\n'); return 0;
     case ProcFile::kStat: gen_stat(o, k, p, task); return 0;
     case ProcFile::kStatm: {
