@@ -99,17 +99,37 @@ void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr
   char buf[2048];
   KFmt f(buf, sizeof buf);
   const greg_t* g = uc->uc_mcontext.gregs;
+  // Off a kernel stack (the launcher's or the timer's thread) there is no
+  // task to find the kernel by; the heap's fixed address still has it.
+  if (!k) k = static_cast<Kernel*>(Heap::root_of_this_process());
   uintptr_t image = k ? k->cfg.image_base : 0;
-  f.str("flatux: kernel oops: ").str(signal_abbrev(sig)).str(" at rip=").hex(g[REG_RIP]);
-  if (image && (uintptr_t)g[REG_RIP] > image) f.str(" (flatux+").hex(g[REG_RIP] - image).ch(')');
-  f.str(" fault address=").hex((uintptr_t)si->si_addr);
+  uintptr_t rip = g[REG_RIP];
+  f.str("flatux: kernel oops: ").str(signal_abbrev(sig)).str(" at rip=").hex(rip);
+  if (image && rip > image && in_kernel_text(k, rip)) f.str(" (flatux+").hex(rip - image).ch(')');
+  for (int i = 0; k && i < k->cfg.ntext; i++)
+    if (rip >= k->cfg.text[i].start && rip < k->cfg.text[i].end)
+      f.str(" (text range ").hex(k->cfg.text[i].start).str("+").hex(rip - k->cfg.text[i].start).ch(')');
+  f.str(" fault address=").hex((uintptr_t)si->si_addr).str(" rsp=").hex(g[REG_RSP]);
+  f.str(" host thread ").dec(host::sys(SYS_gettid));
   if (h && h->task) f.str(" task=").dec(h->task->tid);
   f.str("\nbacktrace:\n");
   if (h) {
     uintptr_t lo = (uintptr_t)h + kKStackUsable;
     print_backtrace(f, g[REG_RBP], lo, lo - kKStackUsable + kKernelStackSize, image);
   } else {
-    f.str("  (not on a kernel stack)\n");
+    // No frame pointers to follow in host libraries: the code addresses
+    // among the words above the stack pointer show the way it came.
+    f.str("  (not on a kernel stack; code addresses on the stack:)\n");
+    const uintptr_t* sp = reinterpret_cast<const uintptr_t*>(g[REG_RSP]);
+    for (int i = 0, shown = 0; k && i < 256 && shown < 16; i++) {
+      uintptr_t w = sp[i];
+      for (int j = 0; j < k->cfg.ntext; j++)
+        if (w >= k->cfg.text[j].start && w < k->cfg.text[j].end) {
+          f.str("  [rsp+").hex(8 * i).str("] ").hex(w).str(" (text range ").hex(k->cfg.text[j].start)
+              .str("+").hex(w - k->cfg.text[j].start).str(")\n");
+          shown++;
+        }
+    }
   }
   f.str("flatux: halting.\n");
   write_stderr(f.view());
