@@ -109,4 +109,25 @@ flatux_isyscall_eintr:
 	ret
 	.size flatux_isyscall, .-flatux_isyscall
 
+/* void flatux_unblock_kick(void)  -- see isys() in entry.h.
+ * Unblocks the kick that the kick handler left blocked and pending in
+ * kernel code. It is taken as the syscall returns, with RIP at
+ * flatux_unblock_done, where the handler knows it is stale and drops it. */
+	.globl flatux_unblock_kick, flatux_unblock_window, flatux_unblock_done
+	.type flatux_unblock_kick, @function
+flatux_unblock_kick:
+	mov $(1 << 61), %rax   /* the kick, signal 62 */
+	push %rax
+	mov %rsp, %rsi         /* set */
+	mov $1, %edi           /* SIG_UNBLOCK */
+	xor %edx, %edx         /* oldset */
+	mov $8, %r10d          /* sigsetsize */
+	mov $14, %eax          /* rt_sigprocmask */
+flatux_unblock_window:
+	syscall
+flatux_unblock_done:
+	pop %rax
+	ret
+	.size flatux_unblock_kick, .-flatux_unblock_kick
+
 	.section .note.GNU-stack,"",@progbits

@@ -17,6 +17,7 @@
 
 extern "C" {
 extern const char flatux_isyscall_window[], flatux_isyscall_done[], flatux_isyscall_eintr[];
+extern const char flatux_unblock_window[], flatux_unblock_done[];
 void flatux_sigreturn_to(ucontext_t* uc) __attribute__((noreturn));
 void flatux_restorer();
 void flatux_sigsys_entry(int, siginfo_t*, void*);
@@ -164,12 +165,15 @@ extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
     g[REG_RIP] = (greg_t)flatux_isyscall_eintr;  // not yet blocked: don't
     return;
   }
+  if (rip >= (uintptr_t)flatux_unblock_window && rip <= (uintptr_t)flatux_unblock_done)
+    return;  // the deferred kick, unblocked by isys(): stale, notify says what is due
   if (in_kernel_text(t->kernel, rip)) {
     // Kernel code will look at `notify` on its way out, but it may already
     // have looked. Keep one kick pending until the thread is back in guest
     // mode (the interrupted frame's mask blocks it until then).
     reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] |= bit(kKickSignal);
     host::sys(SYS_tgkill, t->kernel->host_pid, t->host_tid.load(), kKickSignal);
+    t->kick_deferred = true;
     return;
   }
   t->regs = uc;

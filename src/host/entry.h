@@ -7,6 +7,7 @@
 
 extern "C" long flatux_isyscall(const std::atomic<uint32_t>* notify, long nr, long a1, long a2,
                                 long a3, long a4, long a5, long a6);
+extern "C" void flatux_unblock_kick();
 
 namespace flatux {
 
@@ -40,8 +41,15 @@ long start_task_thread(Task& t);
 void kick_task(Task& t);
 
 // A host syscall that returns -EINTR as soon as t has a signal to handle.
+// A kick that came earlier in this trap, while kernel code ran, was left
+// pending and blocked until the return to guest code; unblocked first
+// (and dropped: notify is what counts), so a later one can end the wait.
 template <typename... A>
 long isys(Task& t, long nr, A... args) {
+  if (t.kick_deferred) [[unlikely]] {
+    t.kick_deferred = false;
+    flatux_unblock_kick();
+  }
   long v[6] = {(long)args...};
   return flatux_isyscall(&t.notify, nr, v[0], v[1], v[2], v[3], v[4], v[5]);
 }

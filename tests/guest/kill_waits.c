@@ -2,7 +2,9 @@
 // child (Linux's wait there is killable: the child runs on), opening a
 // FIFO nobody opens at the other end, reading an empty pipe, taking a
 // lock someone holds. A signal with a handler does not end a vfork()
-// wait: the handler runs once the child has exec'd or exited.
+// wait: the handler runs once the child has exec'd or exited. A wait
+// under a temporary mask (sigsuspend) that blocks a signal arriving as
+// the call begins still ends for the next unblocked one.
 //
 // usage: kill_waits                     (the checks)
 //        kill_waits vfork FD            (child: vfork; the grandchild writes
@@ -13,6 +15,7 @@
 #include "guest_check.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/file.h>
@@ -222,6 +225,67 @@ static void other_waits(void) {
   rmdir(fifo);
 }
 
+// sigsuspend() with SIGUSR1 blocked, again and again, while another
+// thread sends SIGUSR1 at about the moment each call begins and SIGUSR2
+// once the call has had time to sleep. SIGUSR1 stays pending; SIGUSR2
+// must end each wait (its handler counts). In flatux a SIGUSR1 arriving
+// while the kernel swapped the masks left the wake-up of the host wait
+// blocked, and SIGUSR2 never ended it.
+enum { kSuspendRounds = 3000 };
+static volatile sig_atomic_t usr2_seen;
+static volatile int suspend_done;
+static pthread_t suspender;
+static void on_usr2(int sig) { usr2_seen++; }
+static void on_usr1_quiet(int sig) {}
+
+static void* suspend_loop(void* arg) {
+  sigset_t during;
+  sigemptyset(&during);
+  sigaddset(&during, SIGUSR1);
+  for (int i = 0; i < kSuspendRounds && !suspend_done; i++) sigsuspend(&during);
+  return NULL;
+}
+
+static void suspend_wakes(void) {
+  printf("sigsuspend with a blocked signal arriving as it begins:\n");
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_usr2;
+  sigaction(SIGUSR2, &sa, NULL);
+  sa.sa_handler = on_usr1_quiet;
+  sigaction(SIGUSR1, &sa, NULL);
+  REQUIRE(pthread_create(&suspender, NULL, suspend_loop, NULL) == 0, "pthread_create");
+  uint64_t spin = 12345;
+  int stuck = 0, rounds = 0;
+  for (; rounds < kSuspendRounds && !stuck; rounds++) {
+    int seen = usr2_seen;
+    // SIGUSR1 just as the suspender re-enters sigsuspend (a varied moment).
+    spin = spin * 6364136223846793005ull + 1442695040888963407ull;
+    for (volatile unsigned j = 0; j < (spin >> 54); j++) {}
+    pthread_kill(suspender, SIGUSR1);
+    struct timespec settle = {0, 200 * 1000};
+    nanosleep(&settle, NULL);
+    pthread_kill(suspender, SIGUSR2);
+    double t0 = now_s();
+    while (usr2_seen == seen && !stuck) {
+      if (now_s() - t0 > 3) stuck = 1;
+      struct timespec tick = {0, 20 * 1000};
+      nanosleep(&tick, NULL);
+    }
+  }
+  CHECK(!stuck, "round %d: SIGUSR2 did not end sigsuspend within 3 s", rounds);
+  suspend_done = 1;
+  if (stuck) {  // the suspender is lost in the kernel: nothing can end it
+    fflush(stdout);
+    _exit(1);
+  }
+  pthread_kill(suspender, SIGUSR2);
+  pthread_join(suspender, NULL);
+  printf("  %-44s -> %d rounds, each woken\n", "SIGUSR1 blocked, SIGUSR2 wakes", rounds);
+  signal(SIGUSR1, SIG_DFL);
+  signal(SIGUSR2, SIG_DFL);
+}
+
 static char self_buf[4096];
 
 int main(int argc, char** argv) {
@@ -232,5 +296,6 @@ int main(int argc, char** argv) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned grandchildren come to us
   vfork_parent();
   other_waits();
+  suspend_wakes();
   return guest_finish();
 }

@@ -176,6 +176,13 @@ struct Task {
   // code: a deliverable signal, or a request to exit. Blocking waits in the
   // kernel watch it too (host/entry.h: interruptible host calls).
   std::atomic<uint32_t> notify{0};
+  // A kick came while kernel code ran and was left pending and blocked
+  // until the return to guest code (host/entry.cpp); isys() unblocks it.
+  // Never cleared on entry: a kick can land between the host's delivery
+  // of SIGSYS and the handler's first instruction. Left set after a
+  // return to guest code, it costs the next isys() one unblock, nothing
+  // more.
+  bool kick_deferred = false;
   bool exit_requested = false;   // group exit or exec in another thread
   // While the task waits in poll/select/epoll on a file without a host
   // descriptor (signalfd), `virtual_waiting` is set and send_signal writes
