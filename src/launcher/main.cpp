@@ -22,6 +22,7 @@
 #include "kernel/kernel.h"
 #include "kernel/task/process.h"
 #include "launcher/boot_mode.h"
+#include "launcher/cmdline.h"
 #include "launcher/kernel_setup.h"
 #include "tools/mkimage/mkimage.h"
 
@@ -50,6 +51,7 @@ struct RunOptions {
   std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
   std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file
   std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
+  std::string mem;                  // --mem=SIZE, as boot's mem=; "" for the default share
   std::vector<std::string> argv;
 };
 
@@ -113,6 +115,22 @@ bool attach_devices(flatux::Kernel& k, const RunOptions& o) {
   return true;
 }
 
+// --mem: what the guests may make the host hold, accounted as boot's mem=
+// (mm/mm.h). Without it, half of the host's RAM: a guest cannot take the
+// machine, and ordinary programs never meet the limit.
+bool guest_memory_limit(const std::string& spec, uint64_t* bytes) {
+  if (spec.empty()) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    *bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
+    return true;
+  }
+  if (!flatux::launcher::parse_mem_size(spec, bytes) || *bytes < (4u << 20)) {
+    fprintf(stderr, "flatux run: --mem=%s: want a size of at least 4M, e.g. 64M or 1G\n", spec.c_str());
+    return false;
+  }
+  return true;
+}
+
 int run(const RunOptions& o) {
   flatux::KernelConfig cfg;
   char root[PATH_MAX];
@@ -135,6 +153,7 @@ int run(const RunOptions& o) {
       snprintf(cfg.cwd, sizeof cfg.cwd, "%s", here[rl] ? here + rl : "/");
   }
   cfg.root_readonly = o.readonly;
+  if (!guest_memory_limit(o.mem, &cfg.boot.mem_bytes)) return 2;
   cfg.net_none = o.net == "none";
   if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
   flatux::Kernel* k = flatux::launcher::start_kernel(cfg);
@@ -182,7 +201,7 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4") { i++; continue; }  // take the next word
+    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--mem") { i++; continue; }  // take the next word
     if (a.empty() || a[0] != '-') return i;
   }
   return argc;
@@ -203,6 +222,7 @@ int main(int argc, char** argv) {
       ->default_str("-");
   run_cmd->add_option("--net", o.net, "Network: host (the host's own, default) or none (no IPv4/IPv6 sockets)")
       ->check(CLI::IsMember({"host", "none"}));
+  run_cmd->add_option("--mem", o.mem, "Guest memory, as boot's mem= (K, M or G suffix; default: half the host's RAM)");
   run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
   run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
