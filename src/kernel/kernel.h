@@ -8,11 +8,13 @@
 #include "kernel/boot/boot_config.h"
 #include "kernel/heap.h"
 #include "kernel/lib/sync.h"
+#include "kernel/sys/sysctl.h"
 #include "kernel/task/task.h"
 
 namespace flatux {
 
 class LockTable;
+class LeaseTable;
 
 class Vfs;
 struct TimerService;
@@ -20,6 +22,7 @@ struct NetState;
 struct LogBuffer;
 struct Console;
 struct BlockDevices;
+struct IpcNamespace;
 
 struct TextRange {
   uintptr_t start, end;
@@ -66,9 +69,12 @@ struct Kernel {
   KernelConfig cfg;
   Vfs* vfs = nullptr;
   LockTable* locks = nullptr;
+  LeaseTable* leases = nullptr;
   TimerService* timers = nullptr;
   NetState* net = nullptr;
   BlockDevices* blocks = nullptr;  // ubd and loop devices (kernel/block/ubd.h)
+  IpcNamespace* ipc = nullptr;     // System V IPC (kernel/ipc/ipc.h)
+  Sysctl sysctl;                   // the tunables /proc/sys shows (kernel/sys/sysctl.h)
   uint64_t boot_ns = 0;
 
   KMutex tasks_lock;

@@ -7,6 +7,7 @@
 
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 
 namespace flatux {
@@ -32,6 +33,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
     return -ENOMEM;
   }
   mm_recharge(mm);
+  if (fixed) shm_forget_unmapped(mm);  // it may have replaced an attachment
   return (long)addr;
 }
 
@@ -44,6 +46,7 @@ long mm_unmap(Mm& mm, uintptr_t addr, size_t len) {
   }
   bool ok = mm.regions.remove(addr, end);
   mm_recharge(mm);
+  shm_forget_unmapped(mm);
   return ok ? 0 : -ENOMEM;
 }
 
@@ -103,6 +106,7 @@ void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp) {
 
 void mm_release(Mm& mm) {
   Guard g(mm.lock);
+  shm_detach_all(mm);
   for (const Region* r = mm.regions.first(); r; r = r->next)
     host::sys(SYS_munmap, r->start, r->end - r->start);
   mm.regions.clear();
@@ -118,6 +122,16 @@ void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si) {
   if (si->freeram > free) si->freeram = free;
   if (si->bufferram > si->freeram) si->bufferram = 0;
 }
+
+bool mem_charge(MemAccount& acct, uint64_t bytes) {
+  uint64_t used = acct.used.load(std::memory_order_relaxed);
+  do {
+    if (acct.limit && used + bytes > acct.limit) return false;
+  } while (!acct.used.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+void mem_uncharge(MemAccount& acct, uint64_t bytes) { acct.used.fetch_sub(bytes, std::memory_order_relaxed); }
 
 bool mm_charge_fits(const Mm& mm, uint64_t extra) {
   if (!mm.acct || !mm.acct->limit) return true;

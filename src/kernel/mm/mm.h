@@ -47,10 +47,15 @@ void mm_release(Mm& mm);
 bool mm_charge_fits(const Mm& mm, uint64_t extra);
 // Recomputes the Mm's charge after its regions changed (mm.lock held).
 void mm_recharge(Mm& mm);
+// Kernel-held memory outside any Mm (System V shared memory segments):
+// charged when it fits under mem= (false: ENOMEM), given back later.
+bool mem_charge(MemAccount& acct, uint64_t bytes);
+void mem_uncharge(MemAccount& acct, uint64_t bytes);
 // With a mem= limit, sysinfo's RAM figures describe that machine.
 void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si);
 // Is a mapping with this protection and kind charged?
 inline bool mm_chargeable(int prot, RegionKind kind) {
+  if (kind == kRegionShm) return false;  // the segment is charged, once
   return (prot & 2 /*PROT_WRITE*/) || (prot != 0 && kind == kRegionAnon);
 }
 

@@ -10,7 +10,9 @@ namespace flatux {
 
 class Heap;
 
-enum RegionKind : uint8_t { kRegionAnon, kRegionFile, kRegionStack, kRegionBrk, kRegionImage };
+// kRegionShm: a System V shared memory attachment (ipc/shm.cpp), charged to
+// mem= once as a segment, not again per mapping.
+enum RegionKind : uint8_t { kRegionAnon, kRegionFile, kRegionStack, kRegionBrk, kRegionImage, kRegionShm };
 
 struct Region {
   uintptr_t start, end;  // page aligned, [start, end)
@@ -34,6 +36,7 @@ class RegionList {
   const Region* first() const { return head_; }
   size_t total_bytes() const;
   void clear();
+  Heap* heap() const { return heap_; }
 
  private:
   bool split_at(uintptr_t addr);

@@ -14,7 +14,13 @@ namespace flatux {
 namespace {
 
 constexpr int kProtMask = PROT_READ | PROT_WRITE | PROT_EXEC;
+constexpr uint32_t kReadImpliesExec = 0x0400000;  // personality's READ_IMPLIES_EXEC
 constexpr uint64_t kPassFlags = MAP_NORESERVE | MAP_POPULATE | MAP_STACK | MAP_LOCKED | MAP_NONBLOCK;
+// Linux's LEGACY_MAP_MASK: the flags every mapping of a file may carry.
+constexpr uint64_t kLegacyMapMask = MAP_SHARED | MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_DENYWRITE |
+                                    MAP_EXECUTABLE | 0x4000000 /*MAP_UNINITIALIZED*/ | MAP_GROWSDOWN |
+                                    MAP_LOCKED | MAP_NORESERVE | MAP_POPULATE | MAP_NONBLOCK | MAP_STACK |
+                                    MAP_HUGETLB;
 
 bool valid_range(uintptr_t addr, size_t len) {
   return (addr & (kPageSize - 1)) == 0 && len && addr + len > addr;
@@ -55,18 +61,12 @@ long map_by_copy(Task& t, File& f, uintptr_t addr, size_t len, int prot, uint64_
   return at;
 }
 
-}  // namespace
-
-long sys_mmap(Task& t, SyscallArgs a) {
-  uintptr_t addr = a[0];
-  size_t len = page_up(a[1]);
-  int prot = (int)a[2];
-  uint64_t flags = a[3];
-  uint64_t off = a[5];
-  if (!a[1] || len < a[1]) return a[1] ? -ENOMEM : -EINVAL;
-  if (off & (kPageSize - 1)) return -EINVAL;
+long do_mmap(Task& t, uintptr_t addr, size_t len, uint64_t asked, int prot, uint64_t flags, File* file,
+             uint64_t off) {
+  if (!asked || len < asked) return asked ? -ENOMEM : -EINVAL;
   if (prot & ~(kProtMask | PROT_GROWSDOWN | PROT_GROWSUP | PROT_SEM)) return -EINVAL;
   prot &= kProtMask;
+  if ((prot & PROT_READ) && (t.proc->personality & kReadImpliesExec)) prot |= PROT_EXEC;
   int type = (int)(flags & MAP_TYPE);
   if (type != MAP_SHARED && type != MAP_PRIVATE && type != MAP_SHARED_VALIDATE) return -EINVAL;
   if (flags & MAP_HUGETLB) return -EINVAL;
@@ -82,8 +82,10 @@ long sys_mmap(Task& t, SyscallArgs a) {
     return fixed_errno(flags, mm_map(mm, addr, len, prot, host_flags | MAP_ANONYMOUS, -1, 0,
                                      kRegionAnon, fixed));
   }
-  FdRef f(t, a[4]);
-  if (!f || (f->flags & O_PATH)) return -EBADF;
+  File* f = file;
+  // MAP_SHARED_VALIDATE: a flag Linux does not know for this file is
+  // EOPNOTSUPP (MAP_SYNC included: no file here is DAX).
+  if (type == MAP_SHARED_VALIDATE && (flags & ~kLegacyMapMask)) return -EOPNOTSUPP;
   int acc = (int)(f->flags & O_ACCMODE);
   if (acc == O_WRONLY) return -EACCES;
   if (type != MAP_PRIVATE && (prot & PROT_WRITE) && acc != O_RDWR) return -EACCES;
@@ -107,6 +109,31 @@ long sys_mmap(Task& t, SyscallArgs a) {
             : fixed_errno(flags, mm_map(mm, addr, len, prot, host_flags, host_fd, off, kRegionFile, fixed));
   }
   if (own_fd >= 0) host::sys(SYS_close, own_fd);
+  return r;
+}
+
+}  // namespace
+
+long sys_mmap(Task& t, SyscallArgs a) {
+  uintptr_t addr = a[0];
+  size_t len = page_up(a[1]);
+  int prot = (int)a[2];
+  uint64_t flags = a[3];
+  uint64_t off = a[5];
+  if (off & (kPageSize - 1)) return -EINVAL;
+  // The descriptor is looked up before anything else is judged, as Linux's
+  // ksys_mmap_pgoff does (a bad one is EBADF even with a zero length).
+  File* file = nullptr;
+  if (!(flags & MAP_ANONYMOUS)) {
+    file = a[4] > (uint64_t)FdTable::kMaxFds ? nullptr : t.proc->files->get((int)a[4]);
+    if (file && (file->flags & O_PATH)) {
+      file->put();
+      file = nullptr;
+    }
+    if (!file) return -EBADF;
+  }
+  long r = do_mmap(t, addr, len, a[1], prot, flags, file, off);
+  if (file) file->put();
   return r;
 }
 

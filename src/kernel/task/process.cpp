@@ -19,7 +19,7 @@
 namespace flatux {
 namespace {
 
-constexpr int kPidMax = 4194304;
+constexpr int kReservedPids = 300;
 
 void default_rlimits(Process& p) {
   for (auto& r : p.rlimits) r[0] = r[1] = RLIM_INFINITY;
@@ -51,10 +51,13 @@ bool pid_in_use_locked(Kernel& k, int pid) {
 
 }  // namespace
 
+// Pids below kernel/pid_max, wrapping to RESERVED_PIDS as Linux does.
 int alloc_pid_locked(Kernel& k) {
-  for (int tries = 0; tries < kPidMax; tries++) {
+  int max = k.sysctl.pid_max.load(std::memory_order_relaxed);
+  for (int tries = 0; tries < max; tries++) {
     int pid = k.next_pid++;
-    if (k.next_pid >= kPidMax) k.next_pid = 2;
+    if (k.next_pid >= max) k.next_pid = kReservedPids;
+    if (pid >= max) continue;  // pid_max was lowered below the next pid
     if (!pid_in_use_locked(k, pid)) return pid;
   }
   return -EAGAIN;
@@ -73,6 +76,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     p->sibling = parent->children;
     parent->children = p;
     p->creds = parent->creds;
+    p->personality = parent->personality;
     p->ctty = parent->ctty;
     memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
     memcpy(p->exe, parent->exe, sizeof p->exe);

@@ -20,6 +20,7 @@ struct Process;
 struct Task;
 struct Tty;
 struct MemAccount;
+struct SemUndoList;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -54,6 +55,8 @@ struct SigPending {
 
 // Memory ownership; shared by CLONE_VM (threads, and a vfork child until it
 // execs or exits).
+struct ShmAttach;
+
 struct Mm {
   explicit Mm(Heap* h) : regions(h) {}
   std::atomic<int> refs{1};
@@ -67,6 +70,7 @@ struct Mm {
   uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
   MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
   uint64_t charged = 0;        // what this Mm has charged to it
+  ShmAttach* shm = nullptr;    // System V shared memory attached here (ipc/shm.cpp)
 };
 
 struct FsContext {
@@ -102,9 +106,11 @@ struct Process {
   FsContext* fs = nullptr;
   SigHand* sighand = nullptr;
   Creds creds;
+  SemUndoList* sem_undo = nullptr;  // SEM_UNDO adjustments (ipc/sem.cpp); CLONE_SYSVSEM shares
   uint64_t rlimits[kNumRlimits][2]{};
   char exe[kPathMax] = "";
   char comm[16] = "";
+  uint32_t personality = 0;     // personality(2): PER_LINUX and its flags
 
   // Signals directed at the whole process.
   KMutex siglock;

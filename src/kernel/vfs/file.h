@@ -19,6 +19,7 @@ struct Filesystem;
 struct Mount;
 struct Attr;
 class LockTable;
+class LeaseTable;
 
 // Operations of one kind of open file. A null entry means the operation is
 // not supported by that kind (the syscall layer turns it into the right errno).
@@ -65,6 +66,12 @@ struct File {
   Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
   Mount* mount = nullptr;    // the mount it was opened through (holds a reference)
   LockTable* locks = nullptr;  // set once it holds a flock or OFD lock
+  LeaseTable* leases = nullptr;  // set once it has held a lease (vfs/lease.cpp)
+  // fcntl F_SETOWN/F_SETOWN_EX/F_SETSIG (vfs/fown.cpp): who is signalled
+  // about the file (a lease break) and with what.
+  int owner_id = 0;          // a pid, tid or process group; 0: nobody
+  uint8_t owner_type = 0;    // F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP
+  int owner_sig = 0;         // 0: SIGIO
   char* path = nullptr;      // its path inside fs when opened (kernel heap string)
   void* priv = nullptr;
   uint64_t priv_word = 0;

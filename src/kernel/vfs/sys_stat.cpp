@@ -100,6 +100,9 @@ long sys_newfstatat(Task& t, SyscallArgs a) {
 }
 
 long sys_statx(Task& t, SyscallArgs a) {
+  // Linux's statx: a reserved mask bit, or both sync types at once, is EINVAL.
+  if (a[3] & STATX__RESERVED) return -EINVAL;
+  if (((int)a[2] & AT_STATX_SYNC_TYPE) == AT_STATX_SYNC_TYPE) return -EINVAL;
   struct stat st;
   long r = stat_at(t, (int)a[0], a[1], (int)a[2], &st);
   if (r < 0) return r;

@@ -468,6 +468,7 @@ const FsOps kExt4FsOps = {
     .link_file = fs_link_file,
     .dir_path = nullptr,
     .sync = fs_sync,
+    .walk_checks_search = true,
 };
 
 // ---- mounting

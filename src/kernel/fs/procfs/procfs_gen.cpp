@@ -11,6 +11,7 @@
 
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"
 #include "kernel/task/process.h"
@@ -40,9 +41,8 @@ constexpr Named kGlobalFiles[] = {
     {"stat", ProcFile::kGlobalStat},
 };
 
-constexpr Named kSysKernel[] = {
-    {"hostname", ProcFile::kHostname}, {"domainname", ProcFile::kDomainname},
-    {"osrelease", ProcFile::kOsrelease}, {"ostype", ProcFile::kOstype}, {"pid_max", ProcFile::kPidMax},
+constexpr Named kSysvipc[] = {
+    {"shm", ProcFile::kSysvipcShm}, {"sem", ProcFile::kSysvipcSem}, {"msg", ProcFile::kSysvipcMsg},
 };
 
 template <size_t N>
@@ -189,7 +189,7 @@ void gen_global_stat(SynthText& o, Kernel& k) {
 ProcFile proc_file_named(std::string_view name, bool per_pid) {
   return per_pid ? find(kPidFiles, name) : find(kGlobalFiles, name);
 }
-ProcFile proc_sys_kernel_file(std::string_view name) { return find(kSysKernel, name); }
+ProcFile proc_sysvipc_file(std::string_view name) { return find(kSysvipc, name); }
 bool proc_file_writable(ProcFile f) { return f == ProcFile::kComm; }
 int proc_global_count() { return (int)(sizeof kGlobalFiles / sizeof kGlobalFiles[0]); }
 const char* proc_global_name(int i) { return kGlobalFiles[i].name; }
@@ -236,14 +236,9 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
       gen_global_stat(o, k);
       return 0;
     }
-    case ProcFile::kHostname: case ProcFile::kDomainname: {
-      Guard g(k.uts.lock);
-      o.str(f == ProcFile::kHostname ? k.uts.nodename : k.uts.domainname).ch('\n');
-      return 0;
-    }
-    case ProcFile::kOsrelease: o.str("6.1.0-flatux\n"); return 0;
-    case ProcFile::kOstype: o.str("Linux\n"); return 0;
-    case ProcFile::kPidMax: o.str("4194304\n"); return 0;
+    case ProcFile::kSysvipcShm: shm_proc_show(k, o); return 0;
+    case ProcFile::kSysvipcSem: sem_proc_show(k, o); return 0;
+    case ProcFile::kSysvipcMsg: msg_proc_show(k, o); return 0;
     default: break;
   }
   Guard g(k.tasks_lock);

@@ -14,12 +14,12 @@ enum class ProcFile : uint8_t {
   // global
   kMeminfo, kCpuinfo, kUptime, kLoadavg, kVersion, kFilesystems, kGlobalMounts, kKernelCmdline,
   kGlobalStat,
-  // /proc/sys/kernel
-  kHostname, kDomainname, kOsrelease, kOstype, kPidMax,
+  // /proc/sysvipc
+  kSysvipcShm, kSysvipcSem, kSysvipcMsg,
 };
 
 ProcFile proc_file_named(std::string_view name, bool per_pid);
-ProcFile proc_sys_kernel_file(std::string_view name);
+ProcFile proc_sysvipc_file(std::string_view name);
 bool proc_file_writable(ProcFile f);
 int proc_global_count();
 const char* proc_global_name(int i);
