@@ -166,6 +166,10 @@ struct Task {
   std::atomic<uint32_t> virtual_waiting{0};
   int wake_fd = -1;
 
+  // access(2)'s real-id credentials for the duration of the call; the
+  // permission checks use these when set (vfs/perm.h, creds_of).
+  const Creds* creds_override = nullptr;
+
   // For syscalls restarted after a handler-less interruption (nanosleep).
   uint64_t restart_deadline_ns = 0;
   int restart_clock = 0;

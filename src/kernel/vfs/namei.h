@@ -40,7 +40,7 @@ long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op) {
     if (!m) return -ENAMETOOLONG;
     Lookup lk(inner, follow, m);
     // Search permission on the way, where the filesystem leaves it to us.
-    r = t.proc->creds.fsuid != 0 && !m->fs->ops->walk_checks_search ? may_walk(t, lk) : 0;
+    r = creds_of(t).fsuid != 0 && !m->fs->ops->walk_checks_search ? may_walk(t, lk) : 0;
     if (r == 0) r = op(lk);
     // A redirect not ours belongs to an enclosing walk (two-path calls).
     bool again = r == kRedirect && lk.redirected;

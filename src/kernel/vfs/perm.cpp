@@ -13,7 +13,7 @@
 namespace flatux {
 
 bool in_group(Task& t, uint32_t gid) {
-  const Creds& c = t.proc->creds;
+  const Creds& c = creds_of(t);
   if (c.fsgid == gid) return true;
   for (int i = 0; i < c.ngroups; i++)
     if (c.groups[i] == gid) return true;
@@ -21,12 +21,12 @@ bool in_group(Task& t, uint32_t gid) {
 }
 
 bool owner_or_root(Task& t, uint32_t uid) {
-  const Creds& c = t.proc->creds;
+  const Creds& c = creds_of(t);
   return c.fsuid == 0 || c.fsuid == uid;
 }
 
 long may_access(Task& t, const struct stat& st, int mask) {
-  const Creds& c = t.proc->creds;
+  const Creds& c = creds_of(t);
   mask &= R_OK | W_OK | X_OK;
   if (c.fsuid == 0) {
     // Root reads and writes anything, and executes what anyone may
@@ -52,7 +52,7 @@ long may_open(Task& t, const struct stat& st, int flags) {
 }
 
 long may_walk(Task& t, Lookup& lk) {
-  if (t.proc->creds.fsuid == 0) return 0;
+  if (creds_of(t).fsuid == 0) return 0;
   Filesystem& fs = *lk.mount->fs;
   std::string_view path(lk.path);
   // Every '/' that has a component after it ends a directory to search.
@@ -69,7 +69,7 @@ long may_walk(Task& t, Lookup& lk) {
 }
 
 void claim_new_node(Task& t, Lookup& lk, File* f, const struct stat& st, bool lk_is_parent) {
-  const Creds& c = t.proc->creds;
+  const Creds& c = creds_of(t);
   if (st.st_uid == c.fsuid && st.st_gid == c.fsgid) return;
   Filesystem& fs = *lk.mount->fs;
   // The group: a set-group-ID directory's, else the caller's fsgid.

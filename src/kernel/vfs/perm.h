@@ -13,6 +13,10 @@ namespace flatux {
 struct Lookup;
 struct File;
 
+// The credentials permission checks use: the process's, or access(2)'s
+// real ids while it runs (Task::creds_override).
+inline const Creds& creds_of(Task& t) { return t.creds_override ? *t.creds_override : t.proc->creds; }
+
 // 0 when the caller's fsuid/fsgid may access a file with these attributes
 // for `mask` (R_OK | W_OK | X_OK), else -EACCES.
 long may_access(Task& t, const struct stat& st, int mask);

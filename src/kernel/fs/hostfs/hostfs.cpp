@@ -184,7 +184,7 @@ long fs_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
   long fd = open_path(hostfs_of(fs), lk, O_PATH | (lk.follow ? 0 : O_NOFOLLOW), 0);
   if (fd < 0) return fd;
   long r = host::sys(SYS_faccessat2, fd, "", mode, AT_EMPTY_PATH);
-  if (r == 0 && t.proc->creds.fsuid != 0) {
+  if (r == 0 && creds_of(t).fsuid != 0) {
     struct stat st;
     r = host::sys(SYS_fstat, fd, &st);
     if (r == 0) r = may_access(t, st, mode);
