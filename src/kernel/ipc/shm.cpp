@@ -293,19 +293,21 @@ long sys_shmdt(Task& t, SyscallArgs a) {
   ShmAttach* at = mm.shm;
   while (at && at->addr != addr) at = at->next;
   if (!at) return -EINVAL;
+  // The record goes first, so the unmapping below does not detach it again.
+  ShmSegment* s = at->seg;
+  size_t len = at->len;
+  drop_record(k.heap, mm, at);
   // Only the segment's own mappings go, not what was mapped over parts of it.
   for (const Region* r = mm.regions.first(); r;) {
     const Region* next = r->next;
-    uintptr_t s = r->start > addr ? r->start : addr;
-    uintptr_t e = r->end < addr + at->len ? r->end : addr + at->len;
-    if (r->kind == kRegionShm && s < e) {
-      mm_unmap(mm, s, e - s);
+    uintptr_t b = r->start > addr ? r->start : addr;
+    uintptr_t e = r->end < addr + len ? r->end : addr + len;
+    if (r->kind == kRegionShm && b < e) {
+      mm_unmap(mm, b, e - b);
       next = mm.regions.first();  // the list changed: start over
     }
     r = next;
   }
-  ShmSegment* s = at->seg;
-  drop_record(k.heap, mm, at);
   IpcNamespace& ns = *s->ns;
   Guard i(ns.shm.lock);
   detach_locked(k.heap, ns, s, t.proc->pid);
