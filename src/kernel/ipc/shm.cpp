@@ -268,7 +268,18 @@ long sys_shmat(Task& t, SyscallArgs a) {
       if (r == -EEXIST) r = -EINVAL;  // someone else's memory there
     }
     if (r >= 0) {
-      shm_forget_unmapped(mm);  // SHM_REMAP may have replaced another attachment
+      // SHM_REMAP over whole attachments replaces them (their mapping is
+      // this one's now, which the unmap check cannot tell).
+      for (ShmAttach* old = mm.shm; old;) {
+        ShmAttach* next = old->next;
+        if (old->addr >= (uintptr_t)r && old->addr + old->len <= (uintptr_t)r + len) {
+          ShmSegment* os = old->seg;
+          drop_record(k.heap, mm, old);
+          Guard i(ns.shm.lock);
+          detach_locked(k.heap, ns, os, t.proc->pid);
+        }
+        old = next;
+      }
       *rec = ShmAttach{(uintptr_t)r, len, s, mm.shm};
       mm.shm = rec;
     }
