@@ -52,7 +52,7 @@ long fcntl_owner(Task& t, File& f, int cmd, uint64_t arg) {
     }
     case F_GETOWN_EX: {
       f_owner_ex o{};
-      o.type = f.owner_id ? (__pid_type)f.owner_type : F_OWNER_PID;
+      o.type = (__pid_type)f.owner_type;  // F_OWNER_TID (0) until one is set, as Linux
       o.pid = f.owner_id;
       return copy_to_user((void*)arg, &o, sizeof o) < 0 ? -EFAULT : 0;
     }
