@@ -50,6 +50,7 @@ struct KernelConfig {
 struct MemAccount {
   std::atomic<uint64_t> used{0};
   uint64_t limit = 0;  // 0: no limit of our own
+  std::atomic<int> max_map_count{65530};  // vm.max_map_count: regions per process
 };
 
 // uname's node and domain names (sethostname, setdomainname).

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <signal.h>
 #include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/msg.h>
 #include <sys/resource.h>
 #include <sys/sem.h>
@@ -34,6 +35,7 @@ static const struct {
     {"/proc/sys/kernel/sem", 0644},          {"/proc/sys/kernel/msgmax", 0644},
     {"/proc/sys/kernel/msgmnb", 0644},       {"/proc/sys/kernel/msgmni", 0644},
     {"/proc/sys/kernel/osrelease", 0444},    {"/proc/sys/kernel/hostname", 0644},
+    {"/proc/sys/vm/max_map_count", 0644},
 };
 
 static int root;
@@ -149,6 +151,15 @@ static void test_pipe_size(void) {
   close(p[1]);
 }
 
+// Lines of /proc/self/maps: the process's mappings.
+static int maps_count(void) {
+  FILE* f = fopen("/proc/self/maps", "r");
+  int n = 0;
+  for (int c; f && (c = fgetc(f)) != EOF;) n += c == '\n';
+  if (f) fclose(f);
+  return n;
+}
+
 static int64_t now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -208,6 +219,23 @@ static void test_changes(void) {
 
   check_write("/proc/sys/kernel/pid_max", "301", 0);
   CHECK(read_value("/proc/sys/kernel/pid_max") == 301);
+
+  // vm.max_map_count: a munmap or mprotect that would split a mapping past
+  // it is ENOMEM, and so is a new mapping.
+  char* m = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(m != MAP_FAILED);
+  char count[16];
+  snprintf(count, sizeof count, "%d", maps_count());
+  check_write("/proc/sys/vm/max_map_count", count, 0);
+  CHECK_ERR(munmap(m + 4096, 4096), ENOMEM);
+  CHECK_ERR(mprotect(m + 4096, 4096, PROT_READ), ENOMEM);
+  CHECK_OK(mprotect(m, 3 * 4096, PROT_READ));  // no split
+  snprintf(count, sizeof count, "%d", maps_count() - 2);
+  check_write("/proc/sys/vm/max_map_count", count, 0);
+  CHECK_ERR((long)mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), ENOMEM);
+  check_write("/proc/sys/vm/max_map_count", "65530", 0);
+  CHECK_OK(munmap(m + 4096, 4096));
+  munmap(m, 3 * 4096);
 
   // A lease whose holder never answers goes after fs.lease-break-time.
   check_write("/proc/sys/fs/lease-break-time", "1", 0);

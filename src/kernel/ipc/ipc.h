@@ -157,6 +157,8 @@ void shm_forget_unmapped(Mm& mm);
 // A copy of parent's attachments for a child with its own copy of the
 // address space (fork into a separate host process): each counts again.
 long shm_copy_attachments(const Mm& parent, Mm& child);
+// mremap moved [from, from + len) to `to`: an attachment there moves along.
+void shm_moved(Mm& mm, uintptr_t from, uintptr_t to, size_t len);
 // sem.cpp: a process's SEM_UNDO adjustments, shared by CLONE_SYSVSEM.
 struct SemUndoList;
 // CLONE_SYSVSEM: the parent's list (made now if it has none), shared.

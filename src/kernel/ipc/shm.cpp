@@ -264,7 +264,15 @@ long sys_shmat(Task& t, SyscallArgs a) {
     Guard g(mm.lock);
     if (r == 0 && addr && !(flag & SHM_REMAP) && mm.regions.overlaps(addr, addr + len)) r = -EINVAL;
     if (r == 0) {
-      r = mm_map(mm, addr, len, prot, MAP_SHARED, s->memfd, 0, kRegionShm, addr != 0);
+      // Shown in /proc/PID/maps as Linux shows it: the deleted SYSV file.
+      char name[32];
+      KFmt n(name, sizeof name);
+      n.str("/SYSV").hexraw((uint32_t)s->key, 8).str(" (deleted)");
+      RegionAttrs attrs;
+      attrs.shared = true;
+      attrs.name = region_name_make(k.heap, n.c_str(), 1, (uint64_t)s->id);
+      r = mm_map(mm, addr, len, prot, MAP_SHARED, s->memfd, 0, kRegionShm, addr != 0, attrs);
+      region_name_put(k.heap, attrs.name);
       if (r == -EEXIST) r = -EINVAL;  // someone else's memory there
     }
     if (r >= 0) {
@@ -363,6 +371,11 @@ void shm_forget_unmapped(Mm& mm) {
     }
     at = next;
   }
+}
+
+void shm_moved(Mm& mm, uintptr_t from, uintptr_t to, size_t len) {
+  for (ShmAttach* at = mm.shm; at; at = at->next)
+    if (at->addr == from && at->len <= len) at->addr = to;
 }
 
 long shm_copy_attachments(const Mm& parent, Mm& child) {

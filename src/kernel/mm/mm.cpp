@@ -12,8 +12,30 @@
 
 namespace flatux {
 
+bool mm_too_many_maps(const Mm& mm, int extra) {
+  if (!mm.acct || extra <= 0) return false;
+  return mm.regions.count() + extra > mm.acct->max_map_count.load(std::memory_order_relaxed);
+}
+
+int mm_splits_for(const Mm& mm, uintptr_t start, uintptr_t end) {
+  int n = 0;
+  for (const Region* r = mm.regions.first(); r; r = r->next) {
+    if (r->start < start && start < r->end) n++;
+    if (r->start < end && end < r->end) n++;
+  }
+  return n;
+}
+
 long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int host_fd,
-            uint64_t off, RegionKind kind, bool fixed) {
+            uint64_t off, RegionKind kind, bool fixed, const RegionAttrs& attrs) {
+  // Linux's do_mmap: no new mapping once the count is past vm.max_map_count.
+  if (mm.acct && mm.regions.count() > mm.acct->max_map_count.load(std::memory_order_relaxed)) return -ENOMEM;
+  RegionAttrs a = attrs;
+  if (mm.lock_future && kind != kRegionStack && kind != kRegionBrk) {
+    a.locked = true;
+    if (!(mm.lock_future & 4 /*MCL_ONFAULT*/)) host_flags |= MAP_LOCKED;
+  }
+  if (host_flags & MAP_LOCKED) a.locked = true;
   if (fixed) {
     if (!access_ok((void*)hint, len)) return -ENOMEM;
     if (mm.regions.covers(hint, hint + len)) {
@@ -28,7 +50,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
   long r = host::sys(SYS_mmap, hint, len, prot, host_flags, host_fd, off);
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
-  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind)) {
+  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, a)) {
     host::sys(SYS_munmap, addr, len);
     return -ENOMEM;
   }
@@ -39,6 +61,8 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
 
 long mm_unmap(Mm& mm, uintptr_t addr, size_t len) {
   uintptr_t end = addr + len;
+  // Cutting a hole in one region makes two: not past vm.max_map_count.
+  if (mm.regions.splits(addr, end) && mm_too_many_maps(mm, 1)) return -ENOMEM;
   for (const Region* r = mm.regions.first(); r; r = r->next) {
     uintptr_t s = r->start > addr ? r->start : addr;
     uintptr_t e = r->end < end ? r->end : end;

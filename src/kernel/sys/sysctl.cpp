@@ -158,6 +158,14 @@ long store_nr_open(Task& t, std::string_view s) {
   return 0;
 }
 
+void show_max_map_count(Kernel& k, SynthText& o) { o.dec(k.mem.max_map_count.load()).ch('\n'); }
+long store_max_map_count(Task& t, std::string_view s) {
+  int64_t v;
+  TRY_LONG(parse_one(s, 0, INT32_MAX, &v));
+  t.kernel->mem.max_map_count.store((int)v);
+  return 0;
+}
+
 // The IPC namespace's limits.
 IpcLimits& ipc_limits(Kernel& k) { return k.ipc->limits; }
 void show_shmmax(Kernel& k, SynthText& o) { o.udec(ipc_limits(k).shmmax.load()).ch('\n'); }
@@ -254,6 +262,7 @@ constexpr Entry kEntries[] = {
     {"kernel/shmmni", 0644, show_shmmni, store_shmmni},
     {"kernel/tainted", 0644, show_tainted, store_tainted},
     {"vm/drop_caches", 0200, show_drop_caches, store_drop_caches},
+    {"vm/max_map_count", 0644, show_max_map_count, store_max_map_count},
 };
 constexpr int kCount = (int)(sizeof kEntries / sizeof kEntries[0]);
 

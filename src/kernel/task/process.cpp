@@ -27,6 +27,7 @@ void default_rlimits(Process& p) {
   p.rlimits[RLIMIT_NOFILE][0] = 1024;
   p.rlimits[RLIMIT_NOFILE][1] = FdTable::kMaxFds;
   p.rlimits[RLIMIT_CORE][0] = 0;
+  p.rlimits[RLIMIT_MEMLOCK][0] = p.rlimits[RLIMIT_MEMLOCK][1] = 8ull << 20;  // Linux's MLOCK_LIMIT
   p.rlimits[RLIMIT_NPROC][0] = p.rlimits[RLIMIT_NPROC][1] = kMaxTasks;
 }
 

@@ -71,6 +71,7 @@ struct Mm {
   MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
   uint64_t charged = 0;        // what this Mm has charged to it
   ShmAttach* shm = nullptr;    // System V shared memory attached here (ipc/shm.cpp)
+  int lock_future = 0;         // mlockall(MCL_FUTURE): new mappings are locked (MCL_* bits)
 };
 
 struct FsContext {

@@ -234,7 +234,7 @@ long proc_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   }
   uint32_t mode = is_link(l.node) ? (S_IFLNK | 0777) : is_dir(l.node) ? (S_IFDIR | 0555)
                   : l.node == Node::kSysctlFile ? (S_IFREG | sysctl_mode(l.sysctl))
-                  : (S_IFREG | (proc_file_writable(l.file) ? 0644 : 0444));
+                  : (S_IFREG | proc_file_mode(l.file));
   synth_stat(out, mode, ino_of(l), 0, kProcDev);
   return 0;
 }
@@ -360,6 +360,11 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
     return r;
   }
   if ((flags & O_ACCMODE) != O_RDONLY && !proc_file_writable(l.file)) return -EACCES;
+  if (l.file == ProcFile::kPagemap) {
+    long r = procfs_open_pagemap(t, l.pid, (uint32_t)flags & ~O_CLOEXEC, out);
+    if (r == 0) (*out)->fs = &fs;
+    return r;
+  }
   if (flags & O_DIRECTORY) return -ENOTDIR;
   SynthText text(t.kernel->heap);
   long r = proc_generate(t, l.file, l.pid, text);
