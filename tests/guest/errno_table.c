@@ -14,7 +14,9 @@
 #include <linux/futex.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <sys/ipc.h>
 #include <sys/mman.h>
+#include <sys/sem.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -41,6 +43,10 @@
 #endif
 #ifndef SYS_personality
 #define SYS_personality 135
+#endif
+#ifndef MREMAP_FIXED
+#define MREMAP_MAYMOVE 1
+#define MREMAP_FIXED 2
 #endif
 #ifndef MCAST_JOIN_GROUP
 #define MCAST_JOIN_GROUP 42
@@ -78,6 +84,12 @@ enum {
   ARG_WAITV_BADFLAGS,
   ARG_WAITV_UNALIGNED,
   ARG_TIMESPEC_ZERO,
+  ARG_KERNEL_HEAP,   // an address in flatux's kernel heap (unmapped natively)
+  ARG_WAITV_KERNEL,  // a futex_waitv on that address
+  ARG_MAP,           // a 2-page private anonymous mapping (replaced after each row)
+  ARG_MAP_END,       // the page after it, unmapped
+  ARG_OWNER_BADTYPE, // struct f_owner_ex {7, 0}
+  FD_DIRFD_CLOSED,   // the folder holding PATH_CLOSED_FILE, O_PATH
   P_END,
 };
 
@@ -147,6 +159,62 @@ static const struct Row rows[] = {
   {"sockets", "listen(O_PATH fd)", SYS_listen, {FD_OPATH, 1}, EBADF, 0, ANY, 0},
   {"sockets", "getsockopt(O_PATH fd)", SYS_getsockopt, {FD_OPATH, SOL_SOCKET, SO_TYPE, ARG_BUF, ARG_BUF}, EBADF, 0, ANY, 0},
   {"sockets", "setsockopt(MCAST_JOIN_GROUP, short)", SYS_setsockopt, {FD_UDP, IPPROTO_IP, MCAST_JOIN_GROUP, ARG_GROUP_REQ, 4}, EINVAL, 0, ANY, 0},
+  // --- credentials (as an ordinary user) ----------------------------------
+  {"creds", "open(O_NOATIME) of another's file", SYS_open, {PATH_FILE, O_RDONLY | O_NOATIME}, EPERM, 0, USER, 0},
+  {"creds", "open(O_RDONLY|O_TRUNC) of another's file", SYS_open, {PATH_FILE, O_RDONLY | O_TRUNC}, EACCES, 0, USER, 0},
+  {"creds", "chmod through an unsearchable folder", SYS_chmod, {PATH_CLOSED_FILE, 0777}, EACCES, 0, USER, 0},
+  {"creds", "chown through an unsearchable folder", SYS_chown, {PATH_CLOSED_FILE, 65534, 65534}, EACCES, 0, USER, 0},
+  {"creds", "truncate through an unsearchable folder", SYS_truncate, {PATH_CLOSED_FILE, 0}, EACCES, 0, USER, 0},
+  {"creds", "chmod of another's file", SYS_chmod, {PATH_FILE, 0777}, EPERM, 0, USER, 0},
+  {"creds", "fchmod of another's file", SYS_fchmod, {FD_RDONLY, 0777}, EPERM, 0, USER, 0},
+  {"creds", "creat in a mode-0777 folder", SYS_creat, {PATH_OPEN_NEW, 0600}, 0, OK_ANY, USER, 1},
+  {"creds", "mkdir in a mode-0777 folder", SYS_mkdir, {PATH_OPEN_NEW, 0700}, 0, 0, USER, 0},
+  {"creds", "creat in root's 0755 folder", SYS_creat, {PATH_NEW, 0600}, EACCES, 0, USER, 0},
+  {"creds", "fcntl(F_SETFL, O_NOATIME) on another's file", SYS_fcntl, {FD_RDONLY, F_SETFL, O_NOATIME}, EPERM, 0, USER, 0},
+  // --- fcntl ---------------------------------------------------------------
+  {"fcntl", "F_GETPIPE_SZ of a regular file", SYS_fcntl, {FD_FILE, F_GETPIPE_SZ}, EBADF, 0, ANY, 0},
+  {"fcntl", "F_SETPIPE_SZ(0) of a pipe", SYS_fcntl, {FD_PIPE_W, F_SETPIPE_SZ, 0}, 0, 4096, ANY, 0},
+  {"fcntl", "F_SETPIPE_SZ(2^31 + 1)", SYS_fcntl, {FD_PIPE_W, F_SETPIPE_SZ, (1L << 31) + 1}, EINVAL, 0, ANY, 0},
+  {"fcntl", "F_SETPIPE_SZ above pipe-max-size as a user", SYS_fcntl, {FD_PIPE_W, F_SETPIPE_SZ, 1L << 30}, EPERM, 0, USER, 0},
+  {"fcntl", "F_SETLEASE(F_RDLCK) on an O_RDWR descriptor", SYS_fcntl, {FD_FILE, F_SETLEASE, F_RDLCK}, EAGAIN, 0, ANY, 0},
+  {"fcntl", "F_SETLEASE(7)", SYS_fcntl, {FD_RDONLY, F_SETLEASE, 7}, EINVAL, 0, ANY, 0},
+  {"fcntl", "F_SETLEASE on a pipe", SYS_fcntl, {FD_PIPE_R, F_SETLEASE, F_RDLCK}, EINVAL, 0, ANY, 0},
+  {"fcntl", "F_SETLEASE on O_PATH", SYS_fcntl, {FD_OPATH, F_SETLEASE, F_RDLCK}, EBADF, 0, ANY, 0},
+  {"fcntl", "F_SETLEASE(F_UNLCK) without a lease", SYS_fcntl, {FD_RDONLY, F_SETLEASE, F_UNLCK}, EAGAIN, 0, ANY, 0},
+  {"fcntl", "F_SETLEASE on another's file", SYS_fcntl, {FD_RDONLY, F_SETLEASE, F_RDLCK}, EACCES, 0, USER, 0},
+  {"fcntl", "F_GETLEASE", SYS_fcntl, {FD_RDONLY, F_GETLEASE}, 0, F_UNLCK, ANY, 0},
+  {"fcntl", "F_SETOWN_EX(type 7)", SYS_fcntl, {FD_FILE, F_SETOWN_EX, ARG_OWNER_BADTYPE}, EINVAL, 0, ANY, 0},
+  {"fcntl", "F_GETOWN_EX(bad pointer)", SYS_fcntl, {FD_FILE, F_GETOWN_EX, 8}, EFAULT, 0, ANY, 0},
+  {"fcntl", "F_SETSIG(65)", SYS_fcntl, {FD_FILE, F_SETSIG, 65}, EINVAL, 0, ANY, 0},
+  {"fcntl", "F_SETOWN(no such pid)", SYS_fcntl, {FD_FILE, F_SETOWN, 999999}, ESRCH, 0, ANY, 0},
+  // --- System V IPC --------------------------------------------------------
+  {"ipc", "shmget(size 0)", SYS_shmget, {IPC_PRIVATE, 0, IPC_CREAT | 0600}, EINVAL, 0, ANY, 0},
+  {"ipc", "shmget(no such key)", SYS_shmget, {0x7e57e57e, 4096, 0600}, ENOENT, 0, ANY, 0},
+  {"ipc", "shmctl(-1, IPC_STAT)", SYS_shmctl, {-1, IPC_STAT, ARG_BUF}, EINVAL, 0, ANY, 0},
+  {"ipc", "shmctl(0, 99)", SYS_shmctl, {0, 99, ARG_BUF}, EINVAL, 0, ANY, 0},
+  {"ipc", "shmdt(not attached)", SYS_shmdt, {ARG_BUF}, EINVAL, 0, ANY, 0},
+  {"ipc", "shmat(-1)", SYS_shmat, {-1, 0, 0}, EINVAL, 0, ANY, 0},
+  {"ipc", "semget(nsems -1)", SYS_semget, {IPC_PRIVATE, -1, 0600}, EINVAL, 0, ANY, 0},
+  {"ipc", "semget(nsems 32001)", SYS_semget, {IPC_PRIVATE, 32001, IPC_CREAT | 0600}, EINVAL, 0, ANY, 0},
+  {"ipc", "semop(-1)", SYS_semop, {-1, ARG_BUF, 1}, EINVAL, 0, ANY, 0},
+  {"ipc", "semop(nsops 501)", SYS_semop, {0, ARG_BUF, 501}, E2BIG, 0, ANY, 0},
+  {"ipc", "semctl(-1, GETVAL)", SYS_semctl, {-1, 0, GETVAL, 0}, EINVAL, 0, ANY, 0},
+  {"ipc", "msgsnd(-1)", SYS_msgsnd, {-1, ARG_BUF, 1, 0}, EINVAL, 0, ANY, 0},
+  {"ipc", "msgrcv(MSG_COPY without IPC_NOWAIT)", SYS_msgrcv, {0, ARG_BUF, 16, 0, 040000}, EINVAL, 0, ANY, 0},
+  {"ipc", "msgctl(-1, IPC_STAT)", SYS_msgctl, {-1, IPC_STAT, ARG_BUF}, EINVAL, 0, ANY, 0},
+  // --- memory --------------------------------------------------------------
+  {"memory", "mremap(MREMAP_FIXED without MAYMOVE)", SYS_mremap, {ARG_MAP, 4096, 4096, MREMAP_FIXED, ARG_MAP_END}, EINVAL, 0, ANY, 0},
+  {"memory", "mremap(MREMAP_DONTUNMAP, sizes differ)", SYS_mremap, {ARG_MAP, 4096, 8192, MREMAP_MAYMOVE | 4, 0}, EINVAL, 0, ANY, 0},
+  {"memory", "mremap(FIXED, overlapping)", SYS_mremap, {ARG_MAP, 8192, 8192, MREMAP_MAYMOVE | MREMAP_FIXED, ARG_MAP}, EINVAL, 0, ANY, 0},
+  {"memory", "mremap(unmapped)", SYS_mremap, {ARG_MAP_END, 4096, 4096, 0, 0}, EFAULT, 0, ANY, 0},
+  {"memory", "mlock(partly unmapped)", SYS_mlock, {ARG_MAP, 3 * 4096}, ENOMEM, 0, ANY, 0},
+  {"memory", "mlock2(flags 2)", SYS_mlock2, {ARG_MAP, 4096, 2}, EINVAL, 0, ANY, 0},
+  {"memory", "mlockall(0)", SYS_mlockall, {0}, EINVAL, 0, ANY, 0},
+  {"memory", "mlockall(MCL_ONFAULT)", SYS_mlockall, {4}, EINVAL, 0, ANY, 0},
+  // --- hostile arguments ---------------------------------------------------
+  {"hostile", "futex_waitv on the kernel heap", SYS_futex_waitv, {ARG_WAITV_KERNEL, 1, 0, 0, 0}, EFAULT, 0, ANY, 0},
+  {"hostile", "write(file, kernel heap, 8)", SYS_write, {FD_FILE, ARG_KERNEL_HEAP, 8}, EFAULT, 0, ANY, 0},
+  {"hostile", "mlock(kernel heap)", SYS_mlock, {ARG_KERNEL_HEAP, 4096}, ENOMEM, 0, ANY, 0},
   // --- processes -----------------------------------------------------------
   {"process", "personality(query)", SYS_personality, {0xffffffff}, 0, 0, ANY, 0},
   {"process", "futex_waitv(NULL, 1)", SYS_futex_waitv, {0, 1, 0, 0, 0}, EINVAL, 0, ANY, 0},
@@ -172,6 +240,12 @@ static struct group_req greq;
 static uint32_t futex_word = 1;
 static struct futex_waitv waitv_stale, waitv_badflags, waitv_unaligned;
 static struct timespec ts_zero;
+static struct futex_waitv waitv_kernel;
+static struct f_owner_ex owner_badtype = {7, 0};
+static char* map_area;
+
+// flatux's kernel heap lives here (no mapping natively).
+static const uintptr_t kKernelHeap = 0x7e0000000000ull;
 
 static const char* at(char* out, const char* name) {
   snprintf(out, 4200, "%s/%s", dir, name);
@@ -230,6 +304,7 @@ static void setup(void) {
   waitv_stale = (struct futex_waitv){.val = 0, .uaddr = (uintptr_t)&futex_word, .flags = FUTEX_32};
   waitv_badflags = (struct futex_waitv){.val = 1, .uaddr = (uintptr_t)&futex_word, .flags = 0};
   waitv_unaligned = (struct futex_waitv){.val = 1, .uaddr = (uintptr_t)&futex_word + 1, .flags = FUTEX_32};
+  waitv_kernel = (struct futex_waitv){.val = 0, .uaddr = kKernelHeap, .flags = FUTEX_32};
 }
 
 static long resolve(long v, long* fresh) {
@@ -255,6 +330,11 @@ static long resolve(long v, long* fresh) {
     case ARG_WAITV_BADFLAGS: return (long)&waitv_badflags;
     case ARG_WAITV_UNALIGNED: return (long)&waitv_unaligned;
     case ARG_TIMESPEC_ZERO: return (long)&ts_zero;
+    case ARG_KERNEL_HEAP: return (long)kKernelHeap;
+    case ARG_WAITV_KERNEL: return (long)&waitv_kernel;
+    case ARG_MAP: return (long)map_area;
+    case ARG_MAP_END: return (long)(map_area + 2 * 4096);
+    case ARG_OWNER_BADTYPE: return (long)&owner_badtype;
     default: return fds[v - P_BASE];
   }
 }
@@ -264,8 +344,17 @@ static int as_user(int on) {
   return syscall(SYS_setresuid, -1, 0, -1) == 0 && syscall(SYS_setresgid, -1, 0, -1) == 0;
 }
 
+// A fresh 2-page mapping for each row, with the page after it free.
+static void remap_area(void) {
+  if (map_area) munmap(map_area, 3 * 4096);
+  map_area = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(map_area != MAP_FAILED);
+  REQUIRE(munmap(map_area + 2 * 4096, 4096) == 0);
+}
+
 static void run_row(const struct Row* r) {
   long a[6], fresh = -1;
+  remap_area();
   for (int i = 0; i < 6; i++) a[i] = resolve(r->args[i], &fresh);
   if (r->who == USER) REQUIRE(as_user(1), "setresuid(65534): %s", strerror(errno));
   errno = 0;
