@@ -13,8 +13,10 @@
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -213,6 +215,51 @@ static void test_mlock(void) {
   munmap(m, 3 * PG);
 }
 
+extern char** environ;
+
+// The spawned half: every way these calls could reach memory it does not
+// own (its parent's page at `addr`; natively another address space, under
+// flatux the same one) is tried. Whatever each returns, the parent's page
+// must come through untouched.
+static int attack(uintptr_t addr, int shm) {
+  char* mine = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mine == MAP_FAILED) return 2;
+  memset(mine, 'X', PG);
+  mremap(mine, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED, (void*)addr);
+  shmat(shm, (void*)addr, SHM_REMAP);
+  shmat(shm, (void*)0x7e0000000000ull, SHM_REMAP);  // flatux's kernel heap
+  mremap(mine, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED, (void*)0x7e0000000000ull);
+  munlock((void*)addr, PG);
+  munmap((void*)addr, PG);
+  return 0;
+}
+
+static void test_isolation(void) {
+  puts("another process's memory stays its own");
+  char* secret = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(secret != MAP_FAILED);
+  strcpy(secret, "the parent's page");
+  int shm = shmget(IPC_PRIVATE, PG, IPC_CREAT | 0600);
+  REQUIRE(shm >= 0);
+  char self[4096], a1[32], a2[16];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  self[n] = 0;
+  snprintf(a1, sizeof a1, "%lu", (unsigned long)(uintptr_t)secret);
+  snprintf(a2, sizeof a2, "%d", shm);
+  char* argv[] = {self, "--attack", a1, a2, NULL};
+  pid_t pid;
+  fflush(stdout);
+  REQUIRE(posix_spawn(&pid, self, NULL, NULL, argv, environ) == 0);
+  int status;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the attacker: status %#x", status);
+  CHECK(strcmp(secret, "the parent's page") == 0, "the page holds: %.20s", secret);
+  secret[PG - 1] = 1;  // still mapped and writable
+  shmctl(shm, IPC_RMID, NULL);
+  munmap(secret, PG);
+}
+
 static unsigned long cpu_ticks(void) {
   FILE* f = fopen("/proc/self/stat", "r");
   unsigned long ut = 0, st = 0;
@@ -244,12 +291,14 @@ static void test_cpu_time(void) {
 
 int main(int argc, char** argv) {
   guest_name = "memory_maps";
+  if (argc == 4 && strcmp(argv[1], "--attack") == 0) return attack(strtoul(argv[2], NULL, 10), atoi(argv[3]));
   REQUIRE(argc == 2, "usage: memory_maps SCRATCH_DIR");
   REQUIRE(realpath(argv[1], dir) != NULL);
   test_mremap();
   test_maps();
   test_pagemap();
   test_mlock();
+  test_isolation();
   test_cpu_time();
   return guest_finish();
 }
