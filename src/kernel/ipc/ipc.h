@@ -16,8 +16,11 @@
 #include <linux/errno.h>
 #include <linux/ipc.h>
 
+#include "host/usercopy.h"
 #include "kernel/lib/error_or.h"
+#include "kernel/lib/kfmt.h"
 #include "kernel/lib/sync.h"
+#include "kernel/vfs/synth.h"
 
 namespace flatux {
 
@@ -140,6 +143,38 @@ long ipc_get(Task& t, IpcIds& ids, int32_t key, int flag, Make&& make, Check&& c
   return obj->id;
 }
 
+// IPC_STAT (by id), *_STAT (by index, returning the id) and *_STAT_ANY (by
+// index, no read permission asked): `fill(obj, &ds)` makes the family's
+// struct, copied out once the lock is dropped.
+template <typename Obj, typename Ds, typename Fill>
+long ipc_stat(Task& t, IpcIds& ids, int id, bool by_index, bool any, uint64_t buf, Fill&& fill) {
+  Ds ds;
+  long r;
+  {
+    Guard g(ids.lock);
+    IpcObject* o = by_index ? ids.at(id) : ids.find_id(id);
+    if (!o) return -EINVAL;
+    if (!any && ipc_permitted(t, *o, 0444)) return -EACCES;
+    fill(static_cast<Obj&>(*o), &ds);
+    r = by_index ? o->id : 0;
+  }
+  return copy_to_user((void*)buf, &ds, sizeof ds) < 0 ? -EFAULT : r;
+}
+
+// IPC_SET and IPC_RMID: the struct copied in (IPC_SET), the object found
+// and the caller allowed to change it (EPERM), then act(obj, struct) under
+// the table's lock.
+template <typename Obj, typename Ds, typename Act>
+long ipc_change(Task& t, IpcIds& ids, int id, bool set, uint64_t buf, Act&& act) {
+  Ds in;
+  if (set && copy_from_user(&in, (const void*)buf, sizeof in) < 0) return -EFAULT;
+  Guard g(ids.lock);
+  IpcObject* o = ids.find_id(id);
+  if (!o) return -EINVAL;
+  if (long r = ipc_may_change(t, *o)) return r;
+  return act(static_cast<Obj&>(*o), in);
+}
+
 // Sleeps until obj->changed moves from `seen`, or the CLOCK_MONOTONIC
 // deadline (ns; 0: none) passes (-EAGAIN). -EINTR when a signal is
 // pending for t. The caller holds a reference and no lock.
@@ -164,6 +199,19 @@ struct SemUndoList;
 // CLONE_SYSVSEM: the parent's list (made now if it has none), shared.
 SemUndoList* sem_undo_share(Heap* heap, Process& parent);
 void sem_exit(Kernel& k, Process& p);         // applies and drops p's list
+
+// A /proc/sysvipc file: the header, then line(obj, fmt) for each object.
+template <typename Obj, typename Line>
+void ipc_proc_show(IpcIds& ids, SynthText& o, const char* header, Line&& line) {
+  o.str(header);
+  Guard g(ids.lock);
+  ids.for_each([&](IpcObject& obj) {
+    char buf[256];
+    KFmt f(buf, sizeof buf);
+    line(static_cast<Obj&>(obj), f);
+    o.str(f.view());
+  });
+}
 
 // /proc/sysvipc/{shm,sem,msg}.
 void shm_proc_show(Kernel& k, SynthText& o);

@@ -236,39 +236,21 @@ long info_cmd(IpcNamespace& ns, int cmd, uint64_t buf) {
   return max < 0 ? 0 : max;
 }
 
-long stat_cmd(Task& t, IpcNamespace& ns, int id, int cmd, uint64_t buf) {
-  msqid64_ds ds;
-  long r;
-  {
-    Guard g(ns.msg.lock);
-    MsgQueue* q = cmd == IPC_STAT ? find_id(ns, id) : static_cast<MsgQueue*>(ns.msg.at(id));
-    if (!q) return -EINVAL;
-    if (cmd != MSG_STAT_ANY && ipc_permitted(t, *q, 0444)) return -EACCES;
-    fill_ds(*q, &ds);
-    r = cmd == IPC_STAT ? 0 : q->id;
-  }
-  return copy_to_user((void*)buf, &ds, sizeof ds) < 0 ? -EFAULT : r;
-}
-
-long change_cmd(Task& t, IpcNamespace& ns, int id, int cmd, uint64_t buf) {
-  msqid64_ds in;
-  if (cmd == IPC_SET && copy_from_user(&in, (const void*)buf, sizeof in) < 0) return -EFAULT;
-  Guard g(ns.msg.lock);
-  MsgQueue* q = find_id(ns, id);
-  if (!q) return -EINVAL;
-  if (long r = ipc_may_change(t, *q)) return r;
+// IPC_SET (a queue larger than msgmnb is root's) and IPC_RMID (sleepers
+// find it removed: EIDRM). msg.lock held.
+long change(Task& t, IpcNamespace& ns, MsgQueue& q, int cmd, const msqid64_ds& in) {
   if (cmd == IPC_SET) {
     if (in.msg_qbytes > (unsigned long)ns.limits.msgmnb.load() && t.proc->creds.euid != 0) return -EPERM;
-    q->qbytes = in.msg_qbytes;
-    ipc_set_perm(*q, in.msg_perm);
-    ipc_wake(*q);  // a larger queue may take a waiting sender's message
+    q.qbytes = in.msg_qbytes;
+    ipc_set_perm(q, in.msg_perm);
+    ipc_wake(q);  // a larger queue may take a waiting sender's message
     return 0;
   }
-  ns.msg.remove(q);
-  ns.msg_bytes -= (int64_t)q->cbytes;
-  ns.msg_count -= (int64_t)q->qnum;
-  ipc_wake(*q);             // sleepers find it removed: EIDRM
-  put_queue(*t.kernel, q);  // the table's reference; sleepers hold theirs
+  ns.msg.remove(&q);
+  ns.msg_bytes -= (int64_t)q.cbytes;
+  ns.msg_count -= (int64_t)q.qnum;
+  ipc_wake(q);
+  put_queue(*t.kernel, &q);  // the table's reference; sleepers hold theirs
   return 0;
 }
 
@@ -291,29 +273,25 @@ long sys_msgctl(Task& t, SyscallArgs a) {
   if (id < 0 && cmd != IPC_INFO && cmd != MSG_INFO) return -EINVAL;
   switch (cmd) {
     case IPC_INFO: case MSG_INFO: return info_cmd(ns, cmd, a[2]);
-    case IPC_STAT: case MSG_STAT: case MSG_STAT_ANY: return stat_cmd(t, ns, id, cmd, a[2]);
-    case IPC_SET: case IPC_RMID: return change_cmd(t, ns, id, cmd, a[2]);
+    case IPC_STAT: case MSG_STAT: case MSG_STAT_ANY:
+      return ipc_stat<MsgQueue, msqid64_ds>(t, ns.msg, id, cmd != IPC_STAT, cmd == MSG_STAT_ANY, a[2], fill_ds);
+    case IPC_SET: case IPC_RMID:
+      return ipc_change<MsgQueue, msqid64_ds>(t, ns.msg, id, cmd == IPC_SET, a[2],
+                                              [&](MsgQueue& q, msqid64_ds& in) { return change(t, ns, q, cmd, in); });
     default: return -EINVAL;
   }
 }
 
-// /proc/sysvipc/msg, in Linux's columns.
 void msg_proc_show(Kernel& k, SynthText& o) {
-  IpcNamespace& ns = *k.ipc;
-  o.str("       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid"
-        "      stime      rtime      ctime\n");
-  Guard g(ns.msg.lock);
-  ns.msg.for_each([&](IpcObject& obj) {
-    auto& q = static_cast<MsgQueue&>(obj);
-    char line[192];
-    KFmt f(line, sizeof line);
+  const char* header = "       key      msqid perms      cbytes       qnum lspid lrpid   uid   gid  cuid  cgid"
+                       "      stime      rtime      ctime\n";
+  ipc_proc_show<MsgQueue>(k.ipc->msg, o, header, [](MsgQueue& q, KFmt& f) {
     f.pad_dec(q.key, 10).ch(' ').pad_dec(q.id, 10).str("  ").pad_oct(q.mode, 4).str("  ");
     f.udec_padded(q.cbytes, 10).ch(' ').udec_padded(q.qnum, 10).ch(' ');
     f.udec_padded((uint32_t)q.lspid, 5).ch(' ').udec_padded((uint32_t)q.lrpid, 5).ch(' ');
     f.udec_padded(q.uid, 5).ch(' ').udec_padded(q.gid, 5).ch(' ').udec_padded(q.cuid, 5).ch(' ');
     f.udec_padded(q.cgid, 5).ch(' ').udec_padded((uint64_t)q.stime, 10).ch(' ');
     f.udec_padded((uint64_t)q.rtime, 10).ch(' ').udec_padded((uint64_t)q.ctime, 10).ch('\n');
-    o.str(f.view());
   });
 }
 

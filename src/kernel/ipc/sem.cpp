@@ -280,20 +280,6 @@ long info_cmd(IpcNamespace& ns, int cmd, uint64_t buf) {
   return max < 0 ? 0 : max;
 }
 
-long stat_cmd(Task& t, IpcNamespace& ns, int id, int cmd, uint64_t buf) {
-  semid64_ds ds;
-  long r;
-  {
-    Guard g(ns.sem.lock);
-    SemSet* s = cmd == IPC_STAT ? find_id(ns, id) : static_cast<SemSet*>(ns.sem.at(id));
-    if (!s) return -EINVAL;
-    if (cmd != SEM_STAT_ANY && ipc_permitted(t, *s, 0444)) return -EACCES;
-    fill_ds(*s, &ds);
-    r = cmd == IPC_STAT ? 0 : s->id;
-  }
-  return copy_to_user((void*)buf, &ds, sizeof ds) < 0 ? -EFAULT : r;
-}
-
 // GETVAL, GETPID, GETNCNT, GETZCNT and SETVAL.
 long one_sem_cmd(Task& t, IpcNamespace& ns, int id, int num, int cmd, uint64_t arg) {
   int val = (int)arg;
@@ -363,18 +349,6 @@ long all_cmd(Task& t, IpcNamespace& ns, int id, int cmd, uint64_t arg) {
   return r;
 }
 
-long change_cmd(Task& t, IpcNamespace& ns, int id, int cmd, uint64_t buf) {
-  semid64_ds in;
-  if (cmd == IPC_SET && copy_from_user(&in, (const void*)buf, sizeof in) < 0) return -EFAULT;
-  Guard g(ns.sem.lock);
-  SemSet* s = find_id(ns, id);
-  if (!s) return -EINVAL;
-  if (long r = ipc_may_change(t, *s)) return r;
-  if (cmd == IPC_SET) ipc_set_perm(*s, in.sem_perm);
-  else remove_locked(t.kernel->heap, ns, s);
-  return 0;
-}
-
 }  // namespace
 
 long sys_semget(Task& t, SyscallArgs a) {
@@ -395,11 +369,17 @@ long sys_semctl(Task& t, SyscallArgs a) {
   if (id < 0 && cmd != IPC_INFO && cmd != SEM_INFO) return -EINVAL;
   switch (cmd) {
     case IPC_INFO: case SEM_INFO: return info_cmd(ns, cmd, a[3]);
-    case IPC_STAT: case SEM_STAT: case SEM_STAT_ANY: return stat_cmd(t, ns, id, cmd, a[3]);
+    case IPC_STAT: case SEM_STAT: case SEM_STAT_ANY:
+      return ipc_stat<SemSet, semid64_ds>(t, ns.sem, id, cmd != IPC_STAT, cmd == SEM_STAT_ANY, a[3], fill_ds);
     case GETVAL: case GETPID: case GETNCNT: case GETZCNT: case SETVAL:
       return one_sem_cmd(t, ns, id, num, cmd, a[3]);
     case GETALL: case SETALL: return all_cmd(t, ns, id, cmd, a[3]);
-    case IPC_SET: case IPC_RMID: return change_cmd(t, ns, id, cmd, a[3]);
+    case IPC_SET: case IPC_RMID:
+      return ipc_change<SemSet, semid64_ds>(t, ns.sem, id, cmd == IPC_SET, a[3], [&](SemSet& s, semid64_ds& in) {
+        if (cmd == IPC_SET) ipc_set_perm(s, in.sem_perm);
+        else remove_locked(t.kernel->heap, ns, &s);
+        return 0L;
+      });
     default: return -EINVAL;
   }
 }
@@ -439,22 +419,16 @@ void sem_exit(Kernel& k, Process& p) {
   k.heap->destroy_obj(l);
 }
 
-// /proc/sysvipc/sem, in Linux's columns.
 void sem_proc_show(Kernel& k, SynthText& o) {
-  IpcNamespace& ns = *k.ipc;
-  o.str("       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n");
-  Guard g(ns.sem.lock);
-  ns.sem.for_each([&](IpcObject& obj) {
-    auto& s = static_cast<SemSet&>(obj);
+  const char* header =
+      "       key      semid perms      nsems   uid   gid  cuid  cgid      otime      ctime\n";
+  ipc_proc_show<SemSet>(k.ipc->sem, o, header, [](SemSet& s, KFmt& f) {
     semid64_ds ds;
     fill_ds(s, &ds);
-    char line[160];
-    KFmt f(line, sizeof line);
     f.pad_dec(s.key, 10).ch(' ').pad_dec(s.id, 10).str("  ").pad_oct(s.mode, 4).ch(' ');
     f.udec_padded((uint32_t)s.nsems, 10).ch(' ').udec_padded(s.uid, 5).ch(' ').udec_padded(s.gid, 5).ch(' ');
     f.udec_padded(s.cuid, 5).ch(' ').udec_padded(s.cgid, 5).ch(' ');
     f.udec_padded((uint64_t)ds.sem_otime, 10).ch(' ').udec_padded((uint64_t)s.ctime, 10).ch('\n');
-    o.str(f.view());
   });
 }
 

@@ -172,48 +172,29 @@ long info_cmd(IpcNamespace& ns, int cmd, uint64_t buf) {
   return max < 0 ? 0 : max;
 }
 
-long stat_cmd(Task& t, IpcNamespace& ns, int id, int cmd, uint64_t buf) {
-  shmid64_ds ds;
-  long r;
-  {
-    Guard g(ns.shm.lock);
-    ShmSegment* s = cmd == IPC_STAT ? find_id(ns, id) : static_cast<ShmSegment*>(ns.shm.at(id));
-    if (!s) return -EINVAL;
-    if (cmd != SHM_STAT_ANY && ipc_permitted(t, *s, 0444)) return -EACCES;
-    fill_ds(*s, &ds);
-    r = cmd == IPC_STAT ? 0 : s->id;
-  }
-  return copy_to_user((void*)buf, &ds, sizeof ds) < 0 ? -EFAULT : r;
-}
-
-long change_cmd(Task& t, IpcNamespace& ns, int id, int cmd, uint64_t buf) {
-  shmid64_ds in;
-  if (cmd == IPC_SET && copy_from_user(&in, (const void*)buf, sizeof in) < 0) return -EFAULT;
+// SHM_LOCK and SHM_UNLOCK: the owner or creator with a memlock limit, or root.
+long lock_cmd(Task& t, IpcNamespace& ns, int id, int cmd) {
   Guard g(ns.shm.lock);
   ShmSegment* s = find_id(ns, id);
   if (!s) return -EINVAL;
-  if (cmd == SHM_LOCK || cmd == SHM_UNLOCK) {
-    uint32_t euid = t.proc->creds.euid;
-    if (euid != 0) {
-      if (euid != s->uid && euid != s->cuid) return -EPERM;
-      if (cmd == SHM_LOCK && t.proc->rlimits[RLIMIT_MEMLOCK][0] == 0) return -EPERM;
-    }
-    if (cmd == SHM_LOCK) s->mode |= kShmLocked;
-    else s->mode &= ~kShmLocked;
-    return 0;
+  uint32_t euid = t.proc->creds.euid;
+  if (euid != 0) {
+    if (euid != s->uid && euid != s->cuid) return -EPERM;
+    if (cmd == SHM_LOCK && t.proc->rlimits[RLIMIT_MEMLOCK][0] == 0) return -EPERM;
   }
-  if (long r = ipc_may_change(t, *s)) return r;
-  if (cmd == IPC_SET) {
-    ipc_set_perm(*s, in.shm_perm);
-    return 0;
-  }
-  // IPC_RMID: gone now, or with its last attachment; either way its key
-  // is free for a new segment.
-  if (s->nattch) {
-    s->mode |= kShmDest;
-    s->key = IPC_PRIVATE;
+  if (cmd == SHM_LOCK) s->mode |= kShmLocked;
+  else s->mode &= ~kShmLocked;
+  return 0;
+}
+
+// IPC_RMID: gone now, or with its last attachment; either way its key is
+// free for a new segment.
+long remove(Task& t, IpcNamespace& ns, ShmSegment& s) {
+  if (s.nattch) {
+    s.mode |= kShmDest;
+    s.key = IPC_PRIVATE;
   } else {
-    destroy_locked(t.kernel->heap, ns, s);
+    destroy_locked(t.kernel->heap, ns, &s);
   }
   return 0;
 }
@@ -342,8 +323,15 @@ long sys_shmctl(Task& t, SyscallArgs a) {
       Guard g(ns.shm.lock);
       return info_cmd(ns, cmd, a[2]);
     }
-    case IPC_STAT: case SHM_STAT: case SHM_STAT_ANY: return stat_cmd(t, ns, id, cmd, a[2]);
-    case IPC_SET: case IPC_RMID: case SHM_LOCK: case SHM_UNLOCK: return change_cmd(t, ns, id, cmd, a[2]);
+    case IPC_STAT: case SHM_STAT: case SHM_STAT_ANY:
+      return ipc_stat<ShmSegment, shmid64_ds>(t, ns.shm, id, cmd != IPC_STAT, cmd == SHM_STAT_ANY, a[2], fill_ds);
+    case IPC_SET: case IPC_RMID:
+      return ipc_change<ShmSegment, shmid64_ds>(t, ns.shm, id, cmd == IPC_SET, a[2], [&](ShmSegment& s, shmid64_ds& in) {
+        if (cmd == IPC_RMID) return remove(t, ns, s);
+        ipc_set_perm(s, in.shm_perm);
+        return 0L;
+      });
+    case SHM_LOCK: case SHM_UNLOCK: return lock_cmd(t, ns, id, cmd);
     default: return -EINVAL;
   }
 }
@@ -392,16 +380,10 @@ long shm_copy_attachments(const Mm& parent, Mm& child) {
   return 0;
 }
 
-// /proc/sysvipc/shm, in Linux's columns.
 void shm_proc_show(Kernel& k, SynthText& o) {
-  IpcNamespace& ns = *k.ipc;
-  o.str("       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid"
-        "      atime      dtime      ctime                   rss                  swap\n");
-  Guard g(ns.shm.lock);
-  ns.shm.for_each([&](IpcObject& obj) {
-    auto& s = static_cast<ShmSegment&>(obj);
-    char line[256];
-    KFmt f(line, sizeof line);
+  const char* header = "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  cgid"
+                       "      atime      dtime      ctime                   rss                  swap\n";
+  ipc_proc_show<ShmSegment>(k.ipc->shm, o, header, [](ShmSegment& s, KFmt& f) {
     f.pad_dec(s.key, 10).ch(' ').pad_dec(s.id, 10).str("  ").pad_oct(s.mode, 4).ch(' ');
     f.udec_padded(s.size, 21).ch(' ').udec_padded((uint32_t)s.cpid, 5).ch(' ');
     f.udec_padded((uint32_t)s.lpid, 5).str("  ").udec_padded(s.nattch, 5).ch(' ');
@@ -411,7 +393,6 @@ void shm_proc_show(Kernel& k, SynthText& o) {
     struct stat st {};
     host::sys(SYS_fstat, s.memfd, &st);  // resident: the pages the memfd holds
     f.udec_padded((uint64_t)st.st_blocks * 512, 21).ch(' ').udec_padded(0, 21).ch('\n');
-    o.str(f.view());
   });
 }
 

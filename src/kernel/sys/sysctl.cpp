@@ -5,6 +5,7 @@
 #include "kernel/sys/sysctl.h"
 
 #include <cstring>
+#include <type_traits>
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/stat.h>
@@ -69,38 +70,69 @@ bool root(Task& t) { return t.proc->creds.euid == 0; }
 
 // --- the entries' show and store ------------------------------------------
 
-void show_hostname(Kernel& k, SynthText& o) {
-  Guard g(k.uts.lock);
-  o.str(k.uts.nodename).ch('\n');
+// Text values: shown with a newline, written up to the first one.
+struct StrField {
+  KMutex& lock;
+  char* buf;
+  size_t cap;
+};
+
+template <StrField (*Get)(Kernel&)>
+void show_str(Kernel& k, SynthText& o) {
+  StrField f = Get(k);
+  Guard g(f.lock);
+  o.str(f.buf).ch('\n');
 }
-long store_hostname(Task& t, std::string_view s) {
-  UtsNames& u = t.kernel->uts;
-  Guard g(u.lock);
-  store_string(s, u.nodename, sizeof u.nodename);
+
+template <StrField (*Get)(Kernel&)>
+long store_str(Task& t, std::string_view s) {
+  StrField f = Get(*t.kernel);
+  Guard g(f.lock);
+  store_string(s, f.buf, f.cap);
   return 0;
 }
-void show_domainname(Kernel& k, SynthText& o) {
-  Guard g(k.uts.lock);
-  o.str(k.uts.domainname).ch('\n');
-}
-long store_domainname(Task& t, std::string_view s) {
-  UtsNames& u = t.kernel->uts;
-  Guard g(u.lock);
-  store_string(s, u.domainname, sizeof u.domainname);
-  return 0;
-}
+
+StrField hostname(Kernel& k) { return {k.uts.lock, k.uts.nodename, sizeof k.uts.nodename}; }
+StrField domainname(Kernel& k) { return {k.uts.lock, k.uts.domainname, sizeof k.uts.domainname}; }
+StrField core_pattern(Kernel& k) { return {k.sysctl.lock, k.sysctl.core_pattern, sizeof k.sysctl.core_pattern}; }
+
 void show_osrelease(Kernel&, SynthText& o) { o.str("6.1.0-flatux\n"); }
 void show_ostype(Kernel&, SynthText& o) { o.str("Linux\n"); }
 
-void show_pid_max(Kernel& k, SynthText& o) { o.dec(k.sysctl.pid_max.load()).ch('\n'); }
-long store_pid_max(Task& t, std::string_view s) {
+// Plain numbers: shown in decimal, written within [Min, Max].
+template <auto& (*Get)(Kernel&)>
+void show_num(Kernel& k, SynthText& o) {
+  auto v = Get(k).load();
+  if constexpr (std::is_signed_v<decltype(v)>) o.dec(v);
+  else o.udec(v);
+  o.ch('\n');
+}
+
+template <auto& (*Get)(Kernel&), int64_t Min, int64_t Max>
+long store_num(Task& t, std::string_view s) {
   int64_t v;
-  TRY_LONG(parse_one(s, 301, 4194304, &v));  // RESERVED_PIDS + 1 .. PID_MAX_LIMIT
-  t.kernel->sysctl.pid_max.store((int)v);
+  TRY_LONG(parse_one(s, Min, Max, &v));
+  auto& field = Get(*t.kernel);
+  using Value = typename std::remove_reference_t<decltype(field)>::value_type;
+  field.store((Value)v);
   return 0;
 }
 
-void show_tainted(Kernel& k, SynthText& o) { o.udec(k.sysctl.tainted.load()).ch('\n'); }
+auto& pid_max(Kernel& k) { return k.sysctl.pid_max; }
+auto& tainted(Kernel& k) { return k.sysctl.tainted; }
+auto& drop_caches(Kernel& k) { return k.sysctl.drop_caches; }
+auto& pipe_max_size(Kernel& k) { return k.sysctl.pipe_max_size; }
+auto& lease_break_time(Kernel& k) { return k.sysctl.lease_break_time; }
+auto& nr_open(Kernel& k) { return k.sysctl.nr_open; }
+auto& max_map_count(Kernel& k) { return k.mem.max_map_count; }
+auto& shmmax(Kernel& k) { return k.ipc->limits.shmmax; }
+auto& shmall(Kernel& k) { return k.ipc->limits.shmall; }
+auto& shmmni(Kernel& k) { return k.ipc->limits.shmmni; }
+auto& shm_rmid_forced(Kernel& k) { return k.ipc->limits.shm_rmid_forced; }
+auto& msgmax(Kernel& k) { return k.ipc->limits.msgmax; }
+auto& msgmnb(Kernel& k) { return k.ipc->limits.msgmnb; }
+auto& msgmni(Kernel& k) { return k.ipc->limits.msgmni; }
+
 // Linux's proc_taint: CAP_SYS_ADMIN, and bits are only ever added.
 long store_tainted(Task& t, std::string_view s) {
   if (!root(t)) return -EPERM;
@@ -110,29 +142,7 @@ long store_tainted(Task& t, std::string_view s) {
   return 0;
 }
 
-void show_core_pattern(Kernel& k, SynthText& o) {
-  Guard g(k.sysctl.lock);
-  o.str(k.sysctl.core_pattern).ch('\n');
-}
-long store_core_pattern(Task& t, std::string_view s) {
-  Sysctl& c = t.kernel->sysctl;
-  Guard g(c.lock);
-  store_string(s, c.core_pattern, sizeof c.core_pattern);
-  return 0;
-}
-
-void show_drop_caches(Kernel& k, SynthText& o) { o.dec(k.sysctl.drop_caches.load()).ch('\n'); }
-// Guest caches are the ext4 volumes' (clean pages and snapshots, which the
-// volumes drop under their own pressure rules); the value is kept, as
-// Linux keeps it, and accepted in Linux's range.
-long store_drop_caches(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 1, 4, &v));
-  t.kernel->sysctl.drop_caches.store((int)v);
-  return 0;
-}
-
-void show_pipe_max(Kernel& k, SynthText& o) { o.udec(k.sysctl.pipe_max_size.load()).ch('\n'); }
+// Pipe capacities are whole pages, a power of two (round_pipe_size).
 long store_pipe_max(Task& t, std::string_view s) {
   int64_t v;
   TRY_LONG(parse_one(s, 0, UINT32_MAX, &v));
@@ -142,62 +152,9 @@ long store_pipe_max(Task& t, std::string_view s) {
   return 0;
 }
 
-void show_lease_break(Kernel& k, SynthText& o) { o.dec(k.sysctl.lease_break_time.load()).ch('\n'); }
-long store_lease_break(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, INT32_MIN, INT32_MAX, &v));
-  t.kernel->sysctl.lease_break_time.store((int)v);
-  return 0;
-}
-
-void show_nr_open(Kernel& k, SynthText& o) { o.udec(k.sysctl.nr_open.load()).ch('\n'); }
-long store_nr_open(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 64, 2147483584, &v));  // sysctl_nr_open_min .. _max
-  t.kernel->sysctl.nr_open.store((uint32_t)v);
-  return 0;
-}
-
-void show_max_map_count(Kernel& k, SynthText& o) { o.dec(k.mem.max_map_count.load()).ch('\n'); }
-long store_max_map_count(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 0, INT32_MAX, &v));
-  t.kernel->mem.max_map_count.store((int)v);
-  return 0;
-}
-
-// The IPC namespace's limits.
-IpcLimits& ipc_limits(Kernel& k) { return k.ipc->limits; }
-void show_shmmax(Kernel& k, SynthText& o) { o.udec(ipc_limits(k).shmmax.load()).ch('\n'); }
-long store_shmmax(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 0, INT64_MAX, &v));
-  ipc_limits(*t.kernel).shmmax.store((uint64_t)v);
-  return 0;
-}
-void show_shmall(Kernel& k, SynthText& o) { o.udec(ipc_limits(k).shmall.load()).ch('\n'); }
-long store_shmall(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 0, INT64_MAX, &v));
-  ipc_limits(*t.kernel).shmall.store((uint64_t)v);
-  return 0;
-}
-void show_shmmni(Kernel& k, SynthText& o) { o.dec(ipc_limits(k).shmmni.load()).ch('\n'); }
-long store_shmmni(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 0, kIpcMni, &v));
-  ipc_limits(*t.kernel).shmmni.store((int)v);
-  return 0;
-}
-void show_rmid_forced(Kernel& k, SynthText& o) { o.dec(ipc_limits(k).shm_rmid_forced.load()).ch('\n'); }
-long store_rmid_forced(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 0, 1, &v));
-  ipc_limits(*t.kernel).shm_rmid_forced.store((int)v);
-  return 0;
-}
+// semmsl semmns semopm semmni, as one line.
 void show_sem(Kernel& k, SynthText& o) {
-  IpcLimits& l = ipc_limits(k);
+  IpcLimits& l = k.ipc->limits;
   o.dec(l.sem[0].load()).ch('\t').dec(l.sem[1].load()).ch('\t').dec(l.sem[2].load()).ch('\t');
   o.dec(l.sem[3].load()).ch('\n');
 }
@@ -205,33 +162,11 @@ long store_sem(Task& t, std::string_view s) {
   int64_t v[4];
   long n = parse_ints(s, v, 4);
   if (n < 0) return n;
-  // semmni within IPCMNI; semopm as Linux bounds it (EINVAL otherwise).
-  if (n == 4 && (v[3] < 0 || v[3] > kIpcMni)) return -EINVAL;
+  if (n == 4 && (v[3] < 0 || v[3] > kIpcMni)) return -EINVAL;  // semmni within IPCMNI
   for (long i = 0; i < n; i++)
     if (v[i] < INT32_MIN || v[i] > INT32_MAX) return -EINVAL;
-  IpcLimits& l = ipc_limits(*t.kernel);
+  IpcLimits& l = t.kernel->ipc->limits;
   for (long i = 0; i < n; i++) l.sem[i].store((int)v[i]);
-  return 0;
-}
-void show_msgmax(Kernel& k, SynthText& o) { o.dec(ipc_limits(k).msgmax.load()).ch('\n'); }
-long store_msgmax(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 0, INT32_MAX, &v));
-  ipc_limits(*t.kernel).msgmax.store((int)v);
-  return 0;
-}
-void show_msgmnb(Kernel& k, SynthText& o) { o.dec(ipc_limits(k).msgmnb.load()).ch('\n'); }
-long store_msgmnb(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 0, INT32_MAX, &v));
-  ipc_limits(*t.kernel).msgmnb.store((int)v);
-  return 0;
-}
-void show_msgmni(Kernel& k, SynthText& o) { o.dec(ipc_limits(k).msgmni.load()).ch('\n'); }
-long store_msgmni(Task& t, std::string_view s) {
-  int64_t v;
-  TRY_LONG(parse_one(s, 0, kIpcMni, &v));
-  ipc_limits(*t.kernel).msgmni.store((int)v);
   return 0;
 }
 
@@ -242,27 +177,35 @@ struct Entry {
   long (*store)(Task&, std::string_view);
 };
 
+template <auto& (*Get)(Kernel&), int64_t Min, int64_t Max>
+constexpr Entry num(const char* path) {
+  return Entry{path, 0644, show_num<Get>, store_num<Get, Min, Max>};
+}
+
+// vm/drop_caches: guest caches are the ext4 volumes' (clean pages and
+// snapshots, which they drop under their own pressure rules); the value is
+// kept, as Linux keeps it, within Linux's range.
 constexpr Entry kEntries[] = {
-    {"fs/lease-break-time", 0644, show_lease_break, store_lease_break},
-    {"fs/nr_open", 0644, show_nr_open, store_nr_open},
-    {"fs/pipe-max-size", 0644, show_pipe_max, store_pipe_max},
-    {"kernel/core_pattern", 0644, show_core_pattern, store_core_pattern},
-    {"kernel/domainname", 0644, show_domainname, store_domainname},
-    {"kernel/hostname", 0644, show_hostname, store_hostname},
-    {"kernel/msgmax", 0644, show_msgmax, store_msgmax},
-    {"kernel/msgmnb", 0644, show_msgmnb, store_msgmnb},
-    {"kernel/msgmni", 0644, show_msgmni, store_msgmni},
+    num<lease_break_time, INT32_MIN, INT32_MAX>("fs/lease-break-time"),
+    num<nr_open, 64, 2147483584>("fs/nr_open"),  // sysctl_nr_open_min .. _max
+    {"fs/pipe-max-size", 0644, show_num<pipe_max_size>, store_pipe_max},
+    {"kernel/core_pattern", 0644, show_str<core_pattern>, store_str<core_pattern>},
+    {"kernel/domainname", 0644, show_str<domainname>, store_str<domainname>},
+    {"kernel/hostname", 0644, show_str<hostname>, store_str<hostname>},
+    num<msgmax, 0, INT32_MAX>("kernel/msgmax"),
+    num<msgmnb, 0, INT32_MAX>("kernel/msgmnb"),
+    num<msgmni, 0, kIpcMni>("kernel/msgmni"),
     {"kernel/osrelease", 0444, show_osrelease, nullptr},
     {"kernel/ostype", 0444, show_ostype, nullptr},
-    {"kernel/pid_max", 0644, show_pid_max, store_pid_max},
+    num<pid_max, 301, 4194304>("kernel/pid_max"),  // RESERVED_PIDS + 1 .. PID_MAX_LIMIT
     {"kernel/sem", 0644, show_sem, store_sem},
-    {"kernel/shm_rmid_forced", 0644, show_rmid_forced, store_rmid_forced},
-    {"kernel/shmall", 0644, show_shmall, store_shmall},
-    {"kernel/shmmax", 0644, show_shmmax, store_shmmax},
-    {"kernel/shmmni", 0644, show_shmmni, store_shmmni},
-    {"kernel/tainted", 0644, show_tainted, store_tainted},
-    {"vm/drop_caches", 0200, show_drop_caches, store_drop_caches},
-    {"vm/max_map_count", 0644, show_max_map_count, store_max_map_count},
+    num<shm_rmid_forced, 0, 1>("kernel/shm_rmid_forced"),
+    num<shmall, 0, INT64_MAX>("kernel/shmall"),
+    num<shmmax, 0, INT64_MAX>("kernel/shmmax"),
+    num<shmmni, 0, kIpcMni>("kernel/shmmni"),
+    {"kernel/tainted", 0644, show_num<tainted>, store_tainted},
+    {"vm/drop_caches", 0200, show_num<drop_caches>, store_num<drop_caches, 1, 4>},
+    num<max_map_count, 0, INT32_MAX>("vm/max_map_count"),
 };
 constexpr int kCount = (int)(sizeof kEntries / sizeof kEntries[0]);
 
@@ -293,27 +236,7 @@ long sysctl_pwrite(Task& t, File& f, const void* buf, size_t n, int64_t off) {
   return r < 0 ? r : (long)n;
 }
 
-long sysctl_read(Task& t, File& f, void* buf, size_t n) {
-  Guard g(f.pos_lock);
-  long r = sysctl_pread(t, f, buf, n, f.pos);
-  if (r > 0) f.pos += r;
-  return r;
-}
-
-long sysctl_write(Task& t, File& f, const void* buf, size_t n) {
-  Guard g(f.pos_lock);
-  long r = sysctl_pwrite(t, f, buf, n, f.pos);
-  if (r > 0) f.pos += r;
-  return r;
-}
-
-long sysctl_lseek(Task&, File& f, int64_t off, int whence) {
-  Guard g(f.pos_lock);
-  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : -1;
-  if (base < 0 || base + off < 0) return -EINVAL;
-  f.pos = base + off;
-  return f.pos;
-}
+long sysctl_lseek(Task&, File& f, int64_t off, int whence) { return file_seek_kept(f, off, whence, -1); }
 
 long sysctl_stat(Task&, File& f, struct stat* st) {
   synth_stat(st, S_IFREG | entry_of(f).mode, f.priv_word + 0x5c000, 0, 0x16);
@@ -321,8 +244,8 @@ long sysctl_stat(Task&, File& f, struct stat* st) {
 }
 
 const FileOps kSysctlOps = {
-    .read = sysctl_read,
-    .write = sysctl_write,
+    .read = file_read_at_pos,
+    .write = file_write_at_pos,
     .pread = sysctl_pread,
     .pwrite = sysctl_pwrite,
     .lseek = sysctl_lseek,

@@ -1,6 +1,7 @@
 #include "kernel/vfs/file.h"
 
 #include <cstring>
+#include <unistd.h>
 #include <linux/errno.h>
 #include <sys/syscall.h>
 
@@ -34,6 +35,14 @@ long file_write_at_pos(Task& t, File& f, const void* buf, size_t n) {
   long r = f.ops->pwrite(t, f, buf, n, f.pos);
   if (r > 0) f.pos += r;
   return r;
+}
+
+long file_seek_kept(File& f, int64_t off, int whence, int64_t end) {
+  Guard g(f.pos_lock);
+  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : whence == SEEK_END ? end : -1;
+  if (base < 0 || base + off < 0) return -EINVAL;
+  f.pos = base + off;
+  return f.pos;
 }
 
 void File::put() {

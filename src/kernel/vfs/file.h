@@ -96,6 +96,9 @@ File* file_alloc(Heap* heap, const FileOps* ops, uint32_t flags, int host_fd);
 // the file's pread/pwrite at the position, under its lock.
 long file_read_at_pos(Task& t, File& f, void* buf, size_t n);
 long file_write_at_pos(Task& t, File& f, const void* buf, size_t n);
+// lseek for such files: SEEK_SET and SEEK_CUR, and SEEK_END from `end`
+// when the file has a size (end >= 0; otherwise EINVAL).
+long file_seek_kept(File& f, int64_t off, int whence, int64_t end);
 
 class FdTable {
  public:

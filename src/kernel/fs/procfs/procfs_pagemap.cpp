@@ -74,15 +74,7 @@ long pagemap_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
   return done ? (long)done : r;
 }
 
-long pagemap_read(Task& t, File& f, void* buf, size_t n) { return file_read_at_pos(t, f, buf, n); }
-
-long pagemap_lseek(Task&, File& f, int64_t off, int whence) {
-  Guard g(f.pos_lock);
-  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : -1;
-  if (base < 0 || base + off < 0) return -EINVAL;
-  f.pos = base + off;
-  return f.pos;
-}
+long pagemap_lseek(Task&, File& f, int64_t off, int whence) { return file_seek_kept(f, off, whence, -1); }
 
 long pagemap_stat(Task&, File& f, struct stat* st) {
   synth_stat(st, S_IFREG | 0400, ((uint64_t)f.priv_word << 16) | 0xbeef, 0, 0x16);
@@ -90,7 +82,7 @@ long pagemap_stat(Task&, File& f, struct stat* st) {
 }
 
 const FileOps kPagemapOps = {
-    .read = pagemap_read,
+    .read = file_read_at_pos,
     .write = nullptr,
     .pread = pagemap_pread,
     .pwrite = nullptr,
