@@ -74,6 +74,15 @@ static void test_creating(void) {
   CHECK(fd >= 0, "create a 0400 file O_RDWR: %s", strerror(errno));
   if (fd >= 0) close(fd);
   CHECK_OK(mkdir(at("open/dir"), 0755));
+  // An unnamed file (O_TMPFILE) is the user's too, where the filesystem has them.
+  fd = open(at("open"), O_TMPFILE | O_RDWR, 0600);
+  CHECK(fd >= 0 || errno == EOPNOTSUPP, "O_TMPFILE: %s", strerror(errno));
+  if (fd >= 0) {
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && st.st_uid == USER && st.st_gid == USER, "O_TMPFILE owner %u:%u", st.st_uid,
+          st.st_gid);
+    close(fd);
+  }
   CHECK_OK(symlink("new", at("open/link")));
   CHECK_OK(mknod(at("open/fifo"), S_IFIFO | 0644, 0));
   CHECK_ERR(open(at("made-in-roots"), O_WRONLY | O_CREAT, 0644), EACCES);
