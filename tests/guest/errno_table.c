@@ -21,6 +21,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timex.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,7 +91,11 @@ enum {
   ARG_MAP,           // a 2-page private anonymous mapping (replaced after each row)
   ARG_MAP_END,       // the page after it, unmapped
   ARG_OWNER_BADTYPE, // struct f_owner_ex {7, 0}
-  FD_DIRFD_CLOSED,   // the folder holding PATH_CLOSED_FILE, O_PATH
+  ARG_BUF_ZERO,      // a zeroed buffer (a struct timex with modes 0)
+  ARG_TIMEX_OFFSET,  // a struct timex that would set the offset
+  ARG_TIMEVAL_BAD,   // a struct timeval with tv_usec 1000000
+  ARG_TIMEVAL_NOW,   // the time now, as a timeval
+  ARG_TIMESPEC_NOW,  // and as a timespec
   P_END,
 };
 
@@ -215,6 +221,16 @@ static const struct Row rows[] = {
   {"hostile", "futex_waitv on the kernel heap", SYS_futex_waitv, {ARG_WAITV_KERNEL, 1, 0, 0, 0}, EFAULT, 0, ANY, 0},
   {"hostile", "write(file, kernel heap, 8)", SYS_write, {FD_FILE, ARG_KERNEL_HEAP, 8}, EFAULT, 0, ANY, 0},
   {"hostile", "mlock(kernel heap)", SYS_mlock, {ARG_KERNEL_HEAP, 4096}, ENOMEM, 0, ANY, 0},
+  // --- time: the clock is asked about, not set ---------------------------
+  {"time", "adjtimex(modes 0)", SYS_adjtimex, {ARG_BUF_ZERO}, 0, OK_ANY, ANY, 0},
+  {"time", "adjtimex(ADJ_OFFSET) as a user", SYS_adjtimex, {ARG_TIMEX_OFFSET}, EPERM, 0, USER, 0},
+  {"time", "clock_adjtime(MONOTONIC)", SYS_clock_adjtime, {CLOCK_MONOTONIC, ARG_BUF_ZERO}, EOPNOTSUPP, 0, ANY, 0},
+  {"time", "clock_adjtime(100)", SYS_clock_adjtime, {100, ARG_BUF_ZERO}, EINVAL, 0, ANY, 0},
+  {"time", "settimeofday(usec 1000000)", SYS_settimeofday, {ARG_TIMEVAL_BAD, 0}, EINVAL, 0, ANY, 0},
+  {"time", "settimeofday(now) as a user", SYS_settimeofday, {ARG_TIMEVAL_NOW, 0}, EPERM, 0, USER, 0},
+  {"time", "settimeofday(NULL, NULL)", SYS_settimeofday, {0, 0}, 0, 0, ANY, 0},
+  {"time", "clock_settime(MONOTONIC)", SYS_clock_settime, {CLOCK_MONOTONIC, ARG_TIMESPEC_ZERO}, EINVAL, 0, ANY, 0},
+  {"time", "clock_settime(REALTIME) as a user", SYS_clock_settime, {CLOCK_REALTIME, ARG_TIMESPEC_NOW}, EPERM, 0, USER, 0},
   // --- processes -----------------------------------------------------------
   {"process", "personality(query)", SYS_personality, {0xffffffff}, 0, 0, ANY, 0},
   {"process", "futex_waitv(NULL, 1)", SYS_futex_waitv, {0, 1, 0, 0, 0}, EINVAL, 0, ANY, 0},
@@ -243,6 +259,9 @@ static struct timespec ts_zero;
 static struct futex_waitv waitv_kernel;
 static struct f_owner_ex owner_badtype = {7, 0};
 static char* map_area;
+static struct timex timex_zero, timex_offset;
+static struct timeval tv_bad, tv_now;
+static struct timespec ts_now;
 
 // flatux's kernel heap lives here (no mapping natively).
 static const uintptr_t kKernelHeap = 0x7e0000000000ull;
@@ -305,6 +324,8 @@ static void setup(void) {
   waitv_badflags = (struct futex_waitv){.val = 1, .uaddr = (uintptr_t)&futex_word, .flags = 0};
   waitv_unaligned = (struct futex_waitv){.val = 1, .uaddr = (uintptr_t)&futex_word + 1, .flags = FUTEX_32};
   waitv_kernel = (struct futex_waitv){.val = 0, .uaddr = kKernelHeap, .flags = FUTEX_32};
+  timex_offset.modes = ADJ_OFFSET;
+  tv_bad.tv_usec = 1000000;
 }
 
 static long resolve(long v, long* fresh) {
@@ -335,6 +356,11 @@ static long resolve(long v, long* fresh) {
     case ARG_MAP: return (long)map_area;
     case ARG_MAP_END: return (long)(map_area + 2 * 4096);
     case ARG_OWNER_BADTYPE: return (long)&owner_badtype;
+    case ARG_BUF_ZERO: memset(&timex_zero, 0, sizeof timex_zero); return (long)&timex_zero;
+    case ARG_TIMEX_OFFSET: return (long)&timex_offset;
+    case ARG_TIMEVAL_BAD: return (long)&tv_bad;
+    case ARG_TIMEVAL_NOW: gettimeofday(&tv_now, NULL); return (long)&tv_now;
+    case ARG_TIMESPEC_NOW: clock_gettime(CLOCK_REALTIME, &ts_now); return (long)&ts_now;
     default: return fds[v - P_BASE];
   }
 }
