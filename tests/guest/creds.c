@@ -87,6 +87,10 @@ static void test_creating(void) {
   CHECK_OK(mknod(at("open/fifo"), S_IFIFO | 0644, 0));
   CHECK_ERR(open(at("made-in-roots"), O_WRONLY | O_CREAT, 0644), EACCES);
   CHECK_ERR(mkdir(at("dir-in-roots"), 0755), EACCES);
+  fd = open(".", O_TMPFILE | O_RDWR, 0600);
+  CHECK(fd == -1 && (errno == EACCES || errno == EOPNOTSUPP), "O_TMPFILE in root's folder: %d (%s)", fd,
+        strerror(errno));
+  if (fd >= 0) close(fd);
   // The group of a set-group-ID folder; a new folder there inherits the bit.
   fd = open(at("sg/f"), O_WRONLY | O_CREAT, 0644);
   CHECK(fd >= 0, "create in the setgid folder: %s", strerror(errno));

@@ -125,6 +125,13 @@ long open_on_readonly(Task& t, Lookup& lk, int flags) {
 long open_checked(Task& t, Lookup& lk, int flags, int mode, File** out) {
   Filesystem& fs = *lk.mount->fs;
   bool tmpfile = (flags & __O_TMPFILE) == __O_TMPFILE;
+  if (tmpfile) {
+    // An unnamed file is made in the directory lk names: write and search on it.
+    struct stat dir;
+    long e = fs.ops->stat(t, fs, lk, &dir);
+    if (e == 0 && S_ISDIR(dir.st_mode)) e = may_access(t, dir, W_OK | X_OK);
+    if (e < 0 && e != -ENOTDIR) return e;
+  }
   for (int tries = 0; tries < 3; tries++) {
     bool creating = tmpfile;
     if ((flags & O_CREAT) && !(flags & O_PATH)) {
