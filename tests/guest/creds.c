@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define USER 65534
@@ -170,6 +171,31 @@ static void test_open_checks(void) {
   if (fd >= 0) close(fd);
 }
 
+// exec needs the caller's own execute bit: root's 0744 file is not an
+// ordinary user's to run (a vfork child tries; its exit code says what happened).
+static void test_exec(void) {
+  puts("execve: the caller's execute bit");
+  int in = open("/proc/self/exe", O_RDONLY);
+  int out = open(at("rootprog"), O_WRONLY | O_CREAT | O_TRUNC, 0744);
+  REQUIRE(in >= 0 && out >= 0);
+  char buf[65536];
+  for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;) REQUIRE(write(out, buf, (size_t)n) == n);
+  close(in);
+  close(out);
+  REQUIRE(chmod(at("rootprog"), 0744) == 0);
+  pid_t pid = vfork();
+  if (pid == 0) {
+    if (syscall(SYS_setresuid, USER, USER, USER) != 0) _exit(3);
+    char* argv[] = {"rootprog", NULL};
+    syscall(SYS_execve, "rootprog", argv, NULL);
+    _exit(errno == EACCES ? 0 : 4);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exec of a 0744 root file as a user: status %#x", status);
+  unlink(at("rootprog"));
+}
+
 static void cleanup(void) {
   const char* names[] = {"open/new", "open/ro", "open/link", "open/fifo", "sg/f", "closed/l", "closed/f", "rootfile"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(at(names[i]));
@@ -192,6 +218,7 @@ int main(int argc, char** argv) {
   test_creating();
   test_attributes();
   test_open_checks();
+  test_exec();
   cleanup();
   return guest_finish();
 }
