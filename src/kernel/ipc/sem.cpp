@@ -116,14 +116,14 @@ long new_set(Task& t, IpcNamespace& ns, int32_t key, int nsems, int flag) {
 }
 
 // The caller's adjustments to set s, made on first use. sem.lock held.
-SemUndo* undo_for(Task& t, SemSet* s) {
+ErrorOr<SemUndo*> undo_for(Task& t, SemSet* s) {
   Heap* heap = t.kernel->heap;
   Process& p = *t.proc;
-  if (!p.sem_undo && !(p.sem_undo = heap->make<SemUndoList>())) return nullptr;
+  if (!p.sem_undo && !(p.sem_undo = heap->make<SemUndoList>())) return kerr(-ENOMEM);
   for (SemUndo* u = p.sem_undo->head; u; u = u->next_in_list)
     if (u->set == s) return u;
   auto* u = static_cast<SemUndo*>(heap->alloc(sizeof(SemUndo) + sizeof(short) * (size_t)s->nsems));
-  if (!u) return nullptr;
+  if (!u) return kerr(-ENOMEM);
   u->set = s;
   u->owner = p.sem_undo;
   u->nsems = s->nsems;
@@ -187,6 +187,15 @@ Try try_ops(Task& t, SemSet& s, const sembuf* ops, int n, SemUndo* undo, int* bl
   return Try::kDone;
 }
 
+// The set a semop works on, in Linux's order of checks. sem.lock held.
+ErrorOr<SemSet*> semop_target(Task& t, IpcNamespace& ns, int id, int max_num, bool alter) {
+  SemSet* s = find_id(ns, id);
+  if (!s) return kerr(-EINVAL);
+  if (max_num >= s->nsems) return kerr(-EFBIG);
+  if (ipc_permitted(t, *s, alter ? 0222 : 0444)) return kerr(-EACCES);
+  return s;
+}
+
 long read_timeout(uint64_t guest, int64_t* deadline) {
   *deadline = 0;
   if (!guest) return 0;
@@ -221,12 +230,12 @@ long do_semop(Task& t, int id, uint64_t guest_ops, uint64_t nops, uint64_t guest
     if (ops[i].sem_flg & SEM_UNDO) undo = true;
   }
   Guard g(ns.sem.lock);
-  SemSet* s = find_id(ns, id);
-  if (!s) return -EINVAL;
-  if (max >= s->nsems) return -EFBIG;
-  if (ipc_permitted(t, *s, alter ? 0222 : 0444)) return -EACCES;
+  TRY(s, semop_target(t, ns, id, max, alter));
   SemUndo* u = nullptr;
-  if (undo && !(u = undo_for(t, s))) return -ENOMEM;
+  if (undo) {
+    TRY(mine, undo_for(t, s));
+    u = mine;
+  }
   for (;;) {
     int blocker = 0;
     long err = 0;
