@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <sys/syscall.h>
 
+#include "host/entry.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
@@ -13,8 +14,6 @@
 #include "kernel/task/process.h"
 #include "kernel/time.h"
 
-extern "C" long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid,
-                                    unsigned long tls, void (*fn)(void*), void* arg);
 
 namespace flatux {
 namespace {
@@ -137,18 +136,8 @@ void timer_thread(void* arg) {
 long start_locked(Kernel& k) {
   TimerService& ts = *k.timers;
   if (ts.started) return 0;
-  void* stack = k.heap->alloc_kstack();
-  if (!stack) return -EAGAIN;
-  auto* h = static_cast<KStackHeader*>(stack);
-  h->task = nullptr;  // a kernel thread: no guest task
-  h->magic = kKStackMagic;
-  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-  long r = flatux_clone_thread(flags, (char*)stack + kKernelStackSize, nullptr, 0, timer_thread, &k);
-  if (r < 0) {
-    k.heap->free_kstack(stack);
-    return r;
-  }
-  ts.stack = stack;
+  long r = start_kernel_thread(k, timer_thread, &k, &ts.stack);
+  if (r < 0) return r;
   ts.started = true;
   return 0;
 }
@@ -212,6 +201,11 @@ void timer_remove(Kernel& k, KTimer* t) {
   while (*link && *link != t) link = &(*link)->next;
   if (*link) *link = t->next;
   k.heap->destroy_obj(t);
+}
+
+long timers_start(Kernel& k) {
+  Guard g(k.timers->lock);
+  return start_locked(k);
 }
 
 void timers_release_process(Kernel& k, Process& p) {
