@@ -140,7 +140,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
     if (p.state != ProcState::kRunning) return 0;
     prepare(p, sig);
     Task* probe = target ? target : p.threads;
-    bool blocked = probe && (probe->sigmask & sigbit(sig));
+    bool blocked = probe && ((probe->sigmask | probe->real_blocked) & sigbit(sig));
     if (sig != SIGKILL && !blocked && ignored(p, sig)) return 0;
     SigPending& q = target ? target->pending : p.shared_pending;
     if (!is_rt(sig) && (q.set & sigbit(sig))) return 0;  // standard signals coalesce

@@ -147,6 +147,7 @@ struct Task {
   uint64_t sigmask = 0;
   SigPending pending;
   uint64_t saved_sigmask = 0;    // restored after a sigsuspend-style wait
+  uint64_t real_blocked = 0;     // the mask before sigtimedwait unblocked what it awaits
   bool restore_sigmask = false;
   uint64_t altstack_sp = 0, altstack_size = 0;
   int altstack_flags = SS_DISABLE;
