@@ -39,10 +39,10 @@ uintptr_t caller_id() {
   return (uintptr_t)host::sys(SYS_gettid) << 1 | 1;
 }
 
-// The kernel stack of a task running outside the first host process.
+// Asked of the host, not of the task: during an execve into a fresh host
+// process the task's thread there loads the image before the task moves.
 bool in_forked_host_process(Kernel& k) {
-  KStackHeader* h = current_kstack_checked();
-  return h && h->task && h->task->hproc && h->task->hproc != k.hproc0;
+  return k.gate_server_started && host::sys(SYS_getpid) != k.host_pid;
 }
 
 long forward_call(Kernel& k, long (*fn)(void*), void* arg) {

@@ -7,6 +7,7 @@
 #include <linux/prctl.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 
 #include "host/entry.h"
@@ -20,6 +21,14 @@ extern "C" long flatux_clone_process(unsigned long flags, void* stack_top, int* 
                                      void (*fn)(void*), void* arg);
 
 namespace flatux {
+
+struct RetiredStack {
+  void* kstack;
+  HostProc* hp;
+  std::atomic<uint32_t> tid;
+  RetiredStack* next;
+};
+
 namespace {
 
 // The top of the host's user address space (47-bit): what a forked host
@@ -89,9 +98,8 @@ void keeper_main(void* arg) {
   host::sys(SYS_rt_sigprocmask, SIG_SETMASK, &mask, nullptr, 8);
   hp.pid = (int)host::sys(SYS_getpid);
   hp.keeper_tid.store((uint32_t)host::sys(SYS_gettid));
-  Task& first = *hp.first;
-  drop_inherited_memory(k, *first.proc->mm);
-  long r = start_task_thread(first);
+  drop_inherited_memory(k, *hp.keep_mm);
+  long r = hp.start_fn ? hp.start_fn(hp.start_arg) : start_task_thread(*hp.first);
   hp.start_result = r;
   hp.started.store(1);
   futex_wake(&hp.started, 1);
@@ -207,7 +215,28 @@ void hostprocs_mark_gone_locked(Kernel& k) {
       hp->gone = true;
 }
 
+std::atomic<uint32_t>* retire_kstack_locked(Kernel& k, void* kstack, HostProc* hp, uint32_t tid) {
+  RetiredStack* r = k.heap->make<RetiredStack>();
+  if (!r) return nullptr;
+  r->kstack = kstack;
+  r->hp = hp;
+  r->tid.store(tid);
+  r->next = k.retired_stacks;
+  k.retired_stacks = r;
+  return &r->tid;
+}
+
 void hostprocs_free_gone_locked(Kernel& k) {
+  for (RetiredStack** link = &k.retired_stacks; RetiredStack* r = *link;) {
+    if (r->tid.load() != 0 && !r->hp->gone) {
+      link = &r->next;
+      continue;
+    }
+    *link = r->next;
+    host::sys(SYS_mprotect, (uintptr_t)r->kstack + 4096, 4096, PROT_READ | PROT_WRITE);
+    k.heap->free_kstack(r->kstack);
+    k.heap->destroy_obj(r);
+  }
   HostProc** link = &k.hprocs;
   while (HostProc* hp = *link) {
     if (!hp->gone) {

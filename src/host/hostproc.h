@@ -28,8 +28,13 @@ struct HostProc {
   std::atomic<bool> making{true}; // not yet cloned (pidfd is set before this clears)
   bool gone = false;              // (tasks_lock) its threads have all ended
   HostProc* next = nullptr;       // Kernel::hprocs
-  // Handing the forked child its first task (host/hostproc.cpp).
+  // What the keeper starts once the inherited memory is dropped: `first`'s
+  // thread (fork), or start_fn(start_arg) (execve into a fresh host
+  // process); keep_mm names the guest memory to keep.
   Task* first = nullptr;
+  Mm* keep_mm = nullptr;
+  long (*start_fn)(void*) = nullptr;
+  void* start_arg = nullptr;
   std::atomic<uint32_t> started{0};
   long start_result = 0;
 };
@@ -44,11 +49,11 @@ bool is_kernel_host_pid(Kernel& k, int pid);
 // fork that fails before fork_host_process() calls hostproc_abandon.
 HostProc* hostproc_new_locked(Kernel& k);
 void hostproc_abandon(HostProc* hp);
-// Makes the host process for hp (a copy of the calling task's), in which
-// `child` (hp->first, whose Mm is the copy of the caller's, already built)
-// starts. The caller holds its own Mm's lock, so the copy's region list
-// matches the memory the host copies. 0 or -errno; on failure no host
-// process is left and hp is dropped.
+// Makes the host process for hp, a copy of the calling task's, in which
+// the keeper drops what is not hp.keep_mm's and starts what hp names. For
+// fork the caller holds its own Mm's lock, so the copy's region list
+// matches the memory the host copies. Returns once that start is done: 0
+// or -errno (then the host process ends by itself).
 long fork_host_process(Task& caller, HostProc& hp);
 // A task's host thread is about to end: the last one out of a forked host
 // process lets its keeper end the process.
@@ -57,6 +62,13 @@ void hostproc_task_left(Kernel& k, HostProc* hp);
 // (every dead task that lived there can then be freed), then free them.
 void hostprocs_mark_gone_locked(Kernel& k);
 void hostprocs_free_gone_locked(Kernel& k);
+// A kernel stack whose thread is still ending (a task that moved to
+// another host process): freed once the host has cleared the returned
+// word (point the thread's clear-tid address at it) or hp is gone. Starts
+// at `tid`; 0 frees it at the next reap. nullptr when out of memory (the
+// stack is then kept).
+std::atomic<uint32_t>* retire_kstack_locked(Kernel& k, void* kstack, HostProc* hp, uint32_t tid);
+
 // Ends every host process but the first (power-off, the launcher exiting).
 void hostprocs_kill_all(Kernel& k);
 

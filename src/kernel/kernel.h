@@ -22,6 +22,7 @@ struct Console;
 struct BlockDevices;
 struct HostProc;
 struct GateRequest;
+struct RetiredStack;
 
 struct TextRange {
   uintptr_t start, end;
@@ -89,6 +90,7 @@ struct Kernel {
   HostProc* hprocs = nullptr; // on this list (tasks_lock; host/hostproc.h)
   bool forking_ready = false; // what forked host processes rely on is set up (tasks_lock)
   int launcher_pidfd = -1;    // the first host process, watched by the others
+  RetiredStack* retired_stacks = nullptr;  // kernel stacks of threads still ending (tasks_lock)
 
   KMutex log_lock;
   KMutex gate_lock;

@@ -84,6 +84,7 @@ long fork_child(Task& t, Task& child) {
     return -ENOMEM;
   }
   child.proc->mm = mm;
+  child.hproc->keep_mm = mm;
   long r = fork_host_process(t, *child.hproc);
   if (r < 0) {
     // Not mapped here as the child's: forget the ranges, unmap nothing.
