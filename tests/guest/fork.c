@@ -272,6 +272,39 @@ static void test_wait_statuses_and_kill(void) {
   sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+static size_t read_file(const char* path, char* buf, size_t cap) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return 0;
+  size_t n = 0;
+  ssize_t r;
+  while (n < cap && (r = read(fd, buf + n, cap - n)) > 0) n += (size_t)r;
+  close(fd);
+  return n;
+}
+
+static void test_proc_of_child(void) {
+  printf("/proc/PID of a forked child:\n");
+  int p[2];
+  REQUIRE(pipe(p) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(p[1]);
+    char c;
+    _exit(read(p[0], &c, 1) == 0 ? 0 : 1);  // until the parent closes its end
+  }
+  close(p[0]);
+  char mine[4096], theirs[4096], path[64];
+  size_t n1 = read_file("/proc/self/cmdline", mine, sizeof mine);
+  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+  size_t n2 = read_file(path, theirs, sizeof theirs);
+  CHECK(n1 > 0 && n1 == n2 && memcmp(mine, theirs, n1) == 0, "cmdline of the child: %zu vs %zu bytes", n2, n1);
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  CHECK(read_file(path, theirs, sizeof theirs) > 0 && atoi(theirs) == pid);
+  close(p[1]);
+  CHECK(child_code(pid) == 0);
+}
+
 static int atfork_log[3], atfork_n;
 static void at_prepare(void) { atfork_log[0] = ++atfork_n; }
 static void at_parent(void) { atfork_log[1] = ++atfork_n; }
@@ -344,6 +377,7 @@ int main(void) {
   test_signal_handler();
   test_three_levels();
   test_wait_statuses_and_kill();
+  test_proc_of_child();
   test_atfork();
   test_clone3();
   test_vfork_in_forked_child();
