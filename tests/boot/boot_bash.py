@@ -15,61 +15,18 @@ Every bash here forks (pipelines, substitutions, jobs).
 import argparse
 import os
 import pty
-import select
 import shutil
-import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import boot_console  # noqa: E402  (its Console drives the pty)
+from boot_console import Console, check  # noqa: E402
+
 PROMPT = b"bash# "
+boot_console.PROMPT = PROMPT
 STEP_S = 30.0
 SIGNAL_S = 5.0
-
-
-class Console:
-    def __init__(self, master):
-        self.master = master
-        self.log = b""
-        self.seen = 0
-
-    def read_some(self, timeout):
-        r, _, _ = select.select([self.master], [], [], timeout)
-        if not r:
-            return
-        try:
-            chunk = os.read(self.master, 65536)
-        except OSError:
-            chunk = b""
-        if not chunk:
-            raise EOFError
-        self.log += chunk
-
-    def expect(self, marker, timeout=STEP_S):
-        deadline = time.monotonic() + timeout
-        while True:
-            i = self.log.find(marker, self.seen)
-            if i >= 0:
-                before = self.log[self.seen:i]
-                self.seen = i + len(marker)
-                return before
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no {marker!r} within {timeout} s")
-            self.read_some(left)
-
-    def send(self, data):
-        os.write(self.master, data)
-
-    def run(self, line, timeout=STEP_S):
-        self.send(line.encode() + b"\r")
-        out = self.expect(PROMPT, timeout)
-        return out.split(b"\r\n", 1)[1] if b"\r\n" in out else out
-
-
-def check(cond, what, failures):
-    print(("ok  " if cond else "FAIL"), what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def interrupt(con, keys, what, failures):
