@@ -10,9 +10,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -305,6 +307,29 @@ static void test_proc_of_child(void) {
   CHECK(child_code(pid) == 0);
 }
 
+static volatile sig_atomic_t got_prof;
+static void on_prof(int sig) { (void)sig; got_prof = 1; }
+
+static void test_cpu_timer_in_child(void) {
+  printf("ITIMER_PROF in a forked child:\n");
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    signal(SIGPROF, on_prof);
+    struct itimerval it = {{0, 0}, {0, 20000}};
+    if (setitimer(ITIMER_PROF, &it, NULL) != 0) _exit(1);
+    // 20 ms of CPU time; give up after 5 s of wall time.
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+      for (volatile int i = 0; i < 100000; i++) {}
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (!got_prof && now.tv_sec - t0.tv_sec < 5);
+    _exit(got_prof ? 0 : 2);
+  }
+  CHECK(child_code(pid) == 0, "no SIGPROF in the child (%d)", child_code(pid));
+}
+
 static int atfork_log[3], atfork_n;
 static void at_prepare(void) { atfork_log[0] = ++atfork_n; }
 static void at_parent(void) { atfork_log[1] = ++atfork_n; }
@@ -378,6 +403,7 @@ int main(void) {
   test_three_levels();
   test_wait_statuses_and_kill();
   test_proc_of_child();
+  test_cpu_timer_in_child();
   test_atfork();
   test_clone3();
   test_vfork_in_forked_child();

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
@@ -146,14 +147,23 @@ long start_locked(Kernel& k) {
 
 uint64_t process_cpu_ns_locked(Process& p, int kind) {
   uint64_t total = p.cpu_ns;
+  int clock_kind = kind == kCpuVirtual ? 1 : 2;  // CPUCLOCK_VIRT or CPUCLOCK_SCHED
   for (Task* t = p.threads; t; t = t->next_thread) {
     uint32_t tid = t->host_tid.load();
     if (tid <= 1) continue;
-    // The host's per-thread CPU clocks: MAKE_THREAD_CPUCLOCK(tid, VIRT or SCHED).
-    long clock = ((long)~(uint64_t)tid << 3) | 4 | (kind == kCpuVirtual ? 1 : 2);
+    // The host's per-thread CPU clocks: MAKE_THREAD_CPUCLOCK(tid, kind).
+    long clock = ((long)~(uint64_t)tid << 3) | 4 | clock_kind;
     timespec ts;
-    if (host::sys(SYS_clock_gettime, clock, &ts) == 0)
-      total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (host::sys(SYS_clock_gettime, clock, &ts) != 0) {
+      // A thread of another host process (a forked guest) has no thread
+      // clock here: its host process's clock (MAKE_PROCESS_CPUCLOCK) counts
+      // the whole process, once.
+      clock = ((long)~(uint64_t)task_host_pid(*t) << 3) | clock_kind;
+      if (host::sys(SYS_clock_gettime, clock, &ts) == 0)
+        total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+      break;
+    }
+    total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   }
   return total;
 }
