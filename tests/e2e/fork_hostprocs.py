@@ -131,7 +131,9 @@ def case_many_forks(flatux, rounds=900):
     (h0, f0, m0), (h1, f1, m1) = samples
     if h1 != 0 or h0 != 0:
         return fail("forked host processes are left over")
-    if f1 > f0:
+    # One host process's record (its pidfd) may wait for the next fork to
+    # be reaped at either sample; a leak per fork would show hundreds.
+    if f1 > f0 + 1:
         return fail(f"descriptors grew from {f0} to {f1}")
     if m1 - m0 > 2 * 1024:
         return fail(f"memory grew by {m1 - m0} KiB over 900 forks")
