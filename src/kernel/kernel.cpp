@@ -4,6 +4,7 @@
 #include <sys/mount.h>
 #include <sys/syscall.h>
 
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 
 #include "kernel/block/ubd.h"
@@ -36,6 +37,11 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->cfg = cfg;
   k->boot_ns = monotonic_ns();
   k->host_pid = (int)host::sys(SYS_getpid);
+  k->hproc0 = heap->make<HostProc>();
+  if (k->hproc0) {
+    k->hproc0->kernel = k;
+    k->hproc0->pid = k->host_pid;
+  }
   k->vfs = heap->make<Vfs>(heap);
   k->locks = heap->make<LockTable>(heap);
   k->leases = heap->make<LeaseTable>(heap);
@@ -44,7 +50,8 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->log = log_buffer_create(heap);
   k->blocks = heap->make<BlockDevices>();
   k->ipc = ipc_namespace_create(heap);
-  if (!k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net || !k->log) {
+  if (!k->hproc0 || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net ||
+      !k->log) {
     heap->destroy();
     return nullptr;
   }

@@ -153,6 +153,32 @@ static void test_pagemap(void) {
   CHECK(e[0] >> 63 == 1, "touched page present: %016llx", (unsigned long long)e[0]);
   CHECK(e[1] >> 63 == 0, "untouched page absent: %016llx", (unsigned long long)e[1]);
   CHECK(e[2] == 0, "unmapped page: %016llx", (unsigned long long)e[2]);
+  // Another process's: a page only a forked child has.
+  int p[2], q[2];
+  REQUIRE(pipe(p) == 0 && pipe(q) == 0);
+  fflush(stdout);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    char* mine = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mine[0] = 1;
+    uintptr_t a = (uintptr_t)mine;
+    char c;
+    _exit(write(p[1], &a, sizeof a) == sizeof a && read(q[0], &c, 1) == 1 ? 0 : 1);
+  }
+  uintptr_t theirs = 0;
+  REQUIRE(read(p[0], &theirs, sizeof theirs) == sizeof theirs);
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/pagemap", pid);
+  int cfd = open(path, O_RDONLY);
+  uint64_t ce = 0;
+  CHECK(cfd >= 0 && pread(cfd, &ce, 8, (off_t)(theirs / PG * 8)) == 8 && ce >> 63 == 1,
+        "the child's page in /proc/%d/pagemap: %016llx", pid, (unsigned long long)ce);
+  if (cfd >= 0) close(cfd);
+  REQUIRE(write(q[1], "x", 1) == 1);
+  int status;
+  waitpid(pid, &status, 0);
+  close(p[0]), close(p[1]), close(q[0]), close(q[1]);
   CHECK_ERR(pread(fd, e, 8, at + 1), EINVAL);
   CHECK_ERR(pread(fd, e, 7, at), EINVAL);
   struct stat st;

@@ -368,6 +368,44 @@ static void test_msg(void) {
   CHECK_ERR(rmsgctl(id, IPC_STAT, &ds), EINVAL);
 }
 
+// fork: attachments are inherited (counted again), and a child in its
+// own address space shares the segment, sleeps on a semaphore the parent
+// posts, and its SEM_UNDO adjustments go at its exit.
+static void test_fork(void) {
+  puts("fork: inherited attachments, semaphores across processes");
+  int shm = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+  int sem = semget(IPC_PRIVATE, 2, IPC_CREAT | 0600);
+  REQUIRE(shm >= 0 && sem >= 0);
+  char* p = shmat(shm, NULL, 0);
+  REQUIRE(p != (char*)-1);
+  fflush(stdout);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    struct shmid_ds ds;
+    if (rshmctl(shm, IPC_STAT, &ds) != 0 || ds.shm_nattch != 2) _exit(10);
+    struct sembuf wait_parent = {0, -1, 0}, undo = {1, 5, SEM_UNDO};
+    if (semop(sem, &wait_parent, 1) != 0) _exit(11);  // the parent posts after a while
+    strcpy(p, "from the child");
+    if (semop(sem, &undo, 1) != 0) _exit(12);
+    _exit(0);
+  }
+  usleep(50000);
+  struct sembuf post = {0, 1, 0};
+  CHECK_OK(semop(sem, &post, 1));
+  int status;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+  CHECK(strcmp(p, "from the child") == 0, "the child's write: %.20s", p);
+  struct shmid_ds ds;
+  CHECK(rshmctl(shm, IPC_STAT, &ds) == 0 && ds.shm_nattch == 1, "nattch after the child: %lu",
+        (unsigned long)ds.shm_nattch);
+  CHECK(rsemctl(sem, 1, GETVAL, 0) == 0, "the child's SEM_UNDO: %ld", rsemctl(sem, 1, GETVAL, 0));
+  shmdt(p);
+  rshmctl(shm, IPC_RMID, NULL);
+  rsemctl(sem, 0, IPC_RMID, 0);
+}
+
 int main(void) {
   guest_name = "sysv_ipc";
   root = geteuid() == 0;
@@ -375,5 +413,6 @@ int main(void) {
   test_shm();
   test_sem();
   test_msg();
+  test_fork();
   return guest_finish();
 }

@@ -74,17 +74,16 @@ TEST(RegionAttrsTest, SplitsShareTheNameAndShiftTheOffset) {
   ASSERT_NE(heap, nullptr);
   auto* list = heap->make<RegionList>(heap);
   RegionAttrs attrs;
-  attrs.shared = true;
   attrs.offset = 0x1000;
   attrs.name = region_name_make(heap, "/some/file", 0x801, 42);
-  ASSERT_TRUE(list->add(0x10000, 0x14000, 3, kRegionFile, attrs));
+  ASSERT_TRUE(list->add(0x10000, 0x14000, 3, kRegionFile, kRegionShared, attrs));
   region_name_put(heap, attrs.name);  // the list holds its own
   ASSERT_TRUE(list->set_prot(0x11000, 0x12000, 1));
   EXPECT_EQ(list->count(), 3);
   const Region* mid = list->find(0x11000);
   ASSERT_NE(mid, nullptr);
   EXPECT_EQ(mid->attrs.offset, 0x2000u);
-  EXPECT_TRUE(mid->attrs.shared);
+  EXPECT_TRUE(mid->flags & kRegionShared);
   EXPECT_EQ(mid->attrs.name, list->first()->attrs.name);
   EXPECT_EQ(mid->attrs.name->refs.load(), 3);
   EXPECT_TRUE(list->splits(0x12800, 0x13000));   // a hole in [0x12000, 0x14000)

@@ -250,7 +250,6 @@ long sys_shmat(Task& t, SyscallArgs a) {
       KFmt n(name, sizeof name);
       n.str("/SYSV").hexraw((uint32_t)s->key, 8).str(" (deleted)");
       RegionAttrs attrs;
-      attrs.shared = true;
       attrs.name = region_name_make(k.heap, n.c_str(), 1, (uint64_t)s->id);
       r = mm_map(mm, addr, len, prot, MAP_SHARED, s->memfd, 0, kRegionShm, addr != 0, attrs);
       region_name_put(k.heap, attrs.name);

@@ -50,7 +50,8 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
   long r = host::sys(SYS_mmap, hint, len, prot, host_flags, host_fd, off);
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
-  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, a)) {
+  uint8_t flags = (host_flags & MAP_TYPE) == MAP_SHARED ? kRegionShared : 0;
+  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, flags, a)) {
     host::sys(SYS_munmap, addr, len);
     return -ENOMEM;
   }
@@ -137,6 +138,52 @@ void mm_release(Mm& mm) {
   mm_recharge(mm);
 }
 
+Mm* mm_fork(Heap* heap, Mm& parent) {
+  Mm* mm = heap->make<Mm>(heap);
+  if (!mm) return nullptr;
+  if (!mm->regions.copy_from(parent.regions)) {
+    heap->destroy_obj(mm);
+    return nullptr;
+  }
+  mm->brk_start = parent.brk_start;
+  mm->brk_cur = parent.brk_cur;
+  mm->brk_mapped = parent.brk_mapped;
+  mm->brk_limit = parent.brk_limit;
+  mm->stack_floor = parent.stack_floor;
+  mm->stack_low = parent.stack_low;
+  mm->stack_top = parent.stack_top;
+  mm->arg_start = parent.arg_start;
+  mm->arg_end = parent.arg_end;
+  mm->env_start = parent.env_start;
+  mm->env_end = parent.env_end;
+  mm->acct = parent.acct;
+  // Linux's strict overcommit charges a forked child for its private
+  // writable memory (dup_mmap); shared mappings stay charged once.
+  uint64_t charge = 0;
+  for (const Region* r = mm->regions.first(); r; r = r->next)
+    if (!(r->flags & kRegionUncharged) && mm_chargeable(r->prot, r->kind)) charge += r->end - r->start;
+  if (!mm_charge_fits(*mm, charge)) {
+    mm->regions.clear();
+    heap->destroy_obj(mm);
+    return nullptr;
+  }
+  mm_recharge(*mm);
+  // System V attachments are inherited: the child's count too.
+  if (shm_copy_attachments(parent, *mm) < 0) {
+    mm_forget(heap, mm);
+    return nullptr;
+  }
+  return mm;
+}
+
+void mm_forget(Heap* heap, Mm* mm) {
+  if (!mm) return;
+  shm_detach_all(*mm);  // the records and counts only: nothing is unmapped
+  mm->regions.clear();
+  mm_recharge(*mm);
+  heap->destroy_obj(mm);
+}
+
 void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si) {
   if (!acct.limit) return;
   uint64_t unit = si->mem_unit ? si->mem_unit : 1;
@@ -166,7 +213,7 @@ void mm_recharge(Mm& mm) {
   if (!mm.acct) return;
   uint64_t now = 0;
   for (const Region* r = mm.regions.first(); r; r = r->next)
-    if (mm_chargeable(r->prot, r->kind)) now += r->end - r->start;
+    if (!(r->flags & kRegionUncharged) && mm_chargeable(r->prot, r->kind)) now += r->end - r->start;
   mm.acct->used.fetch_add(now - mm.charged, std::memory_order_relaxed);  // wraps to a decrease
   mm.charged = now;
 }

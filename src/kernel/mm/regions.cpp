@@ -58,9 +58,10 @@ bool RegionList::remove(uintptr_t start, uintptr_t end) {
   return true;
 }
 
-bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, const RegionAttrs& attrs) {
+bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags,
+                     const RegionAttrs& attrs) {
   if (start >= end || !remove(start, end)) return false;
-  Region* n = heap_->make<Region>(Region{start, end, prot, kind, nullptr, attrs});
+  Region* n = heap_->make<Region>(Region{start, end, prot, kind, flags, nullptr, attrs});
   if (!n) return false;
   if (attrs.name) attrs.name->refs.fetch_add(1, std::memory_order_relaxed);
   count_++;
@@ -124,6 +125,25 @@ size_t RegionList::total_bytes() const {
   size_t n = 0;
   for (const Region* r = head_; r; r = r->next) n += r->end - r->start;
   return n;
+}
+
+bool RegionList::copy_from(const RegionList& src) {
+  Region** tail = &head_;
+  for (const Region* r = src.head_; r; r = r->next) {
+    uint8_t flags = r->flags | ((r->flags & kRegionShared) ? kRegionUncharged : 0);
+    RegionAttrs attrs = r->attrs;
+    attrs.locked = false;  // a forked child's memory is not locked (Linux)
+    Region* n = heap_->make<Region>(Region{r->start, r->end, r->prot, r->kind, flags, nullptr, attrs});
+    if (!n) {
+      clear();
+      return false;
+    }
+    if (attrs.name) attrs.name->refs.fetch_add(1, std::memory_order_relaxed);
+    count_++;
+    *tail = n;
+    tail = &n->next;
+  }
+  return true;
 }
 
 void RegionList::clear() {

@@ -25,18 +25,23 @@ struct RegionName {
 RegionName* region_name_make(Heap* heap, const char* path, uint64_t dev, uint64_t ino);
 void region_name_put(Heap* heap, RegionName* n);
 
-// What a mapping is besides its range and protection.
+// What /proc/PID/maps and mlock know of a mapping besides its range,
+// protection and flags.
 struct RegionAttrs {
-  bool shared = false;        // MAP_SHARED ('s' in /proc/PID/maps)
   bool locked = false;        // mlock'ed (VmLck)
   uint64_t offset = 0;        // file offset of the first page
   RegionName* name = nullptr; // the file mapped, or nullptr (the list takes its own reference)
 };
 
+// Region flags: a MAP_SHARED mapping; a mapping charged to another Mm
+// (a forked child's view of its parent's shared memory, see mm_fork).
+constexpr uint8_t kRegionShared = 1, kRegionUncharged = 2;
+
 struct Region {
   uintptr_t start, end;  // page aligned, [start, end)
   int prot;
   RegionKind kind;
+  uint8_t flags;
   Region* next;
   RegionAttrs attrs;
 };
@@ -45,7 +50,12 @@ class RegionList {
  public:
   explicit RegionList(Heap* h) : heap_(h) {}
   // Adds [start, end); overlapping parts of existing regions are replaced.
-  bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, const RegionAttrs& attrs = {});
+  bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags = 0,
+           const RegionAttrs& attrs = {});
+  // Makes this (empty) list a copy of `src`; shared regions of the copy
+  // get kRegionUncharged, and no region is locked (mlock is not
+  // inherited). False when out of memory (the list is cleared).
+  bool copy_from(const RegionList& src);
   // Forgets [start, end) (splitting regions as needed). Returns false only
   // if memory for a split could not be allocated.
   bool remove(uintptr_t start, uintptr_t end);

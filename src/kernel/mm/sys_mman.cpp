@@ -98,10 +98,9 @@ long do_mmap(Task& t, uintptr_t addr, size_t len, uint64_t asked, int prot, uint
 
   Mm& mm = *t.proc->mm;
   MapAttrs ma{t.kernel->heap, {}};
-  ma.a.shared = type != MAP_PRIVATE;
   if (flags & MAP_ANONYMOUS) {
     // Shared anonymous memory is a deleted /dev/zero on Linux, and shows so.
-    if (ma.a.shared) ma.a.name = region_name_make(t.kernel->heap, "/dev/zero (deleted)", 1, 0);
+    if (type != MAP_PRIVATE) ma.a.name = region_name_make(t.kernel->heap, "/dev/zero (deleted)", 1, 0);
     Guard g(mm.lock);
     if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len))
       return -EEXIST;
@@ -233,6 +232,7 @@ long sys_mremap(Task& t, SyscallArgs a) {
   if (!r || !old_len || !mm.regions.covers(old, old + old_len)) return -EFAULT;
   int prot = r->prot;
   RegionKind kind = r->kind;
+  uint8_t rflags = r->flags;
   RegionAttrs attrs = r->attrs;
   attrs.offset += old - r->start;
   if (attrs.name) attrs.name->refs.fetch_add(1, std::memory_order_relaxed);  // ours until added
@@ -249,7 +249,7 @@ long sys_mremap(Task& t, SyscallArgs a) {
   }
   uintptr_t n = (uintptr_t)res;
   if (!dontunmap) mm.regions.remove(old, old + old_len);
-  bool ok = mm.regions.add(n, n + new_len, prot, kind, attrs);
+  bool ok = mm.regions.add(n, n + new_len, prot, kind, rflags, attrs);
   region_name_put(mm.regions.heap(), attrs.name);
   if (kind == kRegionShm && !dontunmap) shm_moved(mm, old, n, old_len);
   mm_recharge(mm);

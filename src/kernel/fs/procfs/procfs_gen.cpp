@@ -8,7 +8,9 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <sys/uio.h>
 
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/ipc/ipc.h"
@@ -59,12 +61,19 @@ char state_char(const Process& p) { return p.state == ProcState::kZombie ? 'Z' :
 
 void mask_hex(SynthText& o, uint64_t m) { o.hex(m, 16); }
 
-// Copies a range of the process's own memory (cmdline, environ).
-long user_range(SynthText& o, uintptr_t start, uintptr_t end) {
+// Copies a range of a process's memory (cmdline, environ): from here when
+// it lives in the reader's host process, else from the host process it
+// lives in (a forked one).
+long user_range(SynthText& o, const Task& task, uintptr_t start, uintptr_t end) {
+  int host_pid = task_host_pid(task);
+  bool here = host_pid == (int)host::sys(SYS_getpid);
   char buf[512];
   for (uintptr_t p = start; p < end;) {
     size_t n = end - p < sizeof buf ? end - p : sizeof buf;
-    if (copy_from_user(buf, (const void*)p, n) < 0) return 0;  // gone: empty, like a zombie's
+    iovec local{buf, n}, remote{(void*)p, n};
+    long r = here ? copy_from_user(buf, (const void*)p, n)
+                  : host::sys(SYS_process_vm_readv, host_pid, &local, 1, &remote, 1, 0);
+    if (r < 0 || (!here && r != (long)n)) return 0;  // gone: empty, like a zombie's
     o.str(std::string_view(buf, n));
     p += n;
   }
@@ -125,7 +134,7 @@ void map_line(SynthText& o, const Region& r, const Mm& mm) {
   KFmt f(line, sizeof line);
   f.hexraw(r.start, 8).ch('-').hexraw(r.end, 8).ch(' ');
   f.ch(r.prot & PROT_READ ? 'r' : '-').ch(r.prot & PROT_WRITE ? 'w' : '-');
-  f.ch(r.prot & PROT_EXEC ? 'x' : '-').ch(r.attrs.shared ? 's' : 'p').ch(' ');
+  f.ch(r.prot & PROT_EXEC ? 'x' : '-').ch(r.flags & kRegionShared ? 's' : 'p').ch(' ');
   const RegionName* n = r.attrs.name;
   uint64_t dev = n ? n->dev : 0;
   unsigned major = (unsigned)(((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfffull));
@@ -280,8 +289,8 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
   if (!task || task->proc->state != ProcState::kRunning) return -ENOENT;
   Process& p = *task->proc;
   switch (f) {
-    case ProcFile::kCmdline: return p.mm ? user_range(o, p.mm->arg_start, p.mm->arg_end) : 0;
-    case ProcFile::kEnviron: return p.mm ? user_range(o, p.mm->env_start, p.mm->env_end) : 0;
+    case ProcFile::kCmdline: return p.mm ? user_range(o, *task, p.mm->arg_start, p.mm->arg_end) : 0;
+    case ProcFile::kEnviron: return p.mm ? user_range(o, *task, p.mm->env_start, p.mm->env_end) : 0;
     case ProcFile::kComm: o.str(p.comm).ch('\n'); return 0;
     case ProcFile::kStat: gen_stat(o, k, p, task); return 0;
     case ProcFile::kStatm: {

@@ -1,6 +1,6 @@
 // /proc/PID/pagemap: one 64-bit entry per virtual page of the process.
-// Guest addresses are host addresses, so the host's own pagemap has the
-// answer for pages the process owns; pages it does not own (free, or
+// Guest addresses are host addresses, so the pagemap of the host process
+// the guest lives in has the answer for pages the process owns; pages it does not own (free, or
 // another guest's) read as absent. Page frame numbers are never shown
 // (they are the host's physical memory): the PFN bits read 0, as they do
 // on Linux for a reader without CAP_SYS_ADMIN; the flag bits (present,
@@ -12,9 +12,11 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/lib/kfmt.h"
 #include "kernel/mm/mm.h"
 #include "kernel/task/process.h"
 #include "kernel/vfs/synth.h"
@@ -44,10 +46,27 @@ long fill(Process& p, int host_fd, uint64_t page, uint64_t* out, size_t n) {
   return 0;
 }
 
+// The host pagemap of the host process the guest process `pid` lives in
+// (a forked guest has a host process of its own).
+long open_host_pagemap(Task& t, int pid) {
+  int host_pid;
+  {
+    Kernel& k = *t.kernel;
+    Guard g(k.tasks_lock);
+    Task* x = find_task_locked(k, pid);
+    if (!x || x->proc->state != ProcState::kRunning) return -ESRCH;
+    host_pid = task_host_pid(*x);
+  }
+  char path[48];
+  KFmt p(path, sizeof path);
+  p.str("/proc/").dec(host_pid).str("/pagemap");
+  return host::sys(SYS_open, p.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
 long pagemap_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
   if (off < 0 || off % kEntry || n % kEntry) return -EINVAL;
   if (!access_ok(buf, n)) return -EFAULT;
-  long host_fd = host::sys(SYS_open, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  long host_fd = open_host_pagemap(t, (int)f.priv_word);
   if (host_fd < 0) return host_fd;
   uint64_t chunk[512];
   size_t done = 0;
