@@ -16,6 +16,7 @@
 #include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -286,6 +287,25 @@ static void test_isolation(void) {
   munmap(secret, PG);
 }
 
+// personality(2): the old value back; PER_LINUX32 makes uname's machine
+// i686; READ_IMPLIES_EXEC makes a readable mapping executable.
+static void test_personality(void) {
+  puts("personality");
+  long old = syscall(SYS_personality, 0xffffffff);
+  CHECK(old == 0, "PER_LINUX: %#lx", old);
+  CHECK(syscall(SYS_personality, 0x0008) == 0);  // PER_LINUX32
+  struct utsname u;
+  CHECK(uname(&u) == 0 && strcmp(u.machine, "i686") == 0, "machine %s", u.machine);
+  CHECK(syscall(SYS_personality, 0x0400000) == 0x0008);  // READ_IMPLIES_EXEC
+  char* m = mmap(NULL, PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(m != MAP_FAILED);
+  char line[512];
+  CHECK(maps_line(m, line, sizeof line) == 0 && strstr(line, "r-xp"), "READ_IMPLIES_EXEC: %s", line);
+  munmap(m, PG);
+  CHECK(syscall(SYS_personality, 0) == 0x0400000);
+  CHECK(uname(&u) == 0 && strcmp(u.machine, "x86_64") == 0, "machine %s", u.machine);
+}
+
 static unsigned long cpu_ticks(void) {
   FILE* f = fopen("/proc/self/stat", "r");
   unsigned long ut = 0, st = 0;
@@ -325,6 +345,7 @@ int main(int argc, char** argv) {
   test_pagemap();
   test_mlock();
   test_isolation();
+  test_personality();
   test_cpu_time();
   return guest_finish();
 }
