@@ -9,6 +9,7 @@
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
+#include "kernel/task/process.h"
 #include "kernel/tty/tty.h"
 #include "kernel/tty/tty_internal.h"
 
@@ -156,7 +157,7 @@ void kill_pgrp(Kernel& k, int pgrp, int sig) {
   si.si_code = SI_KERNEL;
   Guard g(k.tasks_lock);
   for (Task* x : k.tasks)
-    if (x && x->tid == x->proc->pid && x->proc->pgid == pgrp && x->proc->state == ProcState::kRunning)
+    if (x && first_thread_of_process(*x) && x->proc->pgid == pgrp && x->proc->state == ProcState::kRunning)
       send_signal(*x->proc, nullptr, sig, si);
 }
 
