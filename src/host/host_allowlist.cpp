@@ -61,10 +61,8 @@ constexpr Allowed kAllowed[] = {
     {SYS_linkat, Check::kNone}, {SYS_renameat2, Check::kNone}, {SYS_fchmod, Check::kNone},
     {SYS_fchmodat, Check::kNone}, {452 /* fchmodat2 */, Check::kNone}, {SYS_fchown, Check::kNone},
     {SYS_fchownat, Check::kNone}, {SYS_utimensat, Check::kNone},
-    {SYS_fgetxattr, Check::kNone}, {SYS_fsetxattr, Check::kNone}, {SYS_flistxattr, Check::kNone},
-    {SYS_fremovexattr, Check::kNone}, {463 /* setxattrat */, Check::kNone},
-    {464 /* getxattrat */, Check::kNone}, {465 /* listxattrat */, Check::kNone},
-    {466 /* removexattrat */, Check::kNone},
+    {SYS_getxattr, Check::kNone}, {SYS_setxattr, Check::kNone}, {SYS_listxattr, Check::kNone},
+    {SYS_removexattr, Check::kNone},
     // Sockets
     {SYS_socket, Check::kSocket}, {SYS_socketpair, Check::kSocketpair}, {SYS_bind, Check::kNone},
     {SYS_listen, Check::kNone}, {SYS_accept4, Check::kNone}, {SYS_connect, Check::kNone},

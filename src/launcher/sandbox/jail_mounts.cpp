@@ -121,7 +121,10 @@ bool build_jail_mounts(const SandboxGrant& g, std::string* why) {
 
   // Copies of what is granted, taken while the host's tree is still in view.
   Fd jail, proc, devices[sizeof kDevices / sizeof kDevices[0]];
-  uint64_t root_attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (g.root_readonly ? MOUNT_ATTR_RDONLY : 0);
+  // Device nodes in the root are the host's only when owners pass through
+  // (--hostfs-owners=host); otherwise flatux keeps guests' nodes itself.
+  uint64_t root_attrs = MOUNT_ATTR_NOSUID | (g.host_owners ? 0 : MOUNT_ATTR_NODEV) |
+                        (g.root_readonly ? MOUNT_ATTR_RDONLY : 0);
   if (!clone_tree(g.root, true, root_attrs, &jail, why)) return false;
   if (!clone_tree("/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &proc, why))
     return false;
