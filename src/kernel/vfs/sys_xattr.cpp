@@ -67,6 +67,14 @@ long prepare(Request& rq, XattrOp::Kind kind, uint64_t name, uint64_t value, uin
   return 0;
 }
 
+// The syscall's arguments after the path or descriptor: (name, value,
+// size, flags) for get and set, (list, size) for list, (name) for remove.
+long prepare_args(Request& rq, XattrOp::Kind kind, SyscallArgs a, uint64_t* value) {
+  bool list = kind == XattrOp::kList;
+  *value = list ? a[1] : a[2];
+  return prepare(rq, kind, a[1], *value, list ? a[2] : a[3], a[4]);
+}
+
 // A get or list hands its result back to the guest.
 long finish(Request& rq, long r, uint64_t value) {
   if (r <= 0 || (rq.op.kind != XattrOp::kGet && rq.op.kind != XattrOp::kList) || !rq.op.size) return r;
@@ -99,9 +107,8 @@ long path_xattr(Task& t, SyscallArgs a, bool follow, XattrOp::Kind kind) {
   PathArg path(a[0]);
   if (!path.ok()) return path.err;
   Request rq(t.kernel->heap);
-  uint64_t size = kind == XattrOp::kList ? a[2] : a[3];
-  uint64_t value = kind == XattrOp::kList ? a[1] : a[2];
-  long r = prepare(rq, kind, a[1], value, size, a[4]);
+  uint64_t value;
+  long r = prepare_args(rq, kind, a, &value);
   if (r < 0) return r;
   r = vfs_walk(t, AT_FDCWD, path.buf, follow, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
@@ -120,9 +127,8 @@ long fd_xattr(Task& t, SyscallArgs a, XattrOp::Kind kind) {
   FdRef f(t, a[0]);
   if (!f || (f->flags & O_PATH)) return -EBADF;
   Request rq(t.kernel->heap);
-  uint64_t size = kind == XattrOp::kList ? a[2] : a[3];
-  uint64_t value = kind == XattrOp::kList ? a[1] : a[2];
-  long r = prepare(rq, kind, a[1], value, size, a[4]);
+  uint64_t value;
+  long r = prepare_args(rq, kind, a, &value);
   if (r < 0) return r;
   struct stat st;
   if (!f->ops->stat || (r = f->ops->stat(t, *f, &st)) < 0) return r < 0 ? r : -EOPNOTSUPP;

@@ -131,7 +131,9 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   } else if (root) {
     s->applied.push_back("identity: root, as asked (--keep-root)");
     unshared = jail && unshare(CLONE_NEWNS) == 0;
-  } else if (jail) {
+  } else if (!jail) {
+    s->applied.push_back("identity: uid " + std::to_string(getuid()) + ", no capability to give up");
+  } else {
     if (enter_own_id_namespace(ns, &why)) {
       s->in_user_namespace = unshared = true;
       s->applied.push_back("identity: uid " + std::to_string(getuid()) +
