@@ -4,18 +4,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <fcntl.h>
-#include <linux/audit.h>
 #include <linux/errno.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
-#include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <linux/sockios.h>
 #include <sched.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
-#include "host/raw_syscall.h"
+#include "host/bpf.h"
 
 namespace flatux {
 namespace {
@@ -114,41 +112,10 @@ constexpr uint32_t kRetAllow = SECCOMP_RET_ALLOW;
 constexpr uint32_t kRetDeny = SECCOMP_RET_ERRNO | EPERM;
 constexpr uint32_t kRetEnosys = SECCOMP_RET_ERRNO | ENOSYS;
 
-constexpr uint32_t kNr = offsetof(seccomp_data, nr);
-constexpr uint32_t kArch = offsetof(seccomp_data, arch);
-constexpr uint32_t arg_lo(int i) { return offsetof(seccomp_data, args) + 8 * i; }
-
-// A BPF program under construction. BPF jumps only forward, and a
-// conditional jump reaches at most 255 instructions.
-struct Prog {
-  static constexpr int kMax = 1024;
-  sock_filter f[kMax];
-  int n = 0;
-  bool overflow = false;
-
-  int emit(uint16_t code, uint32_t k, uint8_t jt = 0, uint8_t jf = 0) {
-    if (n >= kMax) {
-      overflow = true;
-      return n;
-    }
-    f[n] = {code, jt, jf, k};
-    return n++;
-  }
-  int ret(uint32_t action) { return emit(BPF_RET | BPF_K, action); }
-  int load(uint32_t off) { return emit(BPF_LD | BPF_W | BPF_ABS, off); }
-  // Sets the true or false target of the conditional jump at `at` to `to`.
-  bool patch(int at, int to, bool true_branch) {
-    int d = to - at - 1;
-    if (d < 0 || d > 255) return false;
-    (true_branch ? f[at].jt : f[at].jf) = (uint8_t)d;
-    return true;
-  }
-};
-
 // Allows when the low word of argument `arg` is one of `values`.
 template <size_t N>
-void emit_one_of(Prog& p, int arg, const uint32_t (&values)[N]) {
-  p.load(arg_lo(arg));
+void emit_one_of(BpfProg& p, int arg, const uint32_t (&values)[N]) {
+  p.load(seccomp_arg_lo(arg));
   int tests[N];
   for (size_t i = 0; i < N; i++) tests[i] = p.emit(BPF_JMP | BPF_JEQ | BPF_K, values[i]);
   p.ret(kRetDeny);
@@ -161,14 +128,14 @@ void emit_one_of(Prog& p, int arg, const uint32_t (&values)[N]) {
 
 // socket(family, type, protocol): AF_UNIX; AF_INET and AF_INET6 unless
 // --net=none; AF_NETLINK for route queries and socket diagnostics only.
-void emit_socket(Prog& p, bool net_none) {
-  p.load(arg_lo(0));
+void emit_socket(BpfProg& p, bool net_none) {
+  p.load(seccomp_arg_lo(0));
   int is_unix = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX);
   int is_inet = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_INET);
   int is_inet6 = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6);
   int is_netlink = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK);
   int deny = p.ret(kRetDeny);
-  int netlink = p.load(arg_lo(2));
+  int netlink = p.load(seccomp_arg_lo(2));
   int route = p.emit(BPF_JMP | BPF_JEQ | BPF_K, NETLINK_ROUTE);
   int diag = p.emit(BPF_JMP | BPF_JEQ | BPF_K, NETLINK_SOCK_DIAG);
   p.ret(kRetDeny);
@@ -181,12 +148,12 @@ void emit_socket(Prog& p, bool net_none) {
   p.patch(diag, allow, true);
 }
 
-void emit_check(Prog& p, Check c, const HostAllowlistOptions& o) {
+void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
   switch (c) {
     case Check::kNone: p.ret(kRetAllow); return;
     case Check::kEnosys: p.ret(kRetEnosys); return;
     case Check::kCloneFlags: {
-      p.load(arg_lo(0));
+      p.load(seccomp_arg_lo(0));
       int t = p.emit(BPF_JMP | BPF_JSET | BPF_K, kDeniedCloneFlags, 1, 0);
       p.ret(kRetAllow);
       p.ret(kRetDeny);
@@ -207,7 +174,7 @@ void emit_check(Prog& p, Check c, const HostAllowlistOptions& o) {
 // A binary search over sorted[lo, hi) on the syscall number (in A); each
 // leaf holds its entry's check. Jumps too far for a conditional jump go
 // through an unconditional one.
-bool emit_tree(Prog& p, const Allowed* sorted, int lo, int hi, const HostAllowlistOptions& o) {
+bool emit_tree(BpfProg& p, const Allowed* sorted, int lo, int hi, const HostAllowlistOptions& o) {
   if (hi - lo <= 3) {
     for (int i = lo; i < hi; i++) {
       int test = p.emit(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)sorted[i].nr);
@@ -228,7 +195,7 @@ bool emit_tree(Prog& p, const Allowed* sorted, int lo, int hi, const HostAllowli
 
 }  // namespace
 
-long install_host_allowlist(const HostAllowlistOptions& o, int* ncalls) {
+bool emit_host_allowlist(BpfProg& p, const HostAllowlistOptions& o, int* ncalls) {
   Allowed sorted[kNumAllowed];
   for (int i = 0; i < kNumAllowed; i++) sorted[i] = kAllowed[i];
   for (int i = 1; i < kNumAllowed; i++)  // insertion sort: a small constant table
@@ -237,24 +204,12 @@ long install_host_allowlist(const HostAllowlistOptions& o, int* ncalls) {
       sorted[j] = sorted[j - 1];
       sorted[j - 1] = t;
     }
-  static_assert(sizeof(Prog) < 16384, "built on the launcher's stack");
-  Prog p;
-  p.load(kArch);
-  int arch = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
-  p.ret(kRetDeny);  // the trap filter already ends a foreign-ABI call
-  (void)arch;
-  p.load(kNr);
-  int x32 = p.emit(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);  // __X32_SYSCALL_BIT
+  p.load(kSeccompNr);
+  p.emit(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);  // __X32_SYSCALL_BIT: never the kernel's
   p.ret(kRetDeny);
-  (void)x32;
-  if (!emit_tree(p, sorted, 0, kNumAllowed, o) || p.overflow) return -E2BIG;
-  sock_fprog prog{(unsigned short)p.n, p.f};
-  long r = host::sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  if (r < 0) return r;
-  r = host::sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
-  if (r > 0) return -EBUSY;
-  if (r == 0 && ncalls) *ncalls = kNumAllowed;
-  return r;
+  if (!emit_tree(p, sorted, 0, kNumAllowed, o) || p.overflow) return false;
+  if (ncalls) *ncalls = kNumAllowed;
+  return true;
 }
 
 }  // namespace flatux

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "host/entry.h"
-#include "host/seccomp.h"
 #include "launcher/boot_info.h"
 
 namespace flatux::launcher {
@@ -40,11 +39,7 @@ Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb) {
     fprintf(stderr, "flatux: installing signal handlers: %s\n", strerror((int)-r));
     return nullptr;
   }
-  if (long r = install_syscall_filter(k->cfg.text, k->cfg.ntext); r < 0) {
-    fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
-    return nullptr;
-  }
-  if (!sandbox_seal(sb.grant, sb.options, &sb.state)) return nullptr;
+  if (!sandbox_seal(sb.grant, sb.options, k->cfg.text, k->cfg.ntext, &sb.state)) return nullptr;
   if (sb.options.report) sandbox_write_report(sb.state, 2);
   else if (cfg.strace_fd >= 0) sandbox_write_report(sb.state, cfg.strace_fd);
   return k;

@@ -107,7 +107,12 @@ bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, Landlock
     *why = errno == EOPNOTSUPP ? "disabled in this kernel" : "not in this kernel";
     return false;
   }
-  RulesetAttr attr{fs_rights(abi), 0, 0};
+  // The whole host read-write leaves nothing for file rules to refuse
+  // (executing is the allowlist's, device nodes the capabilities'), and a
+  // domain handling no file access stays out of every open, which would
+  // otherwise walk the path up to a rule.
+  bool whole_host = g.root == "/" && !g.root_readonly;
+  RulesetAttr attr{whole_host ? 0 : fs_rights(abi), 0, 0};
   size_t size = sizeof(uint64_t);
   if (abi >= 4) {
     size = 2 * sizeof(uint64_t);
@@ -117,6 +122,7 @@ bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, Landlock
     size = sizeof attr;
     attr.scoped = kScopeAbstractUnix | kScopeSignal;
   }
+  if (!attr.handled_access_fs && !attr.handled_access_net && !attr.scoped) return true;  // nothing to refuse
   long fd = syscall(SYS_landlock_create_ruleset, &attr, size, 0);
   if (fd < 0) {
     *why = std::string("landlock_create_ruleset: ") + strerror(errno);
@@ -139,6 +145,7 @@ bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, Landlock
     *why = std::string("landlock_restrict_self: ") + strerror(errno);
     return false;
   }
+  out->files = attr.handled_access_fs != 0;
   out->net = attr.handled_access_net != 0;
   out->scopes = attr.scoped != 0;
   return true;

@@ -8,6 +8,7 @@ namespace flatux::launcher {
 
 struct LandlockApplied {
   int abi = 0;          // the running kernel's Landlock version (0: none)
+  bool files = false;   // file rules (none when the grant is the whole host, read-write)
   bool net = false;     // TCP bind/connect refused (--net=none, ABI >= 4)
   bool scopes = false;  // signals and abstract sockets kept inside (ABI >= 6)
 };

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/host_allowlist.h"
+#include "host/seccomp.h"
 #include "launcher/sandbox/identity.h"
 #include "launcher/sandbox/jail_mounts.h"
 #include "launcher/sandbox/landlock.h"
@@ -149,8 +149,15 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   return true;
 }
 
-bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, SandboxState* s) {
-  if (o.off) return true;
+bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRange* text, int ntext,
+                  SandboxState* s) {
+  if (o.off) {
+    if (long r = install_syscall_filter(text, ntext); r < 0) {
+      fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
+      return false;
+    }
+    return true;
+  }
   if (thread_count() != 1) {
     fprintf(stderr, "flatux: sandbox: the process must have one thread to seal its sandbox\n");
     return false;
@@ -158,8 +165,10 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, SandboxState* 
   LandlockApplied ll;
   std::string why;
   if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
-    std::string line = "landlock ABI " + std::to_string(ll.abi) + ": files beneath " + describe_root(g) +
-                       images(g) + ", the five character devices, /proc/cpuinfo, FIFOs in " + s->fifo_dir;
+    std::string line = "landlock ABI " + std::to_string(ll.abi) + ": ";
+    line += ll.files ? "files beneath " + describe_root(g) + images(g) +
+                           ", the five character devices, /proc/cpuinfo, FIFOs in " + s->fifo_dir
+                     : "files: the whole host read-write, nothing to refuse";
     if (ll.net) line += "; TCP bind and connect refused";
     if (ll.scopes) line += "; signals and abstract sockets kept inside";
     s->applied.push_back(line);
@@ -172,14 +181,14 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, SandboxState* 
     s->missing.push_back("landlock (" + why + "): host files are not confined");
   }
   int ncalls = 0;
-  long r = install_host_allowlist({.net_none = g.net_none}, &ncalls);
-  if (r < 0) {
-    fprintf(stderr, "flatux: sandbox: installing the host-call allowlist: %s\n", strerror((int)-r));
+  HostAllowlistOptions allow{.net_none = g.net_none};
+  if (long r = install_syscall_filter(text, ntext, &allow, &ncalls); r < 0) {
+    fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
     return false;
   }
-  s->applied.push_back("seccomp: the trap filter and an allowlist of " + std::to_string(ncalls) +
-                       " host calls (clone, socket, socketpair, ioctl and fcntl arguments checked); "
-                       "others fail with EPERM");
+  s->applied.push_back("seccomp: guest calls trap; the kernel's own host calls are held to an allowlist of " +
+                       std::to_string(ncalls) +
+                       " (clone, socket, socketpair, ioctl and fcntl arguments checked), others fail with EPERM");
   s->applied.push_back("no_new_privs");
   for (const std::string& m : s->missing) fprintf(stderr, "flatux: sandbox: missing %s\n", m.c_str());
   if (o.require && !s->missing.empty()) {

@@ -13,13 +13,16 @@
 //   landlock   file access beneath the granted paths only, no TCP with
 //              --net=none, no signals or abstract sockets leaving the
 //              process (landlock.cpp)
-//   allowlist  a second seccomp filter holding the host calls the kernel
-//              makes, arguments checked (src/host/host_allowlist.cpp)
+//   allowlist  the seccomp filter's second half: the kernel's own host
+//              calls must be ones it makes, arguments checked
+//              (src/host/host_allowlist.cpp)
 //   no_new_privs
 #pragma once
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "kernel/kernel.h"
 
 namespace flatux::launcher {
 
@@ -58,9 +61,12 @@ struct SandboxState {
 // must not go on.
 bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState* s);
 
-// After the kernel object exists and the trap filter is in, before any
-// guest code: Landlock, the host-call allowlist, no_new_privs.
-bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, SandboxState* s);
+// After the kernel object exists, before any guest code: Landlock, then
+// the seccomp filter (guest calls trap; calls from `text`, the kernel's
+// code, are held to the host-call allowlist), no_new_privs. With the
+// sandbox off, the filter only traps.
+bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRange* text, int ntext,
+                  SandboxState* s);
 
 // Writes the report: one line per layer, "flatux: sandbox: ...".
 void sandbox_write_report(const SandboxState& s, int fd);
