@@ -7,6 +7,7 @@
 #include <linux/errno.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <linux/sockios.h>
 #include <sched.h>
@@ -23,9 +24,10 @@ enum class Check : uint8_t {
   kNone,          // allowed as it is
   kCloneFlags,    // no namespaces, no tracing
   kSocket,        // families the kernel serves guests with (see socket_check)
-  kSocketpair,    // AF_UNIX only
   kIoctl,         // the commands the kernel forwards
   kFcntl,         // no signal ownership, leases or notifications
+  kPrctl,         // a child subreaper (forked host processes), no_new_privs
+  kOwnPid,        // the first argument is the first host process's pid
   kEnosys,        // refused as "no such call", so a caller falls back
 };
 
@@ -62,7 +64,7 @@ constexpr Allowed kAllowed[] = {
     {SYS_getxattr, Check::kNone}, {SYS_setxattr, Check::kNone}, {SYS_listxattr, Check::kNone},
     {SYS_removexattr, Check::kNone},
     // Sockets
-    {SYS_socket, Check::kSocket}, {SYS_socketpair, Check::kSocketpair}, {SYS_bind, Check::kNone},
+    {SYS_socket, Check::kSocket}, {SYS_socketpair, Check::kSocket}, {SYS_bind, Check::kNone},
     {SYS_listen, Check::kNone}, {SYS_accept4, Check::kNone}, {SYS_connect, Check::kNone},
     {SYS_shutdown, Check::kNone}, {SYS_getsockname, Check::kNone}, {SYS_getpeername, Check::kNone},
     {SYS_getsockopt, Check::kNone}, {SYS_setsockopt, Check::kNone}, {SYS_sendto, Check::kNone},
@@ -70,17 +72,25 @@ constexpr Allowed kAllowed[] = {
     // Memory
     {SYS_mmap, Check::kNone}, {SYS_munmap, Check::kNone}, {SYS_mprotect, Check::kNone},
     {SYS_mremap, Check::kNone}, {SYS_madvise, Check::kNone}, {SYS_msync, Check::kNone},
-    {SYS_brk, Check::kNone},
+    {SYS_brk, Check::kNone}, {SYS_mlock2, Check::kNone}, {SYS_munlock, Check::kNone},
     // Threads, signals, time (the kernel's own tasks and its launcher)
     {SYS_clone, Check::kCloneFlags}, {SYS_clone3, Check::kEnosys}, {SYS_exit, Check::kNone},
     {SYS_exit_group, Check::kNone}, {SYS_wait4, Check::kNone}, {SYS_waitid, Check::kNone},
-    {SYS_futex, Check::kNone}, {SYS_tgkill, Check::kNone}, {SYS_rt_sigaction, Check::kNone},
+    {SYS_futex, Check::kNone}, {SYS_futex_waitv, Check::kNone}, {SYS_tgkill, Check::kNone},
+    {SYS_rt_sigaction, Check::kNone}, {SYS_set_tid_address, Check::kNone}, {SYS_prctl, Check::kPrctl},
+    // Forked guests are host processes of their own: watched through
+    // pidfds (CLONE_PIDFD's, and the first process's), killed through them,
+    // their memory read for /proc/PID/cmdline (Landlock keeps that to this
+    // process's own descendants, as it does signals).
+    {SYS_pidfd_open, Check::kOwnPid}, {SYS_pidfd_send_signal, Check::kNone},
+    {SYS_process_vm_readv, Check::kNone},
     {SYS_rt_sigprocmask, Check::kNone}, {SYS_rt_sigreturn, Check::kNone}, {SYS_sigaltstack, Check::kNone},
     {SYS_restart_syscall, Check::kNone}, {SYS_arch_prctl, Check::kNone}, {SYS_sched_yield, Check::kNone},
     {SYS_sched_getaffinity, Check::kNone}, {SYS_sched_setaffinity, Check::kNone},
     {SYS_getcpu, Check::kNone}, {SYS_clock_gettime, Check::kNone}, {SYS_clock_getres, Check::kNone},
     {SYS_clock_nanosleep, Check::kNone}, {SYS_nanosleep, Check::kNone}, {SYS_gettimeofday, Check::kNone},
     {SYS_time, Check::kNone}, {SYS_getrandom, Check::kNone}, {SYS_sysinfo, Check::kNone},
+    {SYS_adjtimex, Check::kNone},  // the clock's state; setting it needs CAP_SYS_TIME over the host
     // Who we are (answers only)
     {SYS_getpid, Check::kNone}, {SYS_gettid, Check::kNone}, {SYS_getppid, Check::kNone},
     {SYS_getuid, Check::kNone}, {SYS_geteuid, Check::kNone}, {SYS_getgid, Check::kNone},
@@ -108,6 +118,8 @@ constexpr uint32_t kFcntls[] = {
     F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_ADD_SEALS, F_GET_SEALS, F_GETPIPE_SZ, F_SETPIPE_SZ,
 };
 
+constexpr uint32_t kPrctls[] = {PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS};
+
 constexpr uint32_t kRetAllow = SECCOMP_RET_ALLOW;
 constexpr uint32_t kRetDeny = SECCOMP_RET_ERRNO | EPERM;
 constexpr uint32_t kRetEnosys = SECCOMP_RET_ERRNO | ENOSYS;
@@ -126,8 +138,11 @@ void emit_one_of(BpfProg& p, int arg, const uint32_t (&values)[N]) {
   }
 }
 
-// socket(family, type, protocol): AF_UNIX; AF_INET and AF_INET6 unless
-// --net=none; AF_NETLINK for route queries and socket diagnostics only.
+// socket and socketpair (family, type, protocol): AF_UNIX; AF_INET and
+// AF_INET6 unless --net=none; AF_NETLINK for route queries and socket
+// diagnostics only. (The kernel asks the host for a pair in any family it
+// serves, so that the host says why there is none.) No other family is
+// reachable at all, so none of their protocol modules can be loaded.
 void emit_socket(BpfProg& p, bool net_none) {
   p.load(seccomp_arg_lo(0));
   int is_unix = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX);
@@ -161,13 +176,16 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
       return;
     }
     case Check::kSocket: emit_socket(p, o.net_none); return;
-    case Check::kSocketpair: {
-      static constexpr uint32_t kUnix[] = {AF_UNIX};
-      emit_one_of(p, 0, kUnix);
-      return;
-    }
     case Check::kIoctl: emit_one_of(p, 1, kIoctls); return;
     case Check::kFcntl: emit_one_of(p, 1, kFcntls); return;
+    case Check::kPrctl: emit_one_of(p, 0, kPrctls); return;
+    case Check::kOwnPid: {
+      p.load(seccomp_arg_lo(0));
+      p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_pid, 1, 0);
+      p.ret(kRetDeny);
+      p.ret(kRetAllow);
+      return;
+    }
   }
 }
 

@@ -13,12 +13,15 @@
 // trap; one filter runs once per host call instead of twice.)
 #pragma once
 
+#include <cstdint>
+
 #include "host/bpf.h"
 
 namespace flatux {
 
 struct HostAllowlistOptions {
   bool net_none = false;  // --net=none: no AF_INET/AF_INET6 host sockets at all
+  uint32_t own_pid = 0;   // the first host process (pidfd_open may name it only)
 };
 
 // Appends the list's code to `p`: it loads the call number itself and ends

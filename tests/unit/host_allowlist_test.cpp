@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,7 +28,7 @@ int under_allowlist(bool net_none, int (*probe)()) {
   pid_t pid = fork();
   if (pid == 0) {
     const TextRange kernel[] = {around((void*)&under_allowlist), around((void*)&syscall)};
-    HostAllowlistOptions o{.net_none = net_none};
+    HostAllowlistOptions o{.net_none = net_none, .own_pid = (uint32_t)getpid()};
     int n = 0;
     if (install_syscall_filter(kernel, 2, &o, &n) != 0 || n < 50) _exit(100);
     _exit(probe());
@@ -104,10 +105,20 @@ TEST(HostAllowlist, ChecksArguments) {
             0);
   EXPECT_EQ(under_allowlist(false, [] {
               int pair[2];
-              return refused_with(syscall(SYS_socketpair, AF_INET, SOCK_STREAM, 0, pair), EPERM);
+              return refused_with(syscall(SYS_socketpair, AF_PACKET, SOCK_RAW, 0, pair), EPERM);
             }),
             0);
   EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_ioctl, 0, TIOCSTI, "x"), EPERM); }), 0);
   EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_fcntl, 0, F_SETOWN, getppid()), EPERM); }),
             0);
+  // pidfd_open of this process only; prctl for a subreaper only.
+  EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_pidfd_open, getppid(), 0), EPERM); }), 0);
+  EXPECT_EQ(under_allowlist(false, [] {
+              long fd = syscall(SYS_pidfd_open, getpid(), 0);
+              return fd >= 0 ? 0 : 1;
+            }),
+            0);
+  EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), EPERM); }),
+            0);
+  EXPECT_EQ(under_allowlist(false, [] { return syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : 1; }), 0);
 }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "host/seccomp.h"
@@ -41,7 +42,9 @@ int thread_count() {
 // Without a private mount namespace the kernel's host FIFOs go to a
 // folder of their own under /dev/shm, the only one Landlock lets it make
 // them in. A helper started now (so outside the sandbox) removes it once
-// every process holding the other end of its pipe is gone.
+// every process holding the other end of its pipe is gone; it is started
+// through a middle process that exits at once, so it is no descendant of
+// flatux.
 std::string private_fifo_dir() {
   char dir[] = "/dev/shm/flatux-XXXXXX";
   if (!mkdtemp(dir)) return "";
@@ -51,13 +54,16 @@ std::string private_fifo_dir() {
     rmdir(dir);
     return "";
   }
-  pid_t janitor = fork();
-  if (janitor == 0) {
+  pid_t middle = fork();
+  if (middle == 0) {
+    pid_t janitor = fork();
+    if (janitor != 0) _exit(janitor > 0 ? 0 : 1);
     setsid();
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(s, SIG_IGN);
     close(life[1]);
-    char c;
-    while (read(life[0], &c, 1) > 0 || errno == EINTR) {
+    for (char c;;) {
+      ssize_t n = read(life[0], &c, 1);
+      if (n == 0 || (n < 0 && errno != EINTR)) break;
     }
     // Entries are FIFOs the kernel unlinks at once; whatever is left goes,
     // without following anything.
@@ -72,7 +78,8 @@ std::string private_fifo_dir() {
   }
   close(life[0]);
   close(dirfd);
-  if (janitor < 0) {
+  int status;
+  if (middle < 0 || waitpid(middle, &status, 0) != middle || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     close(life[1]);
     rmdir(dir);
     return "";
@@ -141,7 +148,9 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
     }
   }
   if (jail) enter_mount_namespace(g, unshared, s);
-  if (s->fifo_dir.empty()) s->fifo_dir = private_fifo_dir();
+  // The whole host read-write: /dev/shm as it is (nothing is confined).
+  bool whole_host = !jail && !g.root_readonly;
+  if (s->fifo_dir.empty() && !whole_host) s->fifo_dir = private_fifo_dir();
   if (s->in_user_namespace) {
     uint64_t keep = root ? file_server_capabilities() : 0;
     if (!set_capabilities(keep, &why)) s->missing.push_back("dropping capabilities: " + why);
@@ -167,7 +176,8 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
     std::string line = "landlock ABI " + std::to_string(ll.abi) + ": ";
     line += ll.files ? "files beneath " + describe_root(g) + images(g) +
-                           ", the five character devices, /proc/cpuinfo, FIFOs in " + s->fifo_dir
+                           ", the five character devices, /proc/cpuinfo, FIFOs in " +
+                           (s->fifo_dir.empty() ? std::string("(nowhere)") : s->fifo_dir)
                      : "files: the whole host read-write, nothing to refuse";
     if (ll.net) line += "; TCP bind and connect refused";
     if (ll.scopes) line += "; signals and abstract sockets kept inside";
@@ -181,14 +191,15 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
     s->missing.push_back("landlock (" + why + "): host files are not confined");
   }
   int ncalls = 0;
-  HostAllowlistOptions allow{.net_none = g.net_none};
+  HostAllowlistOptions allow{.net_none = g.net_none, .own_pid = (uint32_t)getpid()};
   if (long r = install_syscall_filter(text, ntext, &allow, &ncalls); r < 0) {
     fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
     return false;
   }
   s->applied.push_back("seccomp: guest calls trap; the kernel's own host calls are held to an allowlist of " +
                        std::to_string(ncalls) +
-                       " (clone, socket, socketpair, ioctl and fcntl arguments checked), others fail with EPERM");
+                       " (clone, socket, socketpair, ioctl, fcntl, prctl and pidfd_open arguments checked), "
+                       "others fail with EPERM");
   s->applied.push_back("no_new_privs");
   for (const std::string& m : s->missing) fprintf(stderr, "flatux: sandbox: missing %s\n", m.c_str());
   if (o.require && !s->missing.empty()) {

@@ -60,8 +60,12 @@ bool take_number(std::string_view* s, int base, char sep, uint64_t* out) {
   return true;
 }
 
-bool special_bits_need_record(uint32_t type, uint32_t mode) {
-  return (mode & (S_ISUID | S_ISGID)) || (type == S_IFREG && (mode & S_ISVTX));
+// The bits a host file must not carry: set-user-ID, and set-group-ID but
+// on a folder (where the host keeps it: it only hands the folder's group
+// and the bit on to what is made inside), and sticky on a regular file
+// (the sign of a record).
+uint32_t host_withheld_bits(uint32_t type) {
+  return type == S_IFDIR ? S_ISUID : S_ISUID | S_ISGID | S_ISVTX;
 }
 
 }  // namespace
@@ -143,8 +147,9 @@ long set_guest_owner_mode(HostFs& h, int fd, const struct stat& host, const Gues
   }
   Record want{kRecordVersion, mode_change ? a.mode & 07777 : (uint32_t)n.st.st_mode & 07777,
               (a.mask & kAttrUid) ? a.uid : (uint32_t)n.st.st_uid, (a.mask & kAttrGid) ? a.gid : (uint32_t)n.st.st_gid};
-  bool need = want.uid != host.st_uid || want.gid != host.st_gid || special_bits_need_record(type, want.mode);
-  uint32_t host_mode = need ? (want.mode & 0777) | S_ISVTX : want.mode;
+  uint32_t withheld = host_withheld_bits(type);
+  bool need = want.uid != host.st_uid || want.gid != host.st_gid || (want.mode & withheld);
+  uint32_t host_mode = need ? (want.mode & ~withheld) | S_ISVTX : want.mode;
   long r = 0;
   if (need) {
     r = write_record(fd, want);  // first the record, then the sign of it
@@ -158,9 +163,13 @@ long set_guest_owner_mode(HostFs& h, int fd, const struct stat& host, const Gues
   return r;
 }
 
-bool needs_record(const HostFs& h, uint32_t mode, uint32_t uid, uint32_t gid) {
-  if (h.host_owners) return uid != h.host_uid || gid != h.host_gid;  // the host file changes hands
-  return uid != h.host_uid || gid != h.host_gid || (mode & (S_ISUID | S_ISGID | S_ISVTX));
+// The VFS gives a new node to its maker through setattr (claim_new_node),
+// except for a root caller, which it takes to own what it makes; and the
+// set-id bits of the creation mode never reach the host. Those two are
+// left here.
+bool new_file_needs_adoption(const HostFs& h, uint32_t mode, uint32_t uid, uint32_t gid) {
+  bool root_owner_differs = uid == 0 && gid == 0 && (h.host_uid != 0 || h.host_gid != 0);
+  return root_owner_differs || (!h.host_owners && (mode & (S_ISUID | S_ISGID)));
 }
 
 void adopt_new_file(HostFs& h, int fd, uint32_t mode, uint32_t uid, uint32_t gid) {
@@ -169,10 +178,12 @@ void adopt_new_file(HostFs& h, int fd, uint32_t mode, uint32_t uid, uint32_t gid
   GuestNode n;
   guest_view(h, fd, host, &n);
   Attr a;
-  a.mask = kAttrUid | kAttrGid | kAttrMode;
+  a.mask = kAttrMode;
   a.mode = mode & 07777;
-  a.uid = uid;
-  a.gid = gid;
+  if (uid == 0 && gid == 0) {
+    a.mask |= kAttrUid | kAttrGid;
+    a.uid = a.gid = 0;
+  }
   set_guest_owner_mode(h, fd, host, n, a);
 }
 

@@ -201,12 +201,10 @@ long look_up(HostFs& h, Lookup& lk, Found* f) {
   return 0;
 }
 
-const Creds& creds(Task& t) { return t.proc->creds; }
-
 // A device node (kept as a node link) opens the kernel's device of that number.
 long open_device(Task& t, Lookup& lk, const struct stat& st, int flags, File** out) {
   if (lk.mount && (lk.mount->flags & MS_NODEV)) return -EACCES;
-  if (creds(t).fsuid != 0) {
+  if (creds_of(t).fsuid != 0) {
     int acc = flags & O_ACCMODE;
     long r = may_access(t, st, acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK);
     if (r < 0) return r;
@@ -218,12 +216,12 @@ long open_device(Task& t, Lookup& lk, const struct stat& st, int flags, File** o
 // it: the file is made exclusively first, so only a file this call made
 // gets the record.
 long open_creating(Task& t, HostFs& h, Lookup& lk, int flags, int mode, bool* made) {
-  const Creds& c = creds(t);
+  const Creds& c = creds_of(t);
   // The host file never gets set-id bits unless they are the host's to keep.
   uint32_t host_mode = (uint32_t)mode & (h.host_owners ? 07777 : 0777);
   *made = false;
   bool tmpfile = (flags & __O_TMPFILE) == __O_TMPFILE;
-  if (!((flags & O_CREAT) || tmpfile) || !needs_record(h, (uint32_t)mode, c.fsuid, c.fsgid))
+  if (!((flags & O_CREAT) || tmpfile) || !new_file_needs_adoption(h, (uint32_t)mode, c.fsuid, c.fsgid))
     return open_path(h, lk, (uint32_t)flags, (flags & (O_CREAT | __O_TMPFILE)) ? host_mode : 0);
   if (tmpfile || (flags & O_EXCL)) {
     long fd = open_path(h, lk, (uint32_t)flags, host_mode);
@@ -238,6 +236,8 @@ long open_creating(Task& t, HostFs& h, Lookup& lk, int flags, int mode, bool* ma
   return open_path(h, lk, (uint32_t)(flags & ~O_CREAT), 0);
 }
 
+// The host checks the host user's rights; a guest user's own are the
+// VFS's (perm.h), on what fs_stat shows the guest.
 long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
   HostFs& h = hostfs_of(fs);
   bool made = false;
@@ -250,21 +250,7 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
     if (look_up(h, node, &f) == 0 && f.guest.device) return open_device(t, lk, f.guest.st, flags, out);
   }
   if (fd < 0) return fd;
-  if (made) adopt_new_file(h, (int)fd, (uint32_t)mode, creds(t).fsuid, creds(t).fsgid);
-  // The host checks the host user's rights; a guest user's own are checked here.
-  if (creds(t).fsuid != 0 && !(flags & O_PATH)) {
-    struct stat st;
-    int acc = flags & O_ACCMODE;
-    int mask = (acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK) | ((flags & O_TRUNC) ? W_OK : 0);
-    long r = host::sys(SYS_fstat, fd, &st);
-    GuestNode g;
-    if (r == 0) guest_view(h, (int)fd, st, &g);
-    if (r == 0 && !(made || (flags & O_CREAT && g.st.st_uid == creds(t).fsuid))) r = may_access(t, g.st, mask);
-    if (r < 0) {
-      host::sys(SYS_close, fd);
-      return r;
-    }
-  }
+  if (made) adopt_new_file(h, (int)fd, (uint32_t)mode, creds_of(t).fsuid, creds_of(t).fsgid);
   File* f = file_alloc(h.heap, &kHostFileOps, (uint32_t)flags & ~O_CLOEXEC, (int)fd);
   if (!f) {
     host::sys(SYS_close, fd);
@@ -299,7 +285,7 @@ long fs_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
   // The host's rights first (a read-only host file system, the host
   // user's own permissions); a device node is judged by its guest mode.
   if (!f.guest.device) r = host::sys(SYS_faccessat2, f.fd, "", mode, AT_EMPTY_PATH);
-  if (r == 0 && (creds(t).fsuid != 0 || f.guest.device)) r = may_access(t, f.guest.st, mode);
+  if (r == 0 && (creds_of(t).fsuid != 0 || f.guest.device)) r = may_access(t, f.guest.st, mode);
   return r;
 }
 
@@ -314,8 +300,8 @@ long fs_statfs(Task&, Filesystem& fs, Lookup& lk, struct statfs* out) {
 // After the host made `name` in `dir` for the guest: its guest owner and
 // set-id bits, when the host file cannot show them.
 void adopt_named(Task& t, HostFs& h, int dir, const char* name, uint32_t mode, uint32_t extra_flags) {
-  const Creds& c = creds(t);
-  if (!needs_record(h, mode, c.fsuid, c.fsgid)) return;
+  const Creds& c = creds_of(t);
+  if (!new_file_needs_adoption(h, mode, c.fsuid, c.fsgid)) return;
   long fd = host::sys(SYS_openat, dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC | extra_flags);
   if (fd < 0) return;
   adopt_new_file(h, (int)fd, mode, c.fsuid, c.fsgid);
@@ -325,10 +311,10 @@ void adopt_named(Task& t, HostFs& h, int dir, const char* name, uint32_t mode, u
 long fs_mkdir(Task& t, Filesystem& fs, Lookup& lk, int mode) {
   HostFs& h = hostfs_of(fs);
   return in_parent(fs, lk, [&](int dir, const char* name) {
-    // The host folder never gets set-id bits (unless they are the host's
-    // to keep); a folder's sticky bit it can hold.
-    long r = host::sys(SYS_mkdirat, dir, name, mode & (h.host_owners ? 07777 : 0777 | S_ISVTX));
-    if (r == 0) adopt_named(t, h, dir, name, (uint32_t)mode & ~(uint32_t)S_ISVTX, O_DIRECTORY);
+    // A host folder never gets the set-user-ID bit (unless it is the
+    // host's to keep); set-group-ID and sticky it holds, as Linux means them.
+    long r = host::sys(SYS_mkdirat, dir, name, mode & (h.host_owners ? 07777 : 03777));
+    if (r == 0) adopt_named(t, h, dir, name, (uint32_t)mode & ~(uint32_t)(S_ISVTX | S_ISGID), O_DIRECTORY);
     return r;
   });
 }
@@ -339,7 +325,7 @@ long fs_mknod(Task& t, Filesystem& fs, Lookup& lk, int mode, uint64_t dev) {
   return in_parent(fs, lk, [&](int dir, const char* name) -> long {
     if ((type == S_IFCHR || type == S_IFBLK) && !h.host_owners) {
       char target[96];
-      long r = format_node_link((uint32_t)mode, dev, creds(t).fsuid, creds(t).fsgid, target, sizeof target);
+      long r = format_node_link((uint32_t)mode, dev, creds_of(t).fsuid, creds_of(t).fsgid, target, sizeof target);
       return r < 0 ? r : host::sys(SYS_symlinkat, target, dir, name);
     }
     uint32_t host_mode = h.host_owners ? (uint32_t)mode : type | ((uint32_t)mode & 0777);

@@ -45,7 +45,9 @@ struct FdPath {
 //                            file then carries the sticky bit (meaningless on
 //                            a regular file, harmless on a folder flatux
 //                            serves) as the sign to look for it, so files
-//                            without one cost nothing extra
+//                            without one cost nothing extra. A folder's
+//                            set-group-ID bit stays on the host, which hands
+//                            it on to new folders inside
 //   device nodes             a host symlink whose target starts with
 //                            kNodeMagic and spells the type, number, mode and
 //                            owner; the host never opens it as a device, and
@@ -80,12 +82,11 @@ long format_node_link(uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid, 
 long set_guest_owner_mode(HostFs& h, int fd, const struct stat& host, const GuestNode& n, const Attr& a);
 
 // After the host made a file or folder for a guest whose fsuid/fsgid are
-// uid/gid, with the guest's requested mode: records what the host does not
-// hold (another owner, set-id bits) and takes the set-id bits off the host;
-// with host owners, gives the host file to uid/gid.
+// uid/gid, with the guest's requested mode: what the VFS does not do
+// itself (new_file_needs_adoption) is recorded, and the set-id bits are
+// taken off the host file.
 void adopt_new_file(HostFs& h, int fd, uint32_t mode, uint32_t uid, uint32_t gid);
-// Whether a new file by uid/gid with `mode` needs adopt_new_file.
-bool needs_record(const HostFs& h, uint32_t mode, uint32_t uid, uint32_t gid);
+bool new_file_needs_adoption(const HostFs& h, uint32_t mode, uint32_t uid, uint32_t gid);
 
 // A guest's extended-attribute request on the host file open as `fd` (an
 // O_PATH descriptor too): user.* only, flatux's own records hidden.
