@@ -92,6 +92,7 @@ def main():
     ap.add_argument("--net-none", action="store_true")
     ap.add_argument("--layout-file", default="")
     ap.add_argument("--dynamic", action="store_true", help="the attacker is a glibc dynamic program")
+    ap.add_argument("--fork", action="store_true", help="attack from a forked guest (a host process of its own)")
     ap.add_argument("--flatux-arg", action="append", default=[])
     ap.add_argument("--expect-escape", action="store_true",
                     help="the harness's own check: unconfined (--no-sandbox) the attacker must get through")
@@ -151,6 +152,7 @@ def main():
         "ATTACK_UDP_PORT": str(udp.getsockname()[1]),
         "ATTACK_NET_NONE": "1" if a.net_none else "0",
         "ATTACK_LAYOUT": open(a.layout_file).read().strip() if a.layout_file else "",
+        "ATTACK_FORK": "1" if a.fork else "0",
     }
     net = ["--net=none"] if a.net_none else []
     if a.how == "run":
@@ -186,9 +188,13 @@ def main():
     if not gadget:
         failures.append("the attacker found no host gadget: the test proves nothing")
     else:
-        host_pid = int(gadget[0].split("=")[1].split()[0])
-        if host_pid != proc.pid:
-            failures.append(f"the gadget's getpid said {host_pid}, flatux is {proc.pid}: not the host's")
+        fields = dict(w.split("=") for w in gadget[0].split() if "=" in w)
+        host_pid, host_ppid = int(fields["host_pid"]), int(fields["host_ppid"])
+        # Forked, the attacker's host process is flatux's child.
+        want = host_ppid if a.fork else host_pid
+        if want != proc.pid or (a.fork and host_pid == proc.pid):
+            failures.append(f"the gadget's getpid/getppid said {host_pid}/{host_ppid}, flatux is {proc.pid}: "
+                            "not the host's")
     escaped = [l for l in out.splitlines() if l.startswith("ESCAPED")]
     if escaped:
         failures.append(f"{len(escaped)} probe(s) were not refused")

