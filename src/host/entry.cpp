@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
@@ -172,7 +173,7 @@ extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
     // have looked. Keep one kick pending until the thread is back in guest
     // mode (the interrupted frame's mask blocks it until then).
     reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] |= bit(kKickSignal);
-    host::sys(SYS_tgkill, t->kernel->host_pid, t->host_tid.load(), kKickSignal);
+    host::sys(SYS_tgkill, task_host_pid(*t), t->host_tid.load(), kKickSignal);
     t->kick_deferred = true;
     return;
   }
@@ -211,6 +212,8 @@ constexpr size_t kMaxFpstate = 16384;
 // SS_AUTODISARM stack is never "the one in use").
 void task_thread_main(void* arg) {
   Task* t = static_cast<Task*>(arg);
+  // A forked child's own tid goes into its own copy of the memory only.
+  if (t->set_child_tid) put_user((void*)t->set_child_tid, (int)t->tid);
   alignas(64) char fpbuf[kMaxFpstate];
   const void* fp = nullptr;
   if (void* heap_fp = t->entry_fpstate) {
@@ -253,7 +256,7 @@ long install_host_handlers() {
 void kick_task(Task& t) {
   uint32_t tid = t.host_tid.load();
   if (tid > 1 && &t != current_task_or_null())
-    host::sys(SYS_tgkill, t.kernel->host_pid, tid, kKickSignal);
+    host::sys(SYS_tgkill, task_host_pid(t), tid, kKickSignal);
 }
 
 size_t fpstate_size(const void* fpstate) {
@@ -296,6 +299,22 @@ long start_task_thread(Task& t) {
                                task_thread_main, &t);
   if (r < 0) t.host_tid.store(0);
   return r < 0 ? r : 0;
+}
+
+long start_kernel_thread(Kernel& k, void (*fn)(void*), void* arg, void** stack) {
+  void* base = k.heap->alloc_kstack();
+  if (!base) return -EAGAIN;
+  auto* h = static_cast<KStackHeader*>(base);
+  h->task = nullptr;  // a kernel thread: no guest task
+  h->magic = kKStackMagic;
+  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+  long r = flatux_clone_thread(flags, (void*)kstack_top(base), nullptr, 0, fn, arg);
+  if (r < 0) {
+    k.heap->free_kstack(base);
+    return r;
+  }
+  *stack = base;
+  return 0;
 }
 
 void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {

@@ -4,6 +4,7 @@
 #include <sys/mount.h>
 #include <sys/syscall.h>
 
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 
 #include "kernel/block/ubd.h"
@@ -12,10 +13,12 @@
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
 #include "kernel/fs/tmpfs/tmpfs.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/net/net.h"
 #include "kernel/printk.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
+#include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
@@ -34,13 +37,21 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->cfg = cfg;
   k->boot_ns = monotonic_ns();
   k->host_pid = (int)host::sys(SYS_getpid);
+  k->hproc0 = heap->make<HostProc>();
+  if (k->hproc0) {
+    k->hproc0->kernel = k;
+    k->hproc0->pid = k->host_pid;
+  }
   k->vfs = heap->make<Vfs>(heap);
   k->locks = heap->make<LockTable>(heap);
+  k->leases = heap->make<LeaseTable>(heap);
   k->timers = heap->make<TimerService>();
   k->net = net_state_create(heap);
   k->log = log_buffer_create(heap);
   k->blocks = heap->make<BlockDevices>();
-  if (!k->blocks || !k->vfs || !k->locks || !k->timers || !k->net || !k->log) {
+  k->ipc = ipc_namespace_create(heap);
+  if (!k->hproc0 || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net ||
+      !k->log) {
     heap->destroy();
     return nullptr;
   }
@@ -55,7 +66,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   Filesystem* root = nullptr;
   Filesystem* proc = nullptr;
   Filesystem* dev = nullptr;
-  if (hostfs_create(heap, cfg.root, &root) < 0 ||
+  if (hostfs_create(*k, cfg.root, &root) < 0 ||
       procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
       k->vfs->mount("/", root, &kHostFsType, cfg.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
                     cfg.root) < 0 ||

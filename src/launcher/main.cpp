@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "host/hostproc.h"
 #include "kernel/block/ubd.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/kernel.h"
@@ -24,6 +25,7 @@
 #include "launcher/boot_mode.h"
 #include "launcher/cmdline.h"
 #include "launcher/kernel_setup.h"
+#include "launcher/sandbox/sandbox.h"
 #include "tools/mkimage/mkimage.h"
 
 extern char** environ;
@@ -49,10 +51,12 @@ struct RunOptions {
   bool readonly = false;
   std::string strace;  // "" off, "-" stderr, else a file
   std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
-  std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file
+  std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file (FILE canonical once parsed)
   std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
   std::string mem;                  // --mem=SIZE, as boot's mem=; "" for the default share
   std::vector<std::string> argv;
+  flatux::launcher::SandboxOptions sandbox;
+  std::string hostfs_owners = "guest";
 };
 
 // PROG without a slash is looked up in the guest's PATH, inside the root.
@@ -83,8 +87,15 @@ const char* signal_report(int sig) {
   }
 }
 
-// --ubd N[r]=FILE (UML's ubdN[r]=FILE) and --mount-ext4 DEV:DIR.
-bool attach_devices(flatux::Kernel& k, const RunOptions& o) {
+struct UbdSpec {
+  int index;
+  bool readonly;
+  std::string given, file;  // as typed, canonical
+};
+
+// --ubd N[r]=FILE (UML's ubdN[r]=FILE), parsed before the sandbox is built:
+// the files are part of what the guest is granted.
+bool parse_ubd_specs(const RunOptions& o, std::vector<UbdSpec>* out) {
   for (const std::string& spec : o.ubd) {
     size_t eq = spec.find('=');
     char* end = nullptr;
@@ -94,9 +105,22 @@ bool attach_devices(flatux::Kernel& k, const RunOptions& o) {
       fprintf(stderr, "flatux: --ubd %s: expected N=FILE or Nr=FILE\n", spec.c_str());
       return false;
     }
-    std::string file = spec.substr(eq + 1);
-    if (long r = flatux::ubd_attach(k, (int)idx, file.c_str(), ro); r < 0) {
-      fprintf(stderr, "flatux: ubd%ld=%s: %s\n", idx, file.c_str(), strerror((int)-r));
+    std::string given = spec.substr(eq + 1);
+    char canon[PATH_MAX];
+    if (!realpath(given.c_str(), canon)) {
+      fprintf(stderr, "flatux: ubd%ld=%s: %s\n", idx, given.c_str(), strerror(errno));
+      return false;
+    }
+    out->push_back({(int)idx, ro, given, canon});
+  }
+  return true;
+}
+
+// The ubd devices and --mount-ext4 DEV:DIR.
+bool attach_devices(flatux::Kernel& k, const RunOptions& o, const std::vector<UbdSpec>& ubds) {
+  for (const UbdSpec& u : ubds) {
+    if (long r = flatux::ubd_attach(k, u.index, u.file.c_str(), u.readonly); r < 0) {
+      fprintf(stderr, "flatux: ubd%d=%s: %s\n", u.index, u.given.c_str(), strerror((int)-r));
       return false;
     }
   }
@@ -155,13 +179,22 @@ int run(const RunOptions& o) {
   cfg.root_readonly = o.readonly;
   if (!guest_memory_limit(o.mem, &cfg.boot.mem_bytes)) return 2;
   cfg.net_none = o.net == "none";
+  std::vector<UbdSpec> ubds;
+  if (!parse_ubd_specs(o, &ubds)) return 125;
+  flatux::launcher::Sandbox sb;
+  sb.options = o.sandbox;
+  sb.grant.root = root;
+  sb.grant.root_readonly = o.readonly;
+  sb.grant.net_none = cfg.net_none;
+  sb.grant.host_owners = o.hostfs_owners == "host";
+  for (const UbdSpec& u : ubds) sb.grant.images.push_back({u.file, u.readonly});
+  std::string prog = find_program(o);  // looked up before the host's view narrows
   if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
-  flatux::Kernel* k = flatux::launcher::start_kernel(cfg);
+  flatux::Kernel* k = flatux::launcher::start_kernel(cfg, sb);
   if (!k) return 125;
-  if (!attach_devices(*k, o)) return 125;
+  if (!attach_devices(*k, o, ubds)) return 125;
 
   install_forwarding();
-  std::string prog = find_program(o);
   std::vector<const char*> argv;
   for (const auto& a : o.argv) argv.push_back(a.c_str());
   argv.push_back(nullptr);
@@ -182,6 +215,7 @@ int run(const RunOptions& o) {
       flatux::forward_host_signal(*k, sig);
     }
   }
+  flatux::hostprocs_kill_all(*k);  // forked guests end with the kernel, as with their threads
   flatux::ext4_poweroff(*k);  // write-back caches reach the images
   int status = k->exit_wait_status;
   if (WIFSIGNALED(status)) {
@@ -201,7 +235,11 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--mem") { i++; continue; }  // take the next word
+    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--hostfs-owners" ||
+        a == "--mem") {
+      i++;  // takes the next word
+      continue;
+    }
     if (a.empty() || a[0] != '-') return i;
   }
   return argc;
@@ -225,6 +263,16 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--mem", o.mem, "Guest memory, as boot's mem= (K, M or G suffix; default: half the host's RAM)");
   run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
   run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
+  run_cmd->add_option("--hostfs-owners", o.hostfs_owners,
+                      "guest (default): owners, set-id bits and device nodes a guest gives hostfs files are "
+                      "kept by flatux; host: they go to the host files as they are (trusted guests)")
+      ->check(CLI::IsMember({"guest", "host"}));
+  run_cmd->add_flag("--require-sandbox", o.sandbox.require,
+                    "Refuse to run when the host cannot confine flatux to what the guest was granted");
+  run_cmd->add_flag("--no-sandbox", o.sandbox.off, "Do not confine the host process (trusted guests only)");
+  run_cmd->add_flag("--keep-root", o.sandbox.keep_root,
+                    "Started by root: keep root's host capabilities instead of a user namespace");
+  run_cmd->add_flag("--security", o.sandbox.report, "Print what confines the host process");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
   flatux::mkimage::Options mk;
   CLI::App* mk_cmd = app.add_subcommand("mkimage", "Build an ext4 image from a folder or a tar archive, unprivileged");

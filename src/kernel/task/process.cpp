@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/lib/kstring.h"
@@ -19,7 +20,7 @@
 namespace flatux {
 namespace {
 
-constexpr int kPidMax = 4194304;
+constexpr int kReservedPids = 300;
 
 void default_rlimits(Process& p) {
   for (auto& r : p.rlimits) r[0] = r[1] = RLIM_INFINITY;
@@ -27,6 +28,7 @@ void default_rlimits(Process& p) {
   p.rlimits[RLIMIT_NOFILE][0] = 1024;
   p.rlimits[RLIMIT_NOFILE][1] = FdTable::kMaxFds;
   p.rlimits[RLIMIT_CORE][0] = 0;
+  p.rlimits[RLIMIT_MEMLOCK][0] = p.rlimits[RLIMIT_MEMLOCK][1] = 8ull << 20;  // Linux's MLOCK_LIMIT
   p.rlimits[RLIMIT_NPROC][0] = p.rlimits[RLIMIT_NPROC][1] = kMaxTasks;
 }
 
@@ -51,10 +53,13 @@ bool pid_in_use_locked(Kernel& k, int pid) {
 
 }  // namespace
 
+// Pids below kernel/pid_max, wrapping to RESERVED_PIDS as Linux does.
 int alloc_pid_locked(Kernel& k) {
-  for (int tries = 0; tries < kPidMax; tries++) {
+  int max = k.sysctl.pid_max.load(std::memory_order_relaxed);
+  for (int tries = 0; tries < max; tries++) {
     int pid = k.next_pid++;
-    if (k.next_pid >= kPidMax) k.next_pid = 2;
+    if (k.next_pid >= max) k.next_pid = kReservedPids;
+    if (pid >= max) continue;  // pid_max was lowered below the next pid
     if (!pid_in_use_locked(k, pid)) return pid;
   }
   return -EAGAIN;
@@ -73,6 +78,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     p->sibling = parent->children;
     parent->children = p;
     p->creds = parent->creds;
+    p->personality = parent->personality;
     p->ctty = parent->ctty;
     memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
     memcpy(p->exe, parent->exe, sizeof p->exe);
@@ -83,13 +89,14 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
   return p;
 }
 
-Task* task_create_locked(Kernel& k, Process& p, int tid) {
+Task* task_create_locked(Kernel& k, Process& p, int tid, HostProc* hp) {
   reap_dead_tasks(k);
   if (k.ntasks >= kMaxTasks) return nullptr;
   Task* t = k.heap->make<Task>();
   if (!t) return nullptr;
   t->kernel = &k;
   t->proc = &p;
+  t->hproc = hp;
   t->tid = tid;
   t->start_ns = monotonic_ns();
   if (!kstack_setup(*t)) {
@@ -110,6 +117,7 @@ Task* task_create_locked(Kernel& k, Process& p, int tid) {
     *link = t;
   }
   p.nthreads++;
+  hp->ntasks.fetch_add(1);
   return t;
 }
 
@@ -123,6 +131,7 @@ void discard_unstarted_task_locked(Task& t) {
     if (*link) *link = t.next_thread;
   }
   p.nthreads--;
+  t.hproc->ntasks.fetch_sub(1);
   for (Task*& slot : k.tasks)
     if (slot == &t) { slot = nullptr; k.ntasks--; break; }
   k.heap->free(t.entry_fpstate);
@@ -175,7 +184,7 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     p->fs = k.heap->make<FsContext>();
     p->sighand = k.heap->make<SigHand>();
     if (!p->mm || !p->files || !p->fs || !p->sighand) return -ENOMEM;
-    t = task_create_locked(k, *p, p->pid);
+    t = task_create_locked(k, *p, p->pid, k.hproc0);
     if (!t) return -ENOMEM;
     k.init = p;
     copy_cstr(p->fs->cwd, sizeof p->fs->cwd, k.cfg.cwd);
