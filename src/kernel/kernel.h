@@ -63,6 +63,15 @@ struct MemAccount {
   std::atomic<int> max_map_count{65530};  // vm.max_map_count: regions per process
 };
 
+// Queued signals per user, which RLIMIT_SIGPENDING limits (Linux counts
+// per user too). A slot is taken by a uid while it has signals queued.
+struct SigQueueUsers {
+  static constexpr int kSlots = 128;
+  KMutex lock;  // taking a slot and counting up; counting down is atomic
+  uint32_t uid[kSlots]{};
+  std::atomic<uint32_t> queued[kSlots]{};
+};
+
 // uname's node and domain names (sethostname, setdomainname).
 struct UtsNames {
   KMutex lock;
@@ -113,6 +122,7 @@ struct Kernel {
   LogBuffer* log = nullptr;    // printk's ring buffer
   Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
   MemAccount mem;
+  SigQueueUsers sigqueue_users;
   UtsNames uts;
   bool cad_enabled = true;     // reboot(2) CAD_ON/CAD_OFF
   std::atomic<bool> shutdown_requested{false};  // the host asked for a power-off

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <linux/errno.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "host/entry.h"
@@ -26,41 +27,90 @@ constexpr uint64_t kSyncMask = (1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1)) 
 bool is_rt(int sig) { return sig >= 32; }
 
 void drop_from(Heap* h, SigPending& p, uint64_t mask) {
-  SigQueued** link = &p.head;
-  while (SigQueued* q = *link) {
-    if (mask & sigbit(q->info.si_signo)) {
-      *link = q->next;
-      h->free(q);
-    } else {
-      link = &q->next;
+  for (int sig = 1; sig <= kNSig; sig++) {
+    if (!(mask & sigbit(sig))) continue;
+    for (SigQueued* q = p.head[sig - 1]; q;) {
+      SigQueued* n = q->next;
+      sigq_free(h, q);
+      q = n;
     }
+    p.head[sig - 1] = p.tail[sig - 1] = nullptr;
   }
   p.set &= ~mask;
 }
 
+// Counts one more queued signal for `uid`; nullptr when that would pass
+// `limit` and the signal may not go over it.
+std::atomic<uint32_t>* charge_user(SigQueueUsers& u, uint32_t uid, uint64_t limit, bool over_limit_ok) {
+  Guard g(u.lock);
+  int slot = -1, unused = -1;
+  for (int i = 0; i < SigQueueUsers::kSlots && slot < 0; i++) {
+    bool taken = u.queued[i].load(std::memory_order_acquire) != 0;
+    if (taken && u.uid[i] == uid) slot = i;
+    else if (!taken && unused < 0) unused = i;
+  }
+  if (slot < 0) {
+    // Every slot taken by another user: the last one is shared.
+    slot = unused >= 0 ? unused : SigQueueUsers::kSlots - 1;
+    if (unused >= 0) u.uid[slot] = uid;
+  }
+  if (!over_limit_ok && u.queued[slot].load(std::memory_order_relaxed) >= limit) return nullptr;
+  u.queued[slot].fetch_add(1, std::memory_order_relaxed);
+  return &u.queued[slot];
+}
+
 }  // namespace
 
-void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info) {
-  SigQueued** link = &p.head;
-  bool more = false, found = false;
-  while (SigQueued* q = *link) {
-    if (q->info.si_signo == sig) {
-      if (!found) {
-        *info = q->info;
-        *link = q->next;
-        h->free(q);
-        found = true;
-        continue;
-      }
-      more = true;
-    }
-    link = &q->next;
+SigQueued* sigq_alloc(Process& to, bool over_limit_ok) {
+  Kernel& k = *to.kernel;
+  std::atomic<uint32_t>* count =
+      charge_user(k.sigqueue_users, to.creds.uid, to.rlimits[RLIMIT_SIGPENDING][0], over_limit_ok);
+  if (!count) return nullptr;
+  auto* q = static_cast<SigQueued*>(k.heap->alloc(sizeof(SigQueued)));
+  if (!q) {
+    count->fetch_sub(1, std::memory_order_release);
+    return nullptr;
   }
-  if (!more) p.set &= ~sigbit(sig);
-  if (!found) {  // queue was full when it was sent: still deliver, bare
+  q->next = nullptr;
+  q->charged_to = count;
+  return q;
+}
+
+void sigq_free(Heap* h, SigQueued* q) {
+  q->charged_to->fetch_sub(1, std::memory_order_release);
+  h->free(q);
+}
+
+void sigq_push(SigPending& p, int sig, SigQueued* q, bool front) {
+  SigQueued*& head = p.head[sig - 1];
+  SigQueued*& tail = p.tail[sig - 1];
+  if (front) {
+    q->next = head;
+    head = q;
+    if (!tail) tail = q;
+  } else {
+    q->next = nullptr;
+    if (tail) tail->next = q;
+    else head = q;
+    tail = q;
+  }
+  p.set |= sigbit(sig);
+}
+
+void sigq_clear(Heap* h, SigPending& p) { drop_from(h, p, ~0ull); }
+
+void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info) {
+  SigQueued*& head = p.head[sig - 1];
+  if (SigQueued* q = head) {
+    *info = q->info;
+    head = q->next;
+    if (!head) p.tail[sig - 1] = nullptr;
+    sigq_free(h, q);
+  } else {  // queued over the limit by kill(): still delivered, bare
     memset(info, 0, sizeof *info);
     info->si_signo = sig;
   }
+  if (!head) p.set &= ~sigbit(sig);
 }
 
 namespace {
@@ -150,7 +200,6 @@ siginfo_t user_siginfo(Task& t, int sig, int code) {
 
 long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
   if (sig == 0) return 0;
-  Kernel& k = *p.kernel;
   Task* wake = nullptr;
   bool wake_all = false;
   {
@@ -162,13 +211,16 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
     if (sig != SIGKILL && !blocked && ignored(p, sig)) return 0;
     SigPending& q = target ? target->pending : p.shared_pending;
     if (!is_rt(sig) && (q.set & sigbit(sig))) return 0;  // standard signals coalesce
-    if (auto* e = static_cast<SigQueued*>(k.heap->alloc(sizeof(SigQueued)))) {
+    // RLIMIT_SIGPENDING, as Linux applies it: kill() and the kernel's own
+    // standard signals always queue; a real-time signal over the limit
+    // fails with EAGAIN, unless kill() sent it: then it loses its siginfo.
+    // A timer's signal is never lost (Linux keeps one per timer).
+    bool over_limit_ok = info.si_code == SI_TIMER || (!is_rt(sig) && info.si_code >= 0);
+    if (SigQueued* e = sigq_alloc(p, over_limit_ok)) {
       e->info = info;
       e->info.si_signo = sig;
-      SigQueued** link = &q.head;
-      while (*link) link = &(*link)->next;
-      *link = e;
-    } else if (is_rt(sig)) {
+      sigq_push(q, sig, e, false);
+    } else if (is_rt(sig) && info.si_code != SI_USER) {
       return -EAGAIN;
     }
     q.set |= sigbit(sig);
@@ -217,10 +269,9 @@ void guest_fault(Task& t, int sig, const siginfo_t* si) {
       act.handler = (uint64_t)SIG_DFL;
       t.sigmask &= ~sigbit(sig);
     }
-    if (auto* e = static_cast<SigQueued*>(t.kernel->heap->alloc(sizeof(SigQueued)))) {
+    if (SigQueued* e = sigq_alloc(p, true)) {
       e->info = *si;
-      e->next = t.pending.head;  // synchronous: ahead of everything queued
-      t.pending.head = e;
+      sigq_push(t.pending, sig, e, true);  // synchronous: ahead of its kind
     }
     t.pending.set |= sigbit(sig);
     t.notify.store(1);

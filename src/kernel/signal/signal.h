@@ -43,6 +43,14 @@ bool has_deliverable_locked(Task& t);
 // Takes the first queued instance of `sig` out of p (siglock held).
 void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info);
 
+// Queued-signal entries, counted against the receiving process's user's
+// RLIMIT_SIGPENDING. sigq_alloc returns nullptr over the limit (unless
+// over_limit_ok) or without memory. (siglock held for the push)
+SigQueued* sigq_alloc(Process& to, bool over_limit_ok);
+void sigq_free(Heap* h, SigQueued* q);
+void sigq_push(SigPending& p, int sig, SigQueued* q, bool front);
+void sigq_clear(Heap* h, SigPending& p);  // frees every entry and empties the set
+
 // Changes t's blocked set (SIGKILL/SIGSTOP stay unblocked) and rechecks.
 void set_sigmask(Task& t, uint64_t mask);
 

@@ -45,10 +45,18 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
       }
       if (!matched) return -ESRCH;
     }
-    // Sent under tasks_lock, so no target can be freed meanwhile.
-    for (int i = 0; i < n; i++) send_signal(*targets[i], nullptr, sig, si);
+    // Sent under tasks_lock, so no target can be freed meanwhile. One
+    // delivery is success (Linux's kill of a group); else the last error
+    // (EAGAIN: a real-time signal over RLIMIT_SIGPENDING).
+    long err = 0;
+    bool sent = false;
+    for (int i = 0; i < n; i++) {
+      long r = send_signal(*targets[i], nullptr, sig, si);
+      if (r < 0) err = r;
+      else sent = true;
+    }
+    return sent ? 0 : err;
   }
-  return 0;
 }
 
 long send_to_thread(Task& t, int tgid, int tid, int sig, const siginfo_t& si) {

@@ -180,11 +180,7 @@ void release_zombie(Process& p) {
   p.sighand = nullptr;
   {
     Guard g(p.siglock);
-    for (SigQueued* q = p.shared_pending.head; q;) {
-      SigQueued* n = q->next;
-      k.heap->free(q);
-      q = n;
-    }
+    sigq_clear(k.heap, p.shared_pending);
   }
   k.heap->destroy_obj(&p);
 }
@@ -224,12 +220,7 @@ void exit_thread(Task& t) {
       Task** link = &p.threads;
       while (*link && *link != &t) link = &(*link)->next_thread;
       if (*link) *link = t.next_thread;
-      for (SigQueued* q = t.pending.head; q;) {
-        SigQueued* n = q->next;
-        k.heap->free(q);
-        q = n;
-      }
-      t.pending = {};
+      sigq_clear(k.heap, t.pending);
     }
     release_vfork_waiter(t);
     p.nthreads--;

@@ -47,11 +47,17 @@ struct SigHand {
 struct SigQueued {
   siginfo_t info;
   SigQueued* next;
+  std::atomic<uint32_t>* charged_to;  // its user's RLIMIT_SIGPENDING count
 };
 
+// Pending signals: the set, and a FIFO per signal number, so that queueing
+// and taking a signal cost the same however many are queued. A bit in
+// `set` with an empty FIFO is a signal whose siginfo was lost (queued over
+// the limit by kill()).
 struct SigPending {
   uint64_t set = 0;
-  SigQueued* head = nullptr;
+  SigQueued* head[kNSig]{};
+  SigQueued* tail[kNSig]{};
 };
 
 // The lock of an Mm's region list. It knows which thread holds it (by its

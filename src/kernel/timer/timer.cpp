@@ -24,7 +24,7 @@ namespace {
 bool bump_queued_overrun(Process& p, KTimer& t) {
   Guard g(p.siglock);
   auto scan = [&](SigPending& q) {
-    for (SigQueued* e = q.head; e; e = e->next) {
+    for (SigQueued* e = q.head[t.sig - 1]; e; e = e->next) {
       if (e->info.si_code == SI_TIMER && e->info.si_timerid == t.id) {
         e->info.si_overrun++;
         t.overrun = e->info.si_overrun;
