@@ -178,6 +178,7 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   kill_other_threads(t);
   Mm* old = t.proc->mm;
   t.proc->mm = mm;
+  mm_set_rlimits(*mm, t.proc->rlimits);  // from here on; the new image is in
   if (old->refs.fetch_sub(1) == 1) {
     mm_release(*old);
     k.heap->destroy_obj(old);

@@ -2,6 +2,7 @@
 
 #include <linux/errno.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sysinfo.h>
 #include <sys/syscall.h>
 
@@ -47,6 +48,10 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
     }
   }
   if (mm_chargeable(prot, kind) && !mm_charge_fits(mm, len)) return -ENOMEM;
+  if (!(fixed && mm.regions.covers(hint, hint + len))) {  // a replacement adds none
+    bool data = mm_is_data(prot, (host_flags & MAP_TYPE) == MAP_SHARED, kind);
+    if (!mm_may_expand(mm, len, data ? len : 0)) return -ENOMEM;
+  }
   long r = host::sys(SYS_mmap, hint, len, prot, host_flags, host_fd, off);
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
@@ -209,11 +214,27 @@ bool mm_charge_fits(const Mm& mm, uint64_t extra) {
   return mm.acct->used.load(std::memory_order_relaxed) + extra <= mm.acct->limit;
 }
 
+bool mm_may_expand(const Mm& mm, uint64_t more, uint64_t more_data) {
+  if (more > mm.as_limit || mm.total_vm > mm.as_limit - more) return false;
+  return !more_data || (more_data <= mm.data_limit && mm.data_vm <= mm.data_limit - more_data);
+}
+
+void mm_set_rlimits(Mm& mm, const uint64_t (*rlimits)[2]) {
+  mm.as_limit = rlimits[RLIMIT_AS][0];
+  mm.data_limit = rlimits[RLIMIT_DATA][0];
+}
+
 void mm_recharge(Mm& mm) {
+  uint64_t now = 0, total = 0, data = 0;
+  for (const Region* r = mm.regions.first(); r; r = r->next) {
+    uint64_t len = r->end - r->start;
+    if (r->prot || (r->kind != kRegionBrk && r->kind != kRegionStack)) total += len;
+    if (mm_is_data(r->prot, r->flags & kRegionShared, r->kind)) data += len;
+    if (!(r->flags & kRegionUncharged) && mm_chargeable(r->prot, r->kind)) now += len;
+  }
+  mm.total_vm = total;
+  mm.data_vm = data;
   if (!mm.acct) return;
-  uint64_t now = 0;
-  for (const Region* r = mm.regions.first(); r; r = r->next)
-    if (!(r->flags & kRegionUncharged) && mm_chargeable(r->prot, r->kind)) now += r->end - r->start;
   mm.acct->used.fetch_add(now - mm.charged, std::memory_order_relaxed);  // wraps to a decrease
   mm.charged = now;
 }

@@ -61,6 +61,14 @@ void mm_forget(Heap* heap, Mm* mm);
 bool mm_charge_fits(const Mm& mm, uint64_t extra);
 // Recomputes the Mm's charge after its regions changed (mm.lock held).
 void mm_recharge(Mm& mm);
+// RLIMIT_AS and RLIMIT_DATA, as Linux's may_expand_vm: would `more` bytes
+// of new mappings, `more_data` of them private and writable, stay within
+// the limits? mm_set_rlimits takes the owner's limits. (mm.lock held)
+bool mm_may_expand(const Mm& mm, uint64_t more, uint64_t more_data);
+void mm_set_rlimits(Mm& mm, const uint64_t (*rlimits)[2]);
+inline bool mm_is_data(int prot, bool shared, RegionKind kind) {
+  return (prot & 2 /*PROT_WRITE*/) && !shared && kind != kRegionStack;
+}
 // Kernel-held memory outside any Mm (System V shared memory segments):
 // charged when it fits under mem= (false: ENOMEM), given back later.
 bool mem_charge(MemAccount& acct, uint64_t bytes);

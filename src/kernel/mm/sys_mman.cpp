@@ -246,6 +246,7 @@ long sys_mremap(Task& t, SyscallArgs a) {
   bool grows = new_len > old_len || dontunmap;  // DONTUNMAP keeps the old range too
   size_t more = dontunmap ? new_len : new_len - old_len;
   long res = grows && mm_chargeable(prot, kind) && !mm_charge_fits(mm, more) ? -ENOMEM : 0;
+  if (grows && !mm_may_expand(mm, more, mm_is_data(prot, rflags & kRegionShared, kind) ? more : 0)) res = -ENOMEM;
   bool placeholder = false;
   if (res == 0 && fixed) res = claim_destination(mm, new_addr, new_len, &placeholder);
   if (res == 0) res = host::sys(SYS_mremap, old, old_len, new_len, flags, new_addr);
@@ -291,6 +292,7 @@ long sys_brk(Task& t, SyscallArgs a) {
   uintptr_t mapped = page_up(want);
   if (mapped > mm.brk_mapped) {
     if (!mm_charge_fits(mm, mapped - mm.brk_mapped)) return (long)mm.brk_cur;
+    if (!mm_may_expand(mm, mapped - mm.brk_mapped, mapped - mm.brk_mapped)) return (long)mm.brk_cur;
     if (host::sys(SYS_mprotect, mm.brk_mapped, mapped - mm.brk_mapped, PROT_READ | PROT_WRITE) < 0)
       return (long)mm.brk_cur;
     mm.regions.set_prot(mm.brk_mapped, mapped, PROT_READ | PROT_WRITE);

@@ -88,6 +88,7 @@ long fork_child(Task& t, Task& child) {
   }
   child.proc->mm = mm;
   child.hproc->keep_mm = mm;
+  mm_set_rlimits(*mm, child.proc->rlimits);
   long r = fork_host_process(t, *child.hproc);
   if (r < 0) {
     // Not mapped here as the child's: forget the ranges, unmap nothing.

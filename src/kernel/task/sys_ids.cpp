@@ -132,6 +132,10 @@ long sys_prlimit64(Task& t, SyscallArgs a) {
     lim[0] = nw[0];
     lim[1] = nw[1];
     if (a[1] == RLIMIT_NOFILE) t.proc->files->set_limit(nw[0] > (uint64_t)FdTable::kMaxFds ? FdTable::kMaxFds : (int)nw[0]);
+    if (a[1] == RLIMIT_AS || a[1] == RLIMIT_DATA) {
+      Guard g(t.proc->mm->lock);
+      mm_set_rlimits(*t.proc->mm, t.proc->rlimits);
+    }
     if (a[1] == RLIMIT_STACK && t.regs) {
       Mm& mm = *t.proc->mm;
       Guard g(mm.lock);

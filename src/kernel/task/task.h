@@ -102,6 +102,11 @@ struct Mm {
   uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
   MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
   uint64_t charged = 0;        // what this Mm has charged to it
+  // RLIMIT_AS and RLIMIT_DATA of the process that owns it, and what counts
+  // against them (mm_recharge): all mappings but the unused reserves of the
+  // heap and stack; of those, the private writable ones but the stack.
+  uint64_t as_limit = ~0ull, data_limit = ~0ull;
+  uint64_t total_vm = 0, data_vm = 0;
   ShmAttach* shm = nullptr;    // System V shared memory attached here (ipc/shm.cpp)
   int lock_future = 0;         // mlockall(MCL_FUTURE): new mappings are locked (MCL_* bits)
 };
