@@ -200,6 +200,7 @@ siginfo_t user_siginfo(Task& t, int sig, int code) {
 
 long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
   if (sig == 0) return 0;
+  if (sig < 0 || sig > kNSig) return -EINVAL;  // (clone's exit signal may be any byte)
   Task* wake = nullptr;
   bool wake_all = false;
   {
