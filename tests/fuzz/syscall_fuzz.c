@@ -671,6 +671,13 @@ static void print_kernel_memory(void) {
 
 static int supervise(int seconds, uint64_t seed, int threads, char** replay, int nreplay) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  // A stray signal a worker makes reach us (as a descriptor's owner, say)
+  // must not end the run: Linux's init would not die of it either (the
+  // workers, which inherit this, ignore them too).
+  for (int sig = 1; sig < 65; sig++)
+    if (sig != SIGCHLD && sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE &&
+        sig != SIGTRAP && sig != SIGKILL && sig != SIGSTOP)
+      signal(sig, SIG_IGN);
   // Scratch space the workers may fill: tmpfs, bounded.
   mount("scratch", "/scratch", "tmpfs", 0, "size=32m,nr_inodes=4096");
   mount("tmp", "/tmp", "tmpfs", 0, "size=8m");
