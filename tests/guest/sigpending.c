@@ -40,7 +40,9 @@ static int take(int sig, siginfo_t* si) {
 }
 
 static void limit_holds(void) {
-  const int lim = 64;
+  // Natively the count is the whole user's, other processes' queued
+  // signals too (a busy machine's can be many): the limit is what is checked.
+  const int lim = 1000;
   struct rlimit rl;
   REQUIRE(getrlimit(RLIMIT_SIGPENDING, &rl) == 0, "getrlimit");
   printf("RLIMIT_SIGPENDING: %llu/%llu\n", (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
@@ -48,12 +50,11 @@ static void limit_holds(void) {
   rl.rlim_cur = lim;
   REQUIRE(setrlimit(RLIMIT_SIGPENDING, &rl) == 0, "setrlimit: %s", strerror(errno));
 
-  int n = queue_until_full(getpid(), SIGRTMIN, 1000);
+  int n = queue_until_full(getpid(), SIGRTMIN, 5 * lim);
   int err = errno;
   printf("queued %d of SIGRTMIN under a limit of %d\n", n, lim);
-  // Other processes of this user may hold a few (natively).
-  CHECK(n <= lim && n >= lim - 8, "queued %d, limit %d", n, lim);
-  CHECK(n == 1000 || err == EAGAIN, "errno %d, want EAGAIN", err);
+  CHECK(n <= lim && n > lim / 2, "queued %d, limit %d", n, lim);
+  CHECK(err == EAGAIN, "errno %d, want EAGAIN", err);
   // kill() over the limit: delivered, without a queue entry.
   CHECK(kill(getpid(), SIGRTMIN + 1) == 0, "kill over the limit: %s", strerror(errno));
   siginfo_t si;
@@ -83,8 +84,8 @@ static void limit_holds(void) {
   close(ready[1]);
   char c;
   REQUIRE(read(ready[0], &c, 1) == 1, "child not ready");
-  int to_child = queue_until_full(child, SIGRTMIN, 1000);
-  CHECK(to_child <= lim && to_child >= lim - 8, "queued %d to the child, limit %d", to_child, lim);
+  int to_child = queue_until_full(child, SIGRTMIN, 5 * lim);
+  CHECK(to_child <= lim && to_child > lim / 2, "queued %d to the child, limit %d", to_child, lim);
   union sigval v = {.sival_int = 7};
   errno = 0;
   CHECK(sigqueue(getpid(), SIGRTMIN, v) != 0 && errno == EAGAIN,
