@@ -25,7 +25,8 @@ flatux_restorer:
 /* long flatux_clone_thread(unsigned long flags, void *stack_top, int *ctid,
  *                          unsigned long tls, void (*fn)(void *), void *arg)
  * A raw clone: the child runs fn(arg) on stack_top and then exits the host
- * thread. No libc thread state is created, on purpose. */
+ * thread. No libc thread state is created, on purpose. ctid is also the
+ * parent_tid word, for CLONE_PARENT_SETTID. */
 	.globl flatux_clone_thread
 	.type flatux_clone_thread, @function
 flatux_clone_thread:
@@ -34,7 +35,7 @@ flatux_clone_thread:
 	mov %r9, 8(%rsi)
 	mov %rdx, %r10         /* child_tid */
 	mov %rcx, %r8          /* tls */
-	xor %edx, %edx         /* parent_tid */
+	mov %r10, %rdx         /* parent_tid */
 	mov $56, %eax          /* clone */
 	syscall
 	test %rax, %rax

@@ -250,13 +250,15 @@ void kstack_release(Task& t) {
 }
 
 long start_task_thread(Task& t) {
+  // The host writes the thread id (CLONE_PARENT_SETTID) before the thread
+  // runs, so it is there for the task's first syscall, and clears it when
+  // the thread has gone (CLONE_CHILD_CLEARTID).
   unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_CHILD_CLEARTID;
+                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
   t.host_tid.store(1);
   long r = flatux_clone_thread(flags, (void*)kstack_top(t.kstack), &t.host_tid, t.guest_fs,
                                task_thread_main, &t);
   if (r < 0) t.host_tid.store(0);
-  else t.host_tid.store((uint32_t)r);
   return r < 0 ? r : 0;
 }
 

@@ -20,6 +20,7 @@ struct NetState;
 struct LogBuffer;
 struct Console;
 struct BlockDevices;
+struct PtyTable;
 
 struct TextRange {
   uintptr_t start, end;
@@ -84,6 +85,7 @@ struct Kernel {
   std::atomic<uintptr_t> gate_owner{0};  // who holds gate_lock (host/foreign_gate.cpp)
   LogBuffer* log = nullptr;    // printk's ring buffer
   Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
+  PtyTable* ptys = nullptr;    // pseudo-terminals (kernel/tty/pty.h)
   MemAccount mem;
   UtsNames uts;
   bool cad_enabled = true;     // reboot(2) CAD_ON/CAD_OFF

@@ -178,6 +178,16 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
   return 0;
 }
 
+int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info) {
+  int n = 0;
+  for (Task* x : k.tasks) {
+    if (!x || x->tid != x->proc->pid || x->proc->pgid != pgrp || x->proc->state != ProcState::kRunning) continue;
+    send_signal(*x->proc, nullptr, sig, info);
+    n++;
+  }
+  return n;
+}
+
 void set_sigmask(Task& t, uint64_t mask) {
   Guard g(t.proc->siglock);
   t.sigmask = mask & ~kUnblockable;

@@ -18,6 +18,10 @@ constexpr long ERESTART_RESTARTBLOCK = 516;
 // and makes a thread that can take it look at it. Returns 0 or -errno.
 long send_signal(Process& p, Task* target, int sig, const siginfo_t& info);
 
+// Sends to every live process of group `pgrp` (tasks_lock held); returns
+// how many there were.
+int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info);
+
 // A siginfo for kill()-style sends from task t (SI_USER, or `code`).
 siginfo_t user_siginfo(Task& t, int sig, int code);
 

@@ -15,9 +15,12 @@
 #include "kernel/vfs/locks.h"
 #include "kernel/mm/mm.h"
 #include "kernel/signal/signal.h"
+#include "kernel/task/pidfd.h"
 #include "kernel/task/process.h"
+#include "kernel/task/rseq.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
+#include "kernel/tty/tty.h"
 
 extern "C" void flatux_exit_thread() __attribute__((noreturn));
 
@@ -100,6 +103,7 @@ void exit_process(Task& t) {
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
   discard_process_resources(p);
+  tty_session_leader_exit_locked(p);
   timers_release_process(k, p);
   release_vfork_waiter(p);
   if (&p == k.init) {
@@ -121,6 +125,7 @@ void exit_process(Task& t) {
     }
   }
   p.state = ProcState::kZombie;
+  pidfd_process_exited(p);
   int status = p.wait_status;
   int code = WIFSIGNALED(status) ? (WCOREDUMP(status) ? CLD_DUMPED : CLD_KILLED) : CLD_EXITED;
   int value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
@@ -157,6 +162,7 @@ void release_vfork_waiter(Process& p) {
 
 void release_zombie(Process& p) {
   Kernel& k = *p.kernel;
+  pidfd_process_released(p);
   if (Process* parent = p.parent) {
     Process** link = &parent->children;
     while (*link && *link != &p) link = &(*link)->sibling;
@@ -193,6 +199,9 @@ void reap_dead_tasks(Kernel& k) {
 void exit_thread(Task& t) {
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
+  // The rseq area lives in the thread's own memory, which a joiner may
+  // free as soon as the tid word below is cleared.
+  rseq_drop(t);
   if (t.clear_child_tid) {
     // The pthread_join protocol: zero the tid word and wake a joiner.
     if (put_user((void*)t.clear_child_tid, (uint32_t)0) == 0)
@@ -200,6 +209,8 @@ void exit_thread(Task& t) {
   }
   release_robust_list(t);
   uint64_t cpu = thread_cpu_ns();
+  FdTable* files = nullptr;
+  bool last = false;
   {
     Guard g(k.tasks_lock);
     {
@@ -222,7 +233,19 @@ void exit_thread(Task& t) {
     k.dead_tasks = &t;
     p.threads_gone.fetch_add(1);
     futex_wake(&p.threads_gone, 1 << 30);
-    if (p.nthreads == 0) exit_process(t);
+    if (p.nthreads == 0) {
+      last = true;
+      files = p.files;
+      p.files = nullptr;
+    }
+  }
+  if (last) {
+    // The last thread closes the descriptors without tasks_lock (closing a
+    // file may take it: a pty master hangs up its slave's session), then
+    // makes the process a zombie.
+    drop_files(files, k.heap);
+    Guard g(k.tasks_lock);
+    exit_process(t);
   }
   flatux_exit_thread();
 }

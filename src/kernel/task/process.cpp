@@ -28,6 +28,9 @@ void default_rlimits(Process& p) {
   p.rlimits[RLIMIT_NOFILE][1] = FdTable::kMaxFds;
   p.rlimits[RLIMIT_CORE][0] = 0;
   p.rlimits[RLIMIT_NPROC][0] = p.rlimits[RLIMIT_NPROC][1] = kMaxTasks;
+  // As Linux's init: no raising of priorities beyond the default without privilege.
+  p.rlimits[RLIMIT_NICE][0] = p.rlimits[RLIMIT_NICE][1] = 0;
+  p.rlimits[RLIMIT_RTPRIO][0] = p.rlimits[RLIMIT_RTPRIO][1] = 0;
 }
 
 void install_stdio(Kernel& k, Process& p) {
@@ -178,6 +181,10 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     if (!p->mm || !p->files || !p->fs || !p->sighand) return -ENOMEM;
     t = task_create_locked(k, *p, p->pid);
     if (!t) return -ENOMEM;
+    // The nice value flatux itself was started with, as a native program
+    // started the same way would see it.
+    long prio = host::sys(SYS_getpriority, PRIO_PROCESS, 0);
+    if (prio > 0) t->nice = 20 - (int)prio;
     k.init = p;
     copy_cstr(p->fs->cwd, sizeof p->fs->cwd, k.cfg.cwd);
   }

@@ -20,6 +20,7 @@ struct Process;
 struct Task;
 struct Tty;
 struct MemAccount;
+struct PidFd;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -124,6 +125,7 @@ struct Process {
   std::atomic<uint32_t> child_event{0};  // bumped when a child changes state: wakes waiters
   std::atomic<uint32_t> threads_gone{0}; // bumped when a thread leaves: wakes execve
   Task* vfork_waiter = nullptr;  // the parent task sleeping in vfork()
+  PidFd* pidfds = nullptr;       // pidfds naming it (task/pidfd.cpp; tasks_lock)
 
   uint64_t start_ns = 0;
   uint64_t cpu_ns = 0;           // CPU time of threads that have exited
@@ -140,6 +142,9 @@ struct Task {
   uint64_t guest_fs = 0;
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0, robust_len = 0;
+  int nice = 0;                       // getpriority/setpriority (sys/sys_sched.cpp; tasks_lock)
+  uint64_t rseq_addr = 0;             // registered with the host thread (task/sys_rseq.cpp)
+  uint32_t rseq_len = 0, rseq_sig = 0;
 
   // Signal state; the mask and pending set are guarded by proc->siglock.
   uint64_t sigmask = 0;

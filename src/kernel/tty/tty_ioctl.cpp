@@ -53,10 +53,11 @@ bool is_ctty(Task& t, Tty& tty) { return t.proc->ctty == &tty; }
 
 long set_termios(Task& t, Tty& tty, unsigned cmd, uint64_t arg) {
   if (long r = check_change(t, tty); r < 0) return r;
-  struct termios nt;
+  struct termios nt, old;
   if (copy_from_user(&nt, (const void*)arg, sizeof nt) < 0) return -EFAULT;
   {
     Guard g(tty.lock);
+    old = tty.tio;
     bool was_canon = tty.tio.c_lflag & ICANON;
     tty.tio = nt;
     if (cmd == TCSETSF) {
@@ -72,6 +73,8 @@ long set_termios(Task& t, Tty& tty, unsigned cmd, uint64_t arg) {
   }
   tty.in_seq.fetch_add(1);
   futex_wake(&tty.in_seq, 1 << 30);
+  if (tty.driver->termios_changed) tty.driver->termios_changed(tty, old);
+  if (tty.driver->input_consumed) tty.driver->input_consumed(tty);  // the room may have changed
   return 0;
 }
 
@@ -97,6 +100,7 @@ long set_ctty(Task& t, Tty& tty, uint64_t arg) {
   Kernel& k = *t.kernel;
   Guard g(k.tasks_lock);
   Process& p = *t.proc;
+  if (tty.hung_up.load()) return -EIO;  // set under tasks_lock: no ctty is taken after a hangup
   if (p.ctty == &tty) return 0;
   if (p.pid != p.sid || p.ctty) return -EPERM;
   Guard l(tty.lock);
@@ -140,24 +144,28 @@ long drop_ctty(Task& t, Tty& tty) {
 
 long flush(Task& t, Tty& tty, uint64_t arg) {
   if (long r = check_change(t, tty); r < 0) return r;
-  switch (arg) {
-    case TCIFLUSH: case TCIOFLUSH: tty_flush_input(tty); return 0;
-    case TCOFLUSH: return 0;  // output is written through: nothing queued
-    default: return -EINVAL;
-  }
+  if (arg != TCIFLUSH && arg != TCOFLUSH && arg != TCIOFLUSH) return -EINVAL;
+  if (arg != TCOFLUSH) tty_flush_input(tty);
+  // Output the device has queued (a pty master's unread bytes) is the
+  // driver's; the console writes through.
+  if (tty.driver->flushed) tty.driver->flushed(tty, (int)arg);
+  if (arg != TCOFLUSH && tty.driver->input_consumed) tty.driver->input_consumed(tty);
+  return 0;
 }
 
 }  // namespace
 
-void kill_pgrp(Kernel& k, int pgrp, int sig) {
+void kill_pgrp_locked(Kernel& k, int pgrp, int sig) {
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = sig;
   si.si_code = SI_KERNEL;
+  send_signal_pgrp_locked(k, pgrp, sig, si);
+}
+
+void kill_pgrp(Kernel& k, int pgrp, int sig) {
   Guard g(k.tasks_lock);
-  for (Task* x : k.tasks)
-    if (x && x->tid == x->proc->pid && x->proc->pgid == pgrp && x->proc->state == ProcState::kRunning)
-      send_signal(*x->proc, nullptr, sig, si);
+  kill_pgrp_locked(k, pgrp, sig);
 }
 
 long tty_job_control(Task& t, Tty& tty, int sig) {
@@ -176,6 +184,52 @@ long tty_job_control(Task& t, Tty& tty, int sig) {
   return -ERESTARTSYS;
 }
 
+// Linux's __tty_hangup for a pty slave (tty_signal_session_leader).
+void tty_hangup(Tty& tty) {
+  Kernel& k = *tty.kernel;
+  {
+    Guard g(k.tasks_lock);
+    tty.hung_up.store(true);
+    int sid;
+    {
+      Guard l(tty.lock);
+      sid = tty.session;
+      tty.session = tty.pgrp = 0;
+    }
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_code = SI_KERNEL;
+    for (Task* x : k.tasks) {
+      if (!x || x->tid != x->proc->pid || x->proc->ctty != &tty) continue;
+      x->proc->ctty = nullptr;
+      if (x->proc->pid != sid || x->proc->state != ProcState::kRunning) continue;
+      si.si_signo = SIGHUP;
+      send_signal(*x->proc, nullptr, SIGHUP, si);
+      si.si_signo = SIGCONT;
+      send_signal(*x->proc, nullptr, SIGCONT, si);
+    }
+  }
+  tty.in_seq.fetch_add(1);
+  futex_wake(&tty.in_seq, 1 << 30);
+}
+
+void tty_session_leader_exit_locked(Process& leader) {
+  Tty* tty = leader.ctty;
+  if (!tty || leader.pid != leader.sid) return;
+  Kernel& k = *leader.kernel;
+  int fg;
+  {
+    Guard l(tty->lock);
+    if (tty->session != leader.sid) return;
+    fg = tty->pgrp;
+    tty->session = tty->pgrp = 0;
+  }
+  for (Task* x : k.tasks)
+    if (x && x->proc->sid == leader.sid && x->proc->ctty == tty) x->proc->ctty = nullptr;
+  leader.ctty = nullptr;
+  if (fg > 0) kill_pgrp_locked(k, fg, SIGHUP);
+}
+
 void tty_set_winsize(Tty& tty, const struct winsize& ws) {
   int fg;
   {
@@ -188,6 +242,7 @@ void tty_set_winsize(Tty& tty, const struct winsize& ws) {
 }
 
 long tty_ioctl(Task& t, Tty& tty, File&, unsigned cmd, uint64_t arg) {
+  if (tty.hung_up.load()) return cmd == TIOCSPGRP ? -ENOTTY : -EIO;
   switch (cmd) {
     case TCGETS: {
       struct termios cur;

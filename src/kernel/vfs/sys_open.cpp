@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/errno.h>
 
 #include <sys/syscall.h>
@@ -43,6 +44,36 @@ long sys_close(Task& t, SyscallArgs a) {
     if (f) t.kernel->locks->on_close(t, *f);
   }
   return t.proc->files->close((int)a[0]);
+}
+
+// close_range(first, last, flags): every open descriptor in the range is
+// closed (or marked close-on-exec); CLOSE_RANGE_UNSHARE first gives the
+// process a table of its own when another process shares it.
+long sys_close_range(Task& t, SyscallArgs a) {
+  uint64_t first = a[0] & 0xffffffffu, last = a[1] & 0xffffffffu, flags = a[2];
+  if (flags & ~(uint64_t)(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) return -EINVAL;
+  if (first > last) return -EINVAL;
+  Process& p = *t.proc;
+  if ((flags & CLOSE_RANGE_UNSHARE) && p.files->refs.load() > 1) {
+    FdTable* own = p.files->clone();
+    if (!own) return -ENOMEM;
+    FdTable* old = p.files;
+    p.files = own;
+    if (old->refs.fetch_sub(1) == 1) t.kernel->heap->destroy_obj(old);
+  }
+  if (last >= (uint64_t)FdTable::kMaxFds) last = FdTable::kMaxFds - 1;
+  for (uint64_t fd = first; fd <= last; fd++) {
+    if (flags & CLOSE_RANGE_CLOEXEC) {
+      p.files->set_cloexec((int)fd, true);
+      continue;
+    }
+    if (p.has_posix_locks) {
+      FdRef f(t, fd);
+      if (f) t.kernel->locks->on_close(t, *f);
+    }
+    p.files->close((int)fd);
+  }
+  return 0;
 }
 
 long sys_flock(Task& t, SyscallArgs a) {

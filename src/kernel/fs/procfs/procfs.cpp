@@ -406,6 +406,15 @@ const FsOps kProcFsOps = {
 
 }  // namespace
 
+int procfs_dir_pid(const File& f) {
+  if (!f.fs || f.fs->ops != &kProcFsOps || !f.path) return 0;
+  std::string_view p(f.path);
+  std::string_view c = next(&p);
+  int pid;
+  if (!parse_int(c, &pid) || !next(&p).empty()) return 0;
+  return pid;
+}
+
 long procfs_create(Heap* heap, Filesystem** out) {
   Filesystem* fs = heap->make<Filesystem>();
   if (!fs) return -ENOMEM;
