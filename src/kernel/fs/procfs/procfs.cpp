@@ -390,6 +390,37 @@ long proc_unlink(Task& t, Filesystem& fs, Lookup& lk) {
   return r == -EEXIST ? -EACCES : r;
 }
 
+// chmod, chown, utimes and truncate through /proc/PID/fd/N change the open
+// file itself, as Linux's magic links do (glibc's fchmodat with
+// AT_SYMLINK_NOFOLLOW relies on it). The VFS has checked the policy
+// against the file's own attributes. An O_PATH descriptor cannot change
+// its file, so its file's filesystem is asked by name, where the file is
+// now.
+long change_by_name(Task& t, File& f, const Attr& a) {
+  if (!f.mount || !f.path) return -EPERM;
+  Filesystem& fs = *f.mount->fs;
+  if (!fs.ops->setattr) return -EPERM;
+  char inner[kPathMax];
+  const char* at = f.path;
+  if (fs.ops->dir_path && fs.ops->dir_path(t, fs, f, inner, sizeof inner) == 0) at = inner;
+  Lookup lk(at, false, f.mount);
+  long r = fs.ops->setattr(t, fs, lk, a);
+  return r == kRedirect ? -ENOENT : r;
+}
+
+long proc_setattr(Task& t, Filesystem&, Lookup& lk, const Attr& a) {
+  ProcLookup l = lookup(t, lk.path);
+  if (l.node != Node::kFdLink || !l.rest.empty()) return -EPERM;
+  File* f = fd_file(t, l);
+  if (!f) return -ENOENT;
+  long r;
+  if (f->mount && f->mount->readonly()) r = -EROFS;
+  else if (!(f->flags & O_PATH) && f->ops->setattr) r = f->ops->setattr(t, *f, a);
+  else r = change_by_name(t, *f, a);
+  f->put();
+  return r;
+}
+
 const FsOps kProcFsOps = {
     .name = "proc",
     .open = proc_open,
@@ -402,6 +433,7 @@ const FsOps kProcFsOps = {
     .unlink = proc_unlink,
     .rmdir = proc_unlink,
     .symlink = proc_symlink,
+    .setattr = proc_setattr,
 };
 
 }  // namespace
