@@ -13,6 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
 #ifndef CLOSE_RANGE_UNSHARE
 #define CLOSE_RANGE_UNSHARE (1U << 1)
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -114,13 +117,19 @@ static void check_pidfds(void) {
   struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 7};
   CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, cfd, &ev) == 0);
   CHECK(!readable(cfd, 50));
+  siginfo_t wi;
+  CHECK_ERR(syscall(SYS_waitid, P_PIDFD, cfd, &wi, WEXITED, NULL), EAGAIN);  // O_NONBLOCK pidfd
+  CHECK_ERR(syscall(SYS_waitid, P_PIDFD, self, &wi, WEXITED | WNOHANG, NULL), ECHILD);  // not a child
+  CHECK_ERR(syscall(SYS_waitid, P_PIDFD, 0x3ff0, &wi, WEXITED, NULL), EBADF);
   CHECK(pidfd_send_signal(cfd, SIGTERM, NULL, 0) == 0);
   CHECK(readable(cfd, 5000), "pidfd readable after the child's exit");
   struct epoll_event out;
   CHECK(epoll_wait(ep, &out, 1, 1000) == 1 && out.data.u64 == 7);
   CHECK(pidfd_send_signal(cfd, 0, NULL, 0) == 0, "a zombie can still be named: %s", strerror(errno));
-  int st;
-  CHECK(waitpid(child, &st, 0) == child && WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+  memset(&wi, 0, sizeof wi);
+  CHECK(syscall(SYS_waitid, P_PIDFD, cfd, &wi, WEXITED, NULL) == 0 && wi.si_pid == child &&
+            wi.si_code == CLD_KILLED && wi.si_status == SIGTERM,
+        "waitid(P_PIDFD): %s", strerror(errno));
   CHECK_ERR(pidfd_send_signal(cfd, SIGTERM, NULL, 0), ESRCH);
   CHECK_ERR(pidfd_open(child, 0), ESRCH);
   close(ep);
