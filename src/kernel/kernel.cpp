@@ -18,6 +18,7 @@
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
 #include "kernel/tty/pty.h"
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
@@ -65,7 +66,8 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->log = log_buffer_create(heap);
   k->blocks = heap->make<BlockDevices>();
   k->ptys = pty_table_create(heap);
-  if (!k->blocks || !k->vfs || !k->locks || !k->timers || !k->net || !k->log || !k->ptys) {
+  k->dnotify = dnotify_create(heap);
+  if (!k->blocks || !k->vfs || !k->locks || !k->timers || !k->net || !k->log || !k->ptys || !k->dnotify) {
     heap->destroy();
     return nullptr;
   }

@@ -21,6 +21,7 @@ struct LogBuffer;
 struct Console;
 struct BlockDevices;
 struct PtyTable;
+struct Dnotify;
 
 struct TextRange {
   uintptr_t start, end;
@@ -86,6 +87,7 @@ struct Kernel {
   LogBuffer* log = nullptr;    // printk's ring buffer
   Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
   PtyTable* ptys = nullptr;    // pseudo-terminals (kernel/tty/pty.h)
+  Dnotify* dnotify = nullptr;  // F_NOTIFY watches (kernel/vfs/dnotify.h)
   MemAccount mem;
   UtsNames uts;
   bool cad_enabled = true;     // reboot(2) CAD_ON/CAD_OFF

@@ -6,6 +6,7 @@
 
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
@@ -38,6 +39,7 @@ long file_write_at_pos(Task& t, File& f, const void* buf, size_t n) {
 void File::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (locks) locks->on_release(*this);
+  if (dnotify) dnotify_forget(*this);
   if (ops && ops->release) ops->release(*this);
   if (host_fd >= 0) host::sys(SYS_close, host_fd);
   if (path) heap->free(path);

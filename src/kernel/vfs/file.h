@@ -65,6 +65,7 @@ struct File {
   Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
   Mount* mount = nullptr;    // the mount it was opened through (holds a reference)
   LockTable* locks = nullptr;  // set once it holds a flock or OFD lock
+  bool dnotify = false;        // a directory F_NOTIFY watches (vfs/dnotify.cpp)
   char* path = nullptr;      // its path inside fs when opened (kernel heap string)
   void* priv = nullptr;
   uint64_t priv_word = 0;

@@ -1,5 +1,7 @@
 #include "kernel/vfs/ops.h"
 
+#include "kernel/vfs/dnotify.h"
+
 #include <cstring>
 #include <string_view>
 #include <fcntl.h>
@@ -121,8 +123,13 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
         return e;
       }
     }
+    // Whether the open makes a new name, for dnotify (only asked while a
+    // directory is watched).
+    struct stat before;
+    bool create = (flags & O_CREAT) && dnotify_watching(t) && fs.ops->stat(t, fs, lk, &before) == -ENOENT;
     long r = fs.ops->open(t, fs, lk, flags, mode, out);
     if (r == 0) (*out)->set_origin(lk.mount, lk.path);
+    if (create) dnotify_result(t, lk, r, DN_CREATE);
     return r;
   });
 }

@@ -8,6 +8,7 @@
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/ops.h"
@@ -143,6 +144,9 @@ long sys_fcntl(Task& t, SyscallArgs a) {
       // Seals live on host memfds; anything else cannot be sealed.
       if (f->host_fd < 0) return -EINVAL;
       return host::sys(SYS_fcntl, f->host_fd, (int)a[1], a[2]);
+    case F_NOTIFY:
+      if (f->flags & O_PATH) return -EBADF;
+      return dnotify_fcntl(t, fd, *f, a[2]);
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
       // Pipes are host pipes: the host keeps their capacity (EBADF/EINVAL
