@@ -16,6 +16,7 @@
 #include "kernel/net/net.h"
 #include "kernel/printk.h"
 #include "kernel/time.h"
+#include "kernel/task/pid_reserve.h"
 #include "kernel/timer/timer.h"
 #include "kernel/tty/pty.h"
 #include "kernel/vfs/dnotify.h"
@@ -78,8 +79,10 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->log->console_loglevel = cfg.boot.loglevel;
   k->log->time = cfg.boot.printk_time;
   k->mem.limit = cfg.boot.mem_bytes;
-  // Booting mounts what the command line asks for (kernel/boot/boot.cpp).
+  // Booting mounts what the command line asks for (kernel/boot/boot.cpp),
+  // and numbers its processes from init's 1 on its own.
   if (cfg.boot.enabled) return k;
+  k->pid_reserve = pid_reservations_create(heap);
   Filesystem* root = nullptr;
   Filesystem* proc = nullptr;
   Filesystem* dev = nullptr;

@@ -22,6 +22,7 @@ struct Console;
 struct BlockDevices;
 struct PtyTable;
 struct Dnotify;
+struct PidReservations;
 
 struct TextRange {
   uintptr_t start, end;
@@ -75,6 +76,7 @@ struct Kernel {
 
   KMutex tasks_lock;
   int next_pid = 1;
+  PidReservations* pid_reserve = nullptr;  // flatux run: pids apart from other instances'
   Process* init = nullptr;  // the first guest process
   Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid
   int ntasks = 0;

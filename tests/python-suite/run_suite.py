@@ -118,6 +118,7 @@ def main():
     ap.add_argument("--expected", default=os.path.join(HERE, "expected_to_differ.txt"))
     ap.add_argument("modules", nargs="*", default=MODULES)
     args = ap.parse_args()
+    args.flatux = os.path.abspath(args.flatux)
 
     probe = subprocess.run([args.python, "-c", "import test.regrtest, test.test_os"],
                            capture_output=True)

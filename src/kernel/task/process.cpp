@@ -14,6 +14,7 @@
 #include "kernel/mm/mm.h"
 #include "kernel/signal/signal.h"
 #include "kernel/task/exit.h"
+#include "kernel/task/pid_reserve.h"
 #include "kernel/time.h"
 
 namespace flatux {
@@ -58,7 +59,10 @@ int alloc_pid_locked(Kernel& k) {
   for (int tries = 0; tries < kPidMax; tries++) {
     int pid = k.next_pid++;
     if (k.next_pid >= kPidMax) k.next_pid = 2;
-    if (!pid_in_use_locked(k, pid)) return pid;
+    if (pid_in_use_locked(k, pid)) continue;
+    if (pid_reserve_locked(k, pid)) return pid;
+    // Another flatux instance on the host has this block of numbers.
+    k.next_pid = pid_next_block(pid) < kPidMax ? pid_next_block(pid) : 2;
   }
   return -EAGAIN;
 }
