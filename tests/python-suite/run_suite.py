@@ -11,6 +11,11 @@ reported but allowed; everything else fails the run, listed one by one.
 An expected difference that no longer happens is reported so the list can
 shrink.
 
+A few tests race timers and threads and can fail on a loaded machine,
+natively as well: a module whose flatux run comes out with unexpected
+differences is run once more under flatux, and a test counts as failing
+only when it failed both times (both runs are in the report).
+
 Exit status: 0 when flatux has no unexpected failures, 1 when it has, 77
 (skipped) when the test suite is not installed (Debian package
 libpython3.11-testsuite).
@@ -20,6 +25,7 @@ import concurrent.futures
 import fnmatch
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -74,9 +80,9 @@ def parse_junit(path):
     return results
 
 
-def run_module(side, module, args, workdir):
+def run_module(side, module, args, workdir, attempt=1):
     """Runs one module on one side; returns (results or None, seconds, log path)."""
-    tmp = os.path.join(workdir, f"{side}-{module}")
+    tmp = os.path.join(workdir, f"{side}-{module}" + (f"-{attempt}" if attempt > 1 else ""))
     os.makedirs(tmp, exist_ok=True)
     xml = os.path.join(tmp, "junit.xml")
     log = os.path.join(tmp, "log.txt")
@@ -100,6 +106,27 @@ def run_module(side, module, args, workdir):
     return parse_junit(xml), time.monotonic() - start, log
 
 
+def unexpected_in(nat, flx, expected):
+    """Tests worse under flatux than natively that the list does not excuse."""
+    if flx is None:
+        return {"*"}
+    bad = {t for t, v in flx.items() if v == "fail"} | {t for t in nat if t not in flx}
+    bad -= {t for t, v in nat.items() if v == "fail"}
+    return {t for t in bad if expected_reason(t, expected)[0] is None}
+
+
+def merge_retry(first, second):
+    """A test fails only if it failed in both runs; a run without results
+    leaves the other's."""
+    if first is None or second is None:
+        return second if first is None else first
+    merged = dict(first)
+    for t, v in second.items():
+        if merged.get(t) == "fail" or t not in merged:
+            merged[t] = v
+    return merged
+
+
 def expected_reason(test_id, expected):
     for pattern, reason in expected:
         if fnmatch.fnmatchcase(test_id, pattern):
@@ -120,6 +147,9 @@ def main():
     args = ap.parse_args()
     args.flatux = os.path.abspath(args.flatux)
 
+    # A harness started in the background inherits SIGINT ignored, and so
+    # would every test run (test_signal's KeyboardInterrupt tests fail then).
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     probe = subprocess.run([args.python, "-c", "import test.regrtest, test.test_os"],
                            capture_output=True)
     if probe.returncode != 0:
@@ -144,6 +174,22 @@ def main():
             results[(side, m)] = (res, secs, log)
             state = "no results" if res is None else f"{sum(v == 'fail' for v in res.values())} bad of {len(res)}"
             print(f"  {side:6} {m:28} {secs:7.1f} s  {state}", flush=True)
+    # Second chance for modules that came out behind (timing-sensitive tests).
+    retry = [m for m in order
+             if unexpected_in(results[("native", m)][0] or {}, results[("flatux", m)][0], expected)]
+    retried = {}
+    if retry:
+        print(f"  running again under flatux: {', '.join(retry)}", flush=True)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {pool.submit(run_module, "flatux", m, args, workdir, 2): m for m in retry}
+            for fut in concurrent.futures.as_completed(futures):
+                m = futures[fut]
+                res, secs, log = fut.result()
+                first, first_s, first_log = results[("flatux", m)]
+                retried[m] = (first, res)
+                results[("flatux", m)] = (merge_retry(first, res), first_s + secs, f"{first_log} and {log}")
+                state = "no results" if res is None else f"{sum(v == 'fail' for v in res.values())} bad of {len(res)}"
+                print(f"  flatux {m:28} {secs:7.1f} s  {state} (second run)", flush=True)
     wall = time.monotonic() - start
 
     lines = ["# Python test suite: native and under flatux", ""]
@@ -194,6 +240,13 @@ def main():
     lines.append(f"| **all** | {totals[0]} | {totals[1]} | {totals[2]} | {totals[3]} | {totals[4]} | "
                  f"{totals[5]} | | |")
     lines += ["", f"Wall time: {wall:.0f} s with {args.jobs} runs at a time.", ""]
+    for m, (first, second) in sorted(retried.items()):
+        def bad(r):
+            return "no results" if r is None else sum(v == "fail" for v in r.values())
+        lines.append(f"{m} ran twice under flatux: {bad(first)} then {bad(second)} failures+errors; "
+                     "a test counts as failing when it failed both times.")
+    if retried:
+        lines.append("")
     for pattern, reason in expected:
         if pattern not in used_patterns and pattern + "?ok" in used_patterns:
             stale.append((pattern, reason))

@@ -188,6 +188,16 @@ int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info)
   return n;
 }
 
+long wait_for_notify(Task& t, const timespec* rel) {
+  // Dekker with kick_task: we mark ourselves, then look at notify; the
+  // sender sets notify, then looks at the mark.
+  t.waits_on_notify.store(1, std::memory_order_seq_cst);
+  long r = 0;
+  if (!t.notify.load(std::memory_order_seq_cst)) r = isys(t, SYS_futex, &t.notify, FUTEX_WAIT, 0, rel);
+  t.waits_on_notify.store(0, std::memory_order_relaxed);
+  return r;
+}
+
 void set_sigmask(Task& t, uint64_t mask) {
   Guard g(t.proc->siglock);
   t.sigmask = mask & ~kUnblockable;

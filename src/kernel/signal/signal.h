@@ -42,6 +42,11 @@ bool has_deliverable_locked(Task& t);
 // Takes the first queued instance of `sig` out of p (siglock held).
 void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info);
 
+// Sleeps until t.notify is set (a signal to handle, or an exit), or for
+// `rel` at most; returns what the host wait returned. Senders wake it with
+// a futex wake (kick_task), no host signal needed.
+long wait_for_notify(Task& t, const timespec* rel);
+
 // Changes t's blocked set (SIGKILL/SIGSTOP stay unblocked) and rechecks.
 void set_sigmask(Task& t, uint64_t mask);
 

@@ -61,9 +61,7 @@ long send_to_thread(Task& t, int tgid, int tid, int sig, const siginfo_t& si) {
 }
 
 long sleep_until_signal(Task& t) {
-  // Waits on a word nobody wakes: only a signal (kick) ends the wait.
-  std::atomic<uint32_t> never{0};
-  while (!t.notify.load()) isys(t, SYS_futex, &never, 0x80 /*FUTEX_WAIT_PRIVATE*/, 0, 0);
+  while (!t.notify.load()) wait_for_notify(t, nullptr);
   return -ERESTARTNOHAND;
 }
 
@@ -214,11 +212,9 @@ long sys_rt_sigtimedwait(Task& t, SyscallArgs a) {
         return -EAGAIN;
       }
       timespec rel{(time_t)((deadline - now) / 1000000000ull), (long)((deadline - now) % 1000000000ull)};
-      std::atomic<uint32_t> never{0};
-      r = isys(t, SYS_futex, &never, 0x80, 0, &rel);
+      r = wait_for_notify(t, &rel);
     } else {
-      std::atomic<uint32_t> never{0};
-      r = isys(t, SYS_futex, &never, 0x80, 0, 0);
+      r = wait_for_notify(t, nullptr);
     }
     (void)r;
   }

@@ -157,6 +157,10 @@ struct Task {
   // code: a deliverable signal, or a request to exit. Blocking waits in the
   // kernel watch it too (host/entry.h: interruptible host calls).
   std::atomic<uint32_t> notify{0};
+  // Set while the task sleeps on `notify` itself (sigsuspend, pause,
+  // sigtimedwait): a sender then wakes it with a futex wake instead of a
+  // kick, which would cost a host signal delivery (signal/signal.cpp).
+  std::atomic<uint32_t> waits_on_notify{0};
   bool exit_requested = false;   // group exit or exec in another thread
   // While the task waits in poll/select/epoll on a file without a host
   // descriptor (signalfd), `virtual_waiting` is set and send_signal writes
