@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <span>
 
 #include "kernel/boot/boot_config.h"
 #include "kernel/heap.h"
@@ -78,7 +79,7 @@ struct Kernel {
   int next_pid = 1;
   PidReservations* pid_reserve = nullptr;  // flatux run: pids apart from other instances'
   Process* init = nullptr;  // the first guest process
-  Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid
+  Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid: the first ntasks slots
   int ntasks = 0;
   Task* dead_tasks = nullptr; // exited, kernel stack freed once the host thread is gone
   int host_pid = 0;
@@ -99,6 +100,19 @@ struct Kernel {
   std::atomic<uint32_t> halted{0};
   int exit_wait_status = 0;  // the first process's wait status
   std::atomic<HaltReason> halt_reason{HaltReason::kNone};
+
+  // The live tasks (tasks_lock held). Kept at the front of `tasks`, so a
+  // lookup (kill, tgkill) looks at as many slots as there are tasks.
+  std::span<Task* const> live_tasks() const { return {tasks, (size_t)ntasks}; }
+  void add_task_locked(Task* t) { tasks[ntasks++] = t; }
+  void remove_task_locked(Task* t) {
+    for (int i = 0; i < ntasks; i++)
+      if (tasks[i] == t) {
+        tasks[i] = tasks[--ntasks];
+        tasks[ntasks] = nullptr;
+        return;
+      }
+  }
 
   static Kernel* create(const KernelConfig& cfg);  // also creates the heap
   void destroy();

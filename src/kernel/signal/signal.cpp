@@ -129,7 +129,7 @@ siginfo_t user_siginfo(Task& t, int sig, int code) {
   return si;
 }
 
-long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
+long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task** deferred) {
   if (sig == 0) return 0;
   Kernel& k = *p.kernel;
   Task* wake = nullptr;
@@ -172,15 +172,24 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
   futex_wake(&p.sig_queued, 1 << 30);
   if (wake_all) {
     for (Task* t = p.threads; t; t = t->next_thread) kick_task(*t);
+  } else if (wake && deferred && !*deferred) {
+    wake->pins.fetch_add(1);
+    *deferred = wake;
   } else if (wake) {
     kick_task(*wake);
   }
   return 0;
 }
 
+void kick_pinned(Task* t) {
+  if (!t) return;
+  kick_task(*t);
+  t->pins.fetch_sub(1);
+}
+
 int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info) {
   int n = 0;
-  for (Task* x : k.tasks) {
+  for (Task* x : k.live_tasks()) {
     if (!x || x->tid != x->proc->pid || x->proc->pgid != pgrp || x->proc->state != ProcState::kRunning) continue;
     send_signal(*x->proc, nullptr, sig, info);
     n++;

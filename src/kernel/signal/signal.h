@@ -16,7 +16,12 @@ constexpr long ERESTART_RESTARTBLOCK = 516;
 
 // Queues `sig` for process p (target == nullptr) or for one of its threads,
 // and makes a thread that can take it look at it. Returns 0 or -errno.
-long send_signal(Process& p, Task* target, int sig, const siginfo_t& info);
+// With `deferred`, a single thread to wake is not kicked but handed back,
+// pinned, for kick_pinned() once the caller has let go of tasks_lock (the
+// woken thread often wants it at once).
+long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task** deferred = nullptr);
+// Kicks and unpins a task send_signal handed back (nullptr: nothing).
+void kick_pinned(Task* t);
 
 // Sends to every live process of group `pgrp` (tasks_lock held); returns
 // how many there were.

@@ -25,6 +25,7 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
   Process* targets[256];
   int n = 0;
   bool matched = false;
+  Task* kick = nullptr;  // one process's thread: kicked once the lock is free
   {
     Guard g(k.tasks_lock);
     if (pid > 0) {
@@ -33,7 +34,7 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
       targets[n++] = p;
     } else {
       int pgid = pid == 0 ? t.proc->pgid : -pid;
-      for (Task* x : k.tasks) {
+      for (Task* x : k.live_tasks()) {
         if (!x || x->proc->state != ProcState::kRunning || x->tid != x->proc->pid) continue;
         Process* p = x->proc;
         bool hit = pid == -1 ? (p != k.init || p == t.proc) && p != nullptr : p->pgid == pgid;
@@ -46,18 +47,25 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
       if (!matched) return -ESRCH;
     }
     // Sent under tasks_lock, so no target can be freed meanwhile.
-    for (int i = 0; i < n; i++) send_signal(*targets[i], nullptr, sig, si);
+    for (int i = 0; i < n; i++) send_signal(*targets[i], nullptr, sig, si, n == 1 ? &kick : nullptr);
   }
+  kick_pinned(kick);
   return 0;
 }
 
 long send_to_thread(Task& t, int tgid, int tid, int sig, const siginfo_t& si) {
   Kernel& k = *t.kernel;
-  Guard g(k.tasks_lock);
-  Task* target = find_task_locked(k, tid);
-  if (!target || (tgid > 0 && target->proc->pid != tgid) || target->proc->state != ProcState::kRunning)
-    return -ESRCH;
-  return send_signal(*target->proc, target, sig, si);
+  Task* kick = nullptr;
+  long r;
+  {
+    Guard g(k.tasks_lock);
+    Task* target = find_task_locked(k, tid);
+    if (!target || (tgid > 0 && target->proc->pid != tgid) || target->proc->state != ProcState::kRunning)
+      return -ESRCH;
+    r = send_signal(*target->proc, target, sig, si, &kick);
+  }
+  kick_pinned(kick);
+  return r;
 }
 
 long sleep_until_signal(Task& t) {

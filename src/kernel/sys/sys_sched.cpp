@@ -79,7 +79,7 @@ long for_each_target(Task& t, int which, uint64_t who, Fn&& fn) {
   }
   uint32_t id = which == PRIO_PGRP ? (who ? (uint32_t)who : (uint32_t)t.proc->pgid)
                                    : (who ? (uint32_t)who : t.proc->creds.uid);
-  for (Task* x : k.tasks) {
+  for (Task* x : k.live_tasks()) {
     if (!x || x->proc->state != ProcState::kRunning) continue;
     uint32_t key = which == PRIO_PGRP ? (uint32_t)x->proc->pgid : x->proc->creds.uid;
     if (key != id) continue;

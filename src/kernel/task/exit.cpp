@@ -185,7 +185,7 @@ void release_zombie(Process& p) {
 void reap_dead_tasks(Kernel& k) {
   Task** link = &k.dead_tasks;
   while (Task* t = *link) {
-    if (t->host_tid.load() == 0) {
+    if (t->host_tid.load() == 0 && t->pins.load() == 0) {
       *link = t->dead_next;
       kstack_release(*t);
       virtual_wait_release(*t);
@@ -227,8 +227,7 @@ void exit_thread(Task& t) {
     }
     p.nthreads--;
     p.cpu_ns += cpu;
-    for (Task*& slot : k.tasks)
-      if (slot == &t) { slot = nullptr; k.ntasks--; break; }
+    k.remove_task_locked(&t);
     t.dead_next = k.dead_tasks;
     k.dead_tasks = &t;
     p.threads_gone.fetch_add(1);

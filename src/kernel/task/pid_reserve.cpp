@@ -38,7 +38,7 @@ bool in_block(int pid, int b) { return pid / kPidBlock == b; }
 
 // Whether any number of block b is in use (tasks_lock held).
 bool block_in_use_locked(Kernel& k, int b) {
-  for (Task* t : k.tasks) {
+  for (Task* t : k.live_tasks()) {
     if (!t) continue;
     const Process& p = *t->proc;
     if (in_block(t->tid, b) || in_block(p.pid, b) || in_block(p.pgid, b) || in_block(p.sid, b)) return true;

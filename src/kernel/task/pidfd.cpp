@@ -105,7 +105,7 @@ bool may_inspect(const Process& me, const Process& p) {
 
 // An exited, not yet reaped process (found among its parent's children).
 Process* zombie_locked(Kernel& k, int pid) {
-  for (Task* x : k.tasks) {
+  for (Task* x : k.live_tasks()) {
     if (!x) continue;
     for (Process* c = x->proc->children; c; c = c->sibling)
       if (c->pid == pid && c->state == ProcState::kZombie) return c;

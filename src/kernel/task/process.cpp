@@ -47,7 +47,7 @@ void install_stdio(Kernel& k, Process& p) {
 }
 
 bool pid_in_use_locked(Kernel& k, int pid) {
-  for (Task* t : k.tasks)
+  for (Task* t : k.live_tasks())
     if (t && (t->tid == pid || t->proc->pid == pid || t->proc->pgid == pid || t->proc->sid == pid))
       return true;
   return false;
@@ -103,13 +103,7 @@ Task* task_create_locked(Kernel& k, Process& p, int tid) {
     k.heap->destroy_obj(t);
     return nullptr;
   }
-  for (Task*& slot : k.tasks) {
-    if (!slot) {
-      slot = t;
-      k.ntasks++;
-      break;
-    }
-  }
+  k.add_task_locked(t);
   {
     Guard g(p.siglock);
     Task** link = &p.threads;
@@ -130,8 +124,7 @@ void discard_unstarted_task_locked(Task& t) {
     if (*link) *link = t.next_thread;
   }
   p.nthreads--;
-  for (Task*& slot : k.tasks)
-    if (slot == &t) { slot = nullptr; k.ntasks--; break; }
+  k.remove_task_locked(&t);
   k.heap->free(t.entry_fpstate);
   kstack_release(t);
   k.heap->destroy_obj(&t);
@@ -144,13 +137,13 @@ void discard_unstarted_task_locked(Task& t) {
 }
 
 Process* find_process_locked(Kernel& k, int pid) {
-  for (Task* t : k.tasks)
+  for (Task* t : k.live_tasks())
     if (t && t->proc->pid == pid && t->proc->state == ProcState::kRunning) return t->proc;
   return nullptr;
 }
 
 Task* find_task_locked(Kernel& k, int tid) {
-  for (Task* t : k.tasks)
+  for (Task* t : k.live_tasks())
     if (t && t->tid == tid) return t;
   return nullptr;
 }
@@ -163,7 +156,7 @@ void forward_host_signal(Kernel& k, int sig) {
   Guard g(k.tasks_lock);
   if (!k.init || k.init->state != ProcState::kRunning) return;
   int pgid = k.init->pgid;
-  for (Task* t : k.tasks)
+  for (Task* t : k.live_tasks())
     if (t && t->tid == t->proc->pid && t->proc->pgid == pgid && t->proc->state == ProcState::kRunning)
       send_signal(*t->proc, nullptr, sig, si);
 }

@@ -161,6 +161,9 @@ struct Task {
   // sigtimedwait): a sender then wakes it with a futex wake instead of a
   // kick, which would cost a host signal delivery (signal/signal.cpp).
   std::atomic<uint32_t> waits_on_notify{0};
+  // Held by a sender that kicks the task after letting go of tasks_lock:
+  // its memory stays until then (reap_dead_tasks).
+  std::atomic<int> pins{0};
   bool exit_requested = false;   // group exit or exec in another thread
   // While the task waits in poll/select/epoll on a file without a host
   // descriptor (signalfd), `virtual_waiting` is set and send_signal writes

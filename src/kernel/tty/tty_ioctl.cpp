@@ -16,14 +16,14 @@ namespace flatux {
 namespace {
 
 bool pgrp_exists_in_session_locked(Kernel& k, int pgrp, int sid) {
-  for (Task* x : k.tasks)
+  for (Task* x : k.live_tasks())
     if (x && x->proc->pgid == pgrp && x->proc->sid == sid && x->proc->state == ProcState::kRunning)
       return true;
   return false;
 }
 
 bool session_alive_locked(Kernel& k, int sid) {
-  for (Task* x : k.tasks)
+  for (Task* x : k.live_tasks())
     if (x && x->proc->sid == sid && x->proc->state == ProcState::kRunning) return true;
   return false;
 }
@@ -31,7 +31,7 @@ bool session_alive_locked(Kernel& k, int sid) {
 // POSIX: a group is orphaned when no member has a parent in another group
 // of the same session (nobody left to resume it after a stop).
 bool pgrp_orphaned_locked(Kernel& k, int pgrp) {
-  for (Task* x : k.tasks) {
+  for (Task* x : k.live_tasks()) {
     if (!x || x->proc->pgid != pgrp || x->proc->state != ProcState::kRunning) continue;
     Process* parent = x->proc->parent;
     if (parent && parent->pgid != pgrp && parent->sid == x->proc->sid) return false;
@@ -87,7 +87,7 @@ long set_pgrp(Task& t, Tty& tty, uint64_t arg) {
   if (!is_ctty(t, tty) || tty.session != t.proc->sid) return -ENOTTY;
   if (pgrp < 0) return -EINVAL;
   if (!pgrp_exists_in_session_locked(k, pgrp, t.proc->sid)) {
-    for (Task* x : k.tasks)
+    for (Task* x : k.live_tasks())
       if (x && x->proc->pgid == pgrp) return -EPERM;  // a group of another session
     return -ESRCH;
   }
@@ -107,7 +107,7 @@ long set_ctty(Task& t, Tty& tty, uint64_t arg) {
   if (tty.session && tty.session != p.sid && session_alive_locked(k, tty.session)) {
     // Stealing needs arg 1 and CAP_SYS_ADMIN (every guest is root).
     if (arg != 1 || p.creds.euid != 0) return -EPERM;
-    for (Task* x : k.tasks)
+    for (Task* x : k.live_tasks())
       if (x && x->proc->sid == tty.session && x->proc->ctty == &tty) x->proc->ctty = nullptr;
   }
   p.ctty = &tty;
@@ -129,7 +129,7 @@ long drop_ctty(Task& t, Tty& tty) {
       p.ctty = nullptr;
       return 0;
     }
-    for (Task* x : k.tasks)
+    for (Task* x : k.live_tasks())
       if (x && x->proc->sid == p.sid) x->proc->ctty = nullptr;
     Guard l(tty.lock);
     fg = tty.pgrp;
@@ -199,7 +199,7 @@ void tty_hangup(Tty& tty) {
     siginfo_t si;
     memset(&si, 0, sizeof si);
     si.si_code = SI_KERNEL;
-    for (Task* x : k.tasks) {
+    for (Task* x : k.live_tasks()) {
       if (!x || x->tid != x->proc->pid || x->proc->ctty != &tty) continue;
       x->proc->ctty = nullptr;
       if (x->proc->pid != sid || x->proc->state != ProcState::kRunning) continue;
@@ -224,7 +224,7 @@ void tty_session_leader_exit_locked(Process& leader) {
     fg = tty->pgrp;
     tty->session = tty->pgrp = 0;
   }
-  for (Task* x : k.tasks)
+  for (Task* x : k.live_tasks())
     if (x && x->proc->sid == leader.sid && x->proc->ctty == tty) x->proc->ctty = nullptr;
   leader.ctty = nullptr;
   if (fg > 0) kill_pgrp_locked(k, fg, SIGHUP);

@@ -255,7 +255,7 @@ File* list_dir(Task& t, const ProcLookup& l) {
       add("thread-self", DT_LNK, 3);
       for (int i = 0; i < proc_global_count(); i++) add(proc_global_name(i), DT_REG, 100 + i);
       add("sys", DT_DIR, 4);
-      for (Task* x : k.tasks)
+      for (Task* x : k.live_tasks())
         if (x && x->tid == x->proc->pid && x->proc->state == ProcState::kRunning) add_num(x->tid, DT_DIR);
     } else if (l.node == Node::kPidDir) {
       for (const char* name : {"exe", "cwd", "root"}) add(name, DT_LNK, 10);
