@@ -153,7 +153,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task*
       return -EAGAIN;
     }
     q.set |= sigbit(sig);
-    p.sig_queued.fetch_add(1, std::memory_order_release);
+    p.sig_queued.fetch_add(1, std::memory_order_seq_cst);
     virtual_wait_wake_locked(p, target);  // signalfd pollers
     if (sig == SIGKILL) {
       wake_all = true;
@@ -169,7 +169,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task*
       wake->notify.store(1);
     }
   }
-  futex_wake(&p.sig_queued, 1 << 30);
+  if (p.sig_queued_sleepers.load(std::memory_order_seq_cst)) futex_wake(&p.sig_queued, 1 << 30);
   if (wake_all) {
     for (Task* t = p.threads; t; t = t->next_thread) kick_task(*t);
   } else if (wake && deferred && !*deferred) {

@@ -114,6 +114,7 @@ struct Process {
   // Bumped whenever a signal is queued for the process or one of its
   // threads, blocked or not: wakes signalfd readers.
   std::atomic<uint32_t> sig_queued{0};
+  std::atomic<uint32_t> sig_queued_sleepers{0};  // signalfd readers asleep on sig_queued
 
   // Exit, stop and wait bookkeeping (under tasks_lock).
   bool group_exit = false;
