@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
@@ -145,7 +146,7 @@ extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
     // have looked. Keep one kick pending until the thread is back in guest
     // mode (the interrupted frame's mask blocks it until then).
     reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] |= bit(kKickSignal);
-    host::sys(SYS_tgkill, t->kernel->host_pid, t->host_tid.load(), kKickSignal);
+    host::sys(SYS_tgkill, task_host_pid(*t), t->host_tid.load(), kKickSignal);
     return;
   }
   t->regs = uc;
@@ -180,6 +181,8 @@ void task_thread_main(void* arg) {
   ss.ss_sp = (char*)t->kstack + kKStackUsable;
   ss.ss_size = kKernelStackSize - kKStackUsable;
   host::sys(SYS_sigaltstack, &ss, nullptr);
+  // A forked child's own tid goes into its own copy of the memory only.
+  if (t->set_child_tid) put_user((void*)t->set_child_tid, (int)t->tid);
   void* fp = t->entry_fpstate;
   t->entry_fpstate = nullptr;
   enter_guest(*t, t->entry_regs, fp);
@@ -225,7 +228,7 @@ void kick_task(Task& t) {
     return;
   }
   uint32_t tid = t.host_tid.load();
-  if (tid > 1) host::sys(SYS_tgkill, t.kernel->host_pid, tid, kKickSignal);
+  if (tid > 1) host::sys(SYS_tgkill, task_host_pid(t), tid, kKickSignal);
 }
 
 size_t fpstate_size(const void* fpstate) {
@@ -266,6 +269,22 @@ long start_task_thread(Task& t) {
                                task_thread_main, &t);
   if (r < 0) t.host_tid.store(0);
   return r < 0 ? r : 0;
+}
+
+long start_kernel_thread(Kernel& k, void (*fn)(void*), void* arg, void** stack) {
+  void* base = k.heap->alloc_kstack();
+  if (!base) return -EAGAIN;
+  auto* h = static_cast<KStackHeader*>(base);
+  h->task = nullptr;  // a kernel thread: no guest task
+  h->magic = kKStackMagic;
+  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+  long r = flatux_clone_thread(flags, (void*)kstack_top(base), nullptr, 0, fn, arg);
+  if (r < 0) {
+    k.heap->free_kstack(base);
+    return r;
+  }
+  *stack = base;
+  return 0;
 }
 
 void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {

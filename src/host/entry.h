@@ -32,6 +32,10 @@ void kstack_release(Task& t);
 // (and t.entry_fpstate, or a clean FPU). Returns 0 or -errno.
 long start_task_thread(Task& t);
 
+// Starts a kernel thread (no guest task) in the calling host process,
+// running fn(arg) on a kernel stack from the heap (stored in *stack).
+long start_kernel_thread(Kernel& k, void (*fn)(void*), void* arg, void** stack);
+
 // Replaces the current guest context with `regs` on the calling task's
 // thread (clean FPU unless fpstate is given). Used by execve. Never returns.
 [[noreturn]] void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate);

@@ -4,6 +4,7 @@
 #include <sys/mount.h>
 #include <sys/syscall.h>
 
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 
 #include "kernel/block/ubd.h"
@@ -13,6 +14,7 @@
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
 #include "kernel/fs/tmpfs/tmpfs.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/net/net.h"
 #include "kernel/printk.h"
 #include "kernel/time.h"
@@ -20,6 +22,7 @@
 #include "kernel/timer/timer.h"
 #include "kernel/tty/pty.h"
 #include "kernel/vfs/dnotify.h"
+#include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
@@ -60,15 +63,23 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->cfg = cfg;
   k->boot_ns = monotonic_ns();
   k->host_pid = (int)host::sys(SYS_getpid);
+  k->hproc0 = heap->make<HostProc>();
+  if (k->hproc0) {
+    k->hproc0->kernel = k;
+    k->hproc0->pid = k->host_pid;
+  }
   k->vfs = heap->make<Vfs>(heap);
   k->locks = heap->make<LockTable>(heap);
+  k->leases = heap->make<LeaseTable>(heap);
   k->timers = heap->make<TimerService>();
   k->net = net_state_create(heap);
   k->log = log_buffer_create(heap);
   k->blocks = heap->make<BlockDevices>();
+  k->ipc = ipc_namespace_create(heap);
   k->ptys = pty_table_create(heap);
   k->dnotify = dnotify_create(heap);
-  if (!k->blocks || !k->vfs || !k->locks || !k->timers || !k->net || !k->log || !k->ptys || !k->dnotify) {
+  if (!k->hproc0 || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net ||
+      !k->log || !k->ptys || !k->dnotify) {
     heap->destroy();
     return nullptr;
   }

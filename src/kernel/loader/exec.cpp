@@ -16,6 +16,7 @@
 #include "kernel/loader/elf_parse.h"
 #include "kernel/mm/mm.h"
 #include "kernel/vfs/ops.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
@@ -50,7 +51,8 @@ long open_exec(Task& t, const char* path, ExecFile& ef) {
   if (r < 0) return r;
   if (!ef.f->ops->stat || ef.f->ops->stat(t, *ef.f, &ef.st) < 0) return -EACCES;
   if (S_ISDIR(ef.st.st_mode)) return -EACCES;
-  if (!S_ISREG(ef.st.st_mode) || !(ef.st.st_mode & 0111)) return -EACCES;
+  // Execute permission for the caller's class (root: anyone's x bit).
+  if (!S_ISREG(ef.st.st_mode) || may_access(t, ef.st, X_OK) < 0) return -EACCES;
   if (ef.f->mount && (ef.f->mount->flags & MS_NOEXEC)) return -EACCES;
   if (ef.f->host_fd < 0 && ef.f->ops->shared_map_fd) {
     // A file in kernel memory (tmpfs) is loaded from the host descriptor
@@ -73,7 +75,7 @@ long map_image(Task& t, Mm& mm, File& f, const loader::ElfImage& img, uintptr_t*
   } else {
     r = mm_map(mm, img.min_vaddr, span, PROT_NONE, kAnon, -1, 0, kRegionImage, true);
     if (r < 0) {
-      *why = "ET_EXEC program's link address range is already in use";
+      *why = kExecRangeBusy;
       return -ENOEXEC;
     }
   }
@@ -336,6 +338,8 @@ long exec_depth(Task& t, Mm& mm, const char* path, const char* const* argv, cons
 }
 
 }  // namespace
+
+const char kExecRangeBusy[] = "ET_EXEC program's link address range is already in use";
 
 long exec_load(Task& t, Mm& mm, const char* path, const char* const* argv, const char* const* envp,
                ExecResult* out) {

@@ -2,6 +2,7 @@
 // values bounced through kernel memory. Anything else is ENOPROTOOPT, so no
 // option can hand the host a guest pointer or change more than the socket.
 #include <cstring>
+#include <fcntl.h>
 #include <linux/errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -65,6 +66,11 @@ constexpr OptSpec kOpts[] = {
     {IPPROTO_IP, IP_ADD_MEMBERSHIP, 12, kSet},    {IPPROTO_IP, IP_DROP_MEMBERSHIP, 12, kSet},
     {IPPROTO_IP, IP_RECVORIGDSTADDR, kInt, kBoth}, {IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, kInt, kBoth},
     {IPPROTO_IP, IP_RECVFRAGSIZE, kInt, kBoth},   {IPPROTO_IP, IP_PASSSEC, kInt, kBoth},
+    // Multicast membership: struct group_req / ip_mreq hold no pointers.
+    {IPPROTO_IP, MCAST_JOIN_GROUP, sizeof(group_req), kSet},
+    {IPPROTO_IP, MCAST_LEAVE_GROUP, sizeof(group_req), kSet},
+    {IPPROTO_IPV6, MCAST_JOIN_GROUP, sizeof(group_req), kSet},
+    {IPPROTO_IPV6, MCAST_LEAVE_GROUP, sizeof(group_req), kSet},
     // IPPROTO_IPV6 (the ancillary-data options included: RFC 3542)
     {IPPROTO_IPV6, IPV6_V6ONLY, kInt, kBoth},          {IPPROTO_IPV6, IPV6_UNICAST_HOPS, kInt, kBoth},
     {IPPROTO_IPV6, IPV6_MULTICAST_IF, kInt, kBoth},    {IPPROTO_IPV6, IPV6_MULTICAST_HOPS, kInt, kBoth},
@@ -112,7 +118,7 @@ const OptSpec* find_opt(int level, int name) {
 }
 
 long sock_host(Task& t, FdRef& f) {
-  if (!f) return -EBADF;
+  if (!f || (f->flags & O_PATH)) return -EBADF;
   if (f->host_fd < 0) return -ENOTSOCK;
   return f->host_fd;
 }

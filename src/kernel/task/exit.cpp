@@ -8,9 +8,11 @@
 #include <sys/wait.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/mm/mm.h"
@@ -144,6 +146,7 @@ void exit_process(Task& t) {
 void discard_process_resources(Process& p) {
   Heap* h = p.kernel->heap;
   p.kernel->locks->on_exit(p);
+  sem_exit(*p.kernel, p);
   drop_files(p.files, h);
   drop_fs(p.fs, h);
   drop_mm(p.mm, h);
@@ -183,9 +186,13 @@ void release_zombie(Process& p) {
 }
 
 void reap_dead_tasks(Kernel& k) {
+  hostprocs_mark_gone_locked(k);
   Task** link = &k.dead_tasks;
   while (Task* t = *link) {
-    if (t->host_tid.load() == 0 && t->pins.load() == 0) {
+    // The host clears host_tid when the thread is gone, but not for the
+    // last thread of a host process: its whole process being gone says it.
+    // A sender that still has to kick the task keeps it (pins).
+    if ((t->host_tid.load() == 0 || (t->hproc && t->hproc->gone)) && t->pins.load() == 0) {
       *link = t->dead_next;
       kstack_release(*t);
       virtual_wait_release(*t);
@@ -194,6 +201,7 @@ void reap_dead_tasks(Kernel& k) {
       link = &t->dead_next;
     }
   }
+  hostprocs_free_gone_locked(k);
 }
 
 void exit_thread(Task& t) {
@@ -246,6 +254,8 @@ void exit_thread(Task& t) {
     Guard g(k.tasks_lock);
     exit_process(t);
   }
+  // Last, holding nothing: a forked host process may end right here.
+  hostproc_task_left(k, t.hproc);
   flatux_exit_thread();
 }
 

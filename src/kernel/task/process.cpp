@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/lib/kstring.h"
@@ -20,7 +21,7 @@
 namespace flatux {
 namespace {
 
-constexpr int kPidMax = 4194304;
+constexpr int kReservedPids = 300;
 
 void default_rlimits(Process& p) {
   for (auto& r : p.rlimits) r[0] = r[1] = RLIM_INFINITY;
@@ -28,6 +29,7 @@ void default_rlimits(Process& p) {
   p.rlimits[RLIMIT_NOFILE][0] = 1024;
   p.rlimits[RLIMIT_NOFILE][1] = FdTable::kMaxFds;
   p.rlimits[RLIMIT_CORE][0] = 0;
+  p.rlimits[RLIMIT_MEMLOCK][0] = p.rlimits[RLIMIT_MEMLOCK][1] = 8ull << 20;  // Linux's MLOCK_LIMIT
   p.rlimits[RLIMIT_NPROC][0] = p.rlimits[RLIMIT_NPROC][1] = kMaxTasks;
   // As Linux's init: no raising of priorities beyond the default without privilege.
   p.rlimits[RLIMIT_NICE][0] = p.rlimits[RLIMIT_NICE][1] = 0;
@@ -55,14 +57,17 @@ bool pid_in_use_locked(Kernel& k, int pid) {
 
 }  // namespace
 
+// Pids below kernel/pid_max, wrapping to RESERVED_PIDS as Linux does.
 int alloc_pid_locked(Kernel& k) {
-  for (int tries = 0; tries < kPidMax; tries++) {
+  int max = k.sysctl.pid_max.load(std::memory_order_relaxed);
+  for (int tries = 0; tries < max; tries++) {
     int pid = k.next_pid++;
-    if (k.next_pid >= kPidMax) k.next_pid = 2;
+    if (k.next_pid >= max) k.next_pid = kReservedPids;
+    if (pid >= max) continue;  // pid_max was lowered below the next pid
     if (pid_in_use_locked(k, pid)) continue;
     if (pid_reserve_locked(k, pid)) return pid;
     // Another flatux instance on the host has this block of numbers.
-    k.next_pid = pid_next_block(pid) < kPidMax ? pid_next_block(pid) : 2;
+    k.next_pid = pid_next_block(pid) < max ? pid_next_block(pid) : kReservedPids;
   }
   return -EAGAIN;
 }
@@ -80,6 +85,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     p->sibling = parent->children;
     parent->children = p;
     p->creds = parent->creds;
+    p->personality = parent->personality;
     p->ctty = parent->ctty;
     memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
     memcpy(p->exe, parent->exe, sizeof p->exe);
@@ -90,13 +96,14 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
   return p;
 }
 
-Task* task_create_locked(Kernel& k, Process& p, int tid) {
+Task* task_create_locked(Kernel& k, Process& p, int tid, HostProc* hp) {
   reap_dead_tasks(k);
   if (k.ntasks >= kMaxTasks) return nullptr;
   Task* t = k.heap->make<Task>();
   if (!t) return nullptr;
   t->kernel = &k;
   t->proc = &p;
+  t->hproc = hp;
   t->tid = tid;
   t->start_ns = monotonic_ns();
   if (!kstack_setup(*t)) {
@@ -111,6 +118,7 @@ Task* task_create_locked(Kernel& k, Process& p, int tid) {
     *link = t;
   }
   p.nthreads++;
+  hp->ntasks.fetch_add(1);
   return t;
 }
 
@@ -124,6 +132,7 @@ void discard_unstarted_task_locked(Task& t) {
     if (*link) *link = t.next_thread;
   }
   p.nthreads--;
+  t.hproc->ntasks.fetch_sub(1);
   k.remove_task_locked(&t);
   k.heap->free(t.entry_fpstate);
   kstack_release(t);
@@ -176,7 +185,7 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     p->fs = k.heap->make<FsContext>();
     p->sighand = k.heap->make<SigHand>();
     if (!p->mm || !p->files || !p->fs || !p->sighand) return -ENOMEM;
-    t = task_create_locked(k, *p, p->pid);
+    t = task_create_locked(k, *p, p->pid, k.hproc0);
     if (!t) return -ENOMEM;
     // The nice value flatux itself was started with, as a native program
     // started the same way would see it.

@@ -21,6 +21,8 @@ struct Task;
 struct Tty;
 struct MemAccount;
 struct PidFd;
+struct SemUndoList;
+struct HostProc;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -55,6 +57,8 @@ struct SigPending {
 
 // Memory ownership; shared by CLONE_VM (threads, and a vfork child until it
 // execs or exits).
+struct ShmAttach;
+
 struct Mm {
   explicit Mm(Heap* h) : regions(h) {}
   std::atomic<int> refs{1};
@@ -68,6 +72,8 @@ struct Mm {
   uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
   MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
   uint64_t charged = 0;        // what this Mm has charged to it
+  ShmAttach* shm = nullptr;    // System V shared memory attached here (ipc/shm.cpp)
+  int lock_future = 0;         // mlockall(MCL_FUTURE): new mappings are locked (MCL_* bits)
 };
 
 struct FsContext {
@@ -103,9 +109,11 @@ struct Process {
   FsContext* fs = nullptr;
   SigHand* sighand = nullptr;
   Creds creds;
+  SemUndoList* sem_undo = nullptr;  // SEM_UNDO adjustments (ipc/sem.cpp); CLONE_SYSVSEM shares
   uint64_t rlimits[kNumRlimits][2]{};
   char exe[kPathMax] = "";
   char comm[16] = "";
+  uint32_t personality = 0;     // personality(2): PER_LINUX and its flags
 
   // Signals directed at the whole process.
   KMutex siglock;
@@ -139,6 +147,7 @@ struct Task {
   Task* next_thread = nullptr;
   int tid;
   void* kstack;               // base of the kernel stack (see host/kstack.h)
+  HostProc* hproc = nullptr;  // the host process its thread runs in (host/hostproc.h)
   ucontext_t* regs = nullptr; // the guest's registers during a trap
   uint64_t guest_fs = 0;
   uint64_t clear_child_tid = 0;
@@ -151,6 +160,7 @@ struct Task {
   uint64_t sigmask = 0;
   SigPending pending;
   uint64_t saved_sigmask = 0;    // restored after a sigsuspend-style wait
+  uint64_t real_blocked = 0;     // the mask before sigtimedwait unblocked what it awaits
   bool restore_sigmask = false;
   uint64_t altstack_sp = 0, altstack_size = 0;
   int altstack_flags = SS_DISABLE;
@@ -173,12 +183,17 @@ struct Task {
   std::atomic<uint32_t> virtual_waiting{0};
   int wake_fd = -1;
 
+  // access(2)'s real-id credentials for the duration of the call; the
+  // permission checks use these when set (vfs/perm.h, creds_of).
+  const Creds* creds_override = nullptr;
+
   // For syscalls restarted after a handler-less interruption (nanosleep).
   uint64_t restart_deadline_ns = 0;
   int restart_clock = 0;
 
   std::atomic<uint32_t> vfork_done{0};  // our vfork child has exec'd or exited
   std::atomic<uint32_t> host_tid{0};  // cleared by the host when the thread dies
+  uint64_t set_child_tid = 0;         // fork's CLONE_CHILD_SETTID: written by the child itself
   greg_t entry_regs[NGREG]{};         // registers the thread starts guest code with
   void* entry_fpstate = nullptr;      // FPU state it starts with (kernel heap), or clean
   uint64_t start_ns = 0;

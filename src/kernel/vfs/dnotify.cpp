@@ -2,21 +2,25 @@
 // file, descriptor, process, mask) set by F_NOTIFY. Changes the kernel
 // itself makes are reported: names created, removed or renamed in the
 // directory, attributes changed, data read or written through files opened
-// in it. Each event sends SIGIO (SI_KERNEL) to the process that set the
-// watch, which ends unless DN_MULTISHOT was asked. Changes a host program
-// makes to a hostfs folder behind flatux's back are not seen. The watch
-// goes with the directory's open file.
+// in it. F_NOTIFY makes the caller the directory file's owner, and each
+// event signals that owner as fcntl's file owners are (SIGIO, or the
+// F_SETSIG signal with si_fd and POLL_MSG); a watch ends after one event
+// unless DN_MULTISHOT was asked. Changes a host program makes to a hostfs
+// folder behind flatux's back are not seen. The watch goes with the
+// directory's open file.
 #include "kernel/vfs/dnotify.h"
 
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <linux/poll.h>
 #include <sys/stat.h>
 
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
 #include "kernel/task/process.h"
+#include "kernel/vfs/fown.h"
 
 namespace flatux {
 
@@ -25,7 +29,6 @@ struct DnotifyWatch {
   Filesystem* fs;
   char* path;          // the directory's inner path when the watch was set
   int fd;
-  int pid;             // who is told
   uint32_t mask;
   DnotifyWatch* next;
 };
@@ -53,10 +56,21 @@ std::string_view parent_of(std::string_view p) {
   return p.substr(0, slash);
 }
 
+// A new reference to f, unless it is already on its way out.
+bool try_get(File& f) {
+  int r = f.refs.load();
+  while (r > 0 && !f.refs.compare_exchange_weak(r, r + 1)) {}
+  return r > 0;
+}
+
 // Tells the owners of the watches on (fs, dir) about `event`.
-void notify(Kernel& k, Filesystem* fs, std::string_view dir, std::string_view self, uint32_t event) {
-  int pids[32];
+void notify(Task& t, Filesystem* fs, std::string_view dir, std::string_view self, uint32_t event) {
+  struct Hit {
+    File* f;
+    int fd;
+  } hits[32];
   int n = 0;
+  Kernel& k = *t.kernel;
   Dnotify& d = table_of(k);
   {
     Guard g(d.lock);
@@ -67,7 +81,7 @@ void notify(Kernel& k, Filesystem* fs, std::string_view dir, std::string_view se
         link = &w->next;
         continue;
       }
-      if (n < 32) pids[n++] = w->pid;
+      if (n < 32 && try_get(*w->dir)) hits[n++] = {w->dir, w->fd};
       if (w->mask & DN_MULTISHOT) {
         link = &w->next;
       } else {  // one event only
@@ -77,14 +91,10 @@ void notify(Kernel& k, Filesystem* fs, std::string_view dir, std::string_view se
       }
     }
   }
-  if (!n) return;
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = SIGIO;
-  si.si_code = SI_KERNEL;
-  Guard g(k.tasks_lock);
-  for (int i = 0; i < n; i++)
-    if (Process* p = find_process_locked(k, pids[i])) send_signal(*p, nullptr, SIGIO, si);
+  for (int i = 0; i < n; i++) {
+    send_sigio(t, *hits[i].f, hits[i].fd, POLL_MSG, POLLIN | POLLRDNORM | POLLMSG);
+    hits[i].f->put();
+  }
 }
 
 }  // namespace
@@ -112,11 +122,11 @@ long dnotify_fcntl(Task& t, int fd, File& dir, uint64_t arg) {
   struct stat st;
   if (!dir.ops->stat || dir.ops->stat(t, dir, &st) < 0 || !S_ISDIR(st.st_mode)) return -ENOTDIR;
   if (!dir.mount || !dir.path) return -EINVAL;  // no name to watch
+  fown_set_caller(t, dir);
   Guard g(d.lock);
   for (DnotifyWatch* w = d.head; w; w = w->next)
     if (w->dir == &dir && w->fd == fd) {
       w->mask |= mask;
-      w->pid = t.proc->pid;
       return 0;
     }
   auto* w = k.heap->make<DnotifyWatch>();
@@ -127,7 +137,7 @@ long dnotify_fcntl(Task& t, int fd, File& dir, uint64_t arg) {
     return -ENOMEM;
   }
   memcpy(path, dir.path, len + 1);
-  *w = {&dir, dir.mount->fs, path, fd, t.proc->pid, mask, d.head};
+  *w = {&dir, dir.mount->fs, path, fd, mask, d.head};
   d.head = w;
   d.count.fetch_add(1);
   dir.dnotify = true;
@@ -138,14 +148,14 @@ void dnotify_entry(Task& t, const Lookup& lk, uint32_t event) {
   Kernel& k = *t.kernel;
   if (table_of(k).count.load(std::memory_order_relaxed) == 0 || !lk.mount) return;
   std::string_view p(lk.path);
-  notify(k, lk.mount->fs, parent_of(p), p, event);
+  notify(t, lk.mount->fs, parent_of(p), p, event);
 }
 
 void dnotify_file(Task& t, File& f, uint32_t event) {
   Kernel& k = *t.kernel;
   if (table_of(k).count.load(std::memory_order_relaxed) == 0 || !f.mount || !f.path) return;
   std::string_view p(f.path);
-  notify(k, f.mount->fs, parent_of(p), std::string_view(), event);
+  notify(t, f.mount->fs, parent_of(p), std::string_view(), event);
 }
 
 bool dnotify_watching(Task& t) { return table_of(*t.kernel).count.load(std::memory_order_relaxed) != 0; }
