@@ -7,10 +7,12 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "host/fast_entry.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/lib/kfmt.h"
+#include "kernel/mm/syscall_sites.h"
 #include "kernel/printk.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscall.h"
@@ -102,8 +104,8 @@ void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr
   if (h && h->task) f.str(" task=").dec(h->task->tid);
   f.str("\nbacktrace:\n");
   if (h) {
-    uintptr_t lo = (uintptr_t)h + kKStackUsable;
-    print_backtrace(f, g[REG_RBP], lo, lo - kKStackUsable + kKernelStackSize, image);
+    uintptr_t lo = (uintptr_t)h + kFastStackBottom;
+    print_backtrace(f, g[REG_RBP], lo, (uintptr_t)h + kKernelStackSize, image);
   } else {
     f.str("  (not on a kernel stack)\n");
   }
@@ -113,9 +115,9 @@ void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr
   __builtin_unreachable();
 }
 
-extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
-  Task* t = current_task();
-  auto* uc = static_cast<ucontext_t*>(ctx);
+// Serves the guest syscall described by the host frame uc (the trap path,
+// and a fast entry turned into a trap) and delivers what is pending.
+void serve_trapped_syscall(Task* t, ucontext_t* uc) {
   greg_t* g = uc->uc_mcontext.gregs;
   const uint64_t a[6] = {(uint64_t)g[REG_RDI], (uint64_t)g[REG_RSI], (uint64_t)g[REG_RDX],
                          (uint64_t)g[REG_R10], (uint64_t)g[REG_R8],  (uint64_t)g[REG_R9]};
@@ -129,6 +131,33 @@ extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
   t->regs = nullptr;
 }
 
+extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
+  Task* t = current_task();
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  // The first call from a site may rewrite it, so later ones take the fast
+  // entry (kernel/mm/syscall_sites.h); the call itself is served here.
+  if (t->kernel->cfg.syscall_entry != SyscallEntryMode::kTrap) rewrite_syscall_site(*t, uc);
+  serve_trapped_syscall(t, uc);
+}
+
+// A fast entry that needs a host frame reached the ud2 at
+// flatux_fast_convert: this SIGILL frame becomes the guest's context (its
+// FPU state is the guest's: kernel code never touched it) and the call is
+// finished as on the trap path. The fast-entry stack is simply left.
+void fast_entry_to_trap(Task* t, KStackHeader* h, ucontext_t* uc) {
+  int why = (int)uc->uc_mcontext.gregs[REG_RDI];
+  FastFrame* f = h->fast_frame;
+  fast_frame_to_host(*f, uc);
+  reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] = guest_mode_mask();
+  if (why == FLATUX_FAST_TRAP_BEFORE) {
+    serve_trapped_syscall(t, uc);
+    return;
+  }
+  t->regs = uc;
+  handle_signals(*t, (long)f->nr);
+  t->regs = nullptr;
+}
+
 extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
   KStackHeader* h = current_kstack_checked();
   if (!h || !h->task) return;
@@ -138,6 +167,20 @@ extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
   uintptr_t rip = g[REG_RIP];
   if (rip >= (uintptr_t)flatux_isyscall_window && rip < (uintptr_t)flatux_isyscall_done) {
     g[REG_RIP] = (greg_t)flatux_isyscall_eintr;  // not yet blocked: don't
+    return;
+  }
+  if (rip >= (uintptr_t)flatux_fast_exit_window && rip < (uintptr_t)flatux_fast_exit_window_end) {
+    // A fast entry on its way out, past its look at `notify`: finish the
+    // return here and deliver, as if the thread were back in guest code.
+    fast_frame_to_host(*h->fast_frame, uc);
+    t->regs = uc;
+    handle_signals(*t, -1);
+    t->regs = nullptr;
+    return;
+  }
+  if (in_fast_entry_text(rip) || (in_kernel_text(t->kernel, rip) && on_fast_stack(h, g[REG_RSP]))) {
+    // Kernel code of a fast entry: it looks at `notify` on its way out.
+    // (Not re-raised blocked as below: no host sigreturn would unblock it.)
     return;
   }
   if (in_kernel_text(t->kernel, rip)) {
@@ -164,6 +207,17 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
   KStackHeader* h = current_kstack_checked();
   if (!h || !h->task || h->in_oops) oops(nullptr, h, sig, si, uc);
   Task* t = h->task;
+  if (rip == (uintptr_t)flatux_fast_convert && sig == SIGILL) {
+    fast_entry_to_trap(t, h, uc);
+    return;
+  }
+  if (rip >= (uintptr_t)flatux_fast_entry && rip < (uintptr_t)flatux_fast_entry_switched) {
+    // The fast entry's first use of %gs faulted: the guest changed its GS
+    // base (wrgsbase). Point it back at the kernel stack and retry.
+    fast_entry_thread_init(*t->kernel, h);
+    return;
+  }
+  if (sig == SIGTRAP && syscall_site_trap(*t, uc)) return;  // a site being rewritten
   if (in_kernel_text(t->kernel, rip)) {
     h->in_oops = 1;
     oops(t->kernel, h, sig, si, uc);
@@ -177,9 +231,10 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
 void task_thread_main(void* arg) {
   Task* t = static_cast<Task*>(arg);
   stack_t ss{};
-  ss.ss_sp = (char*)t->kstack + kKStackUsable;
-  ss.ss_size = kKernelStackSize - kKStackUsable;
+  ss.ss_sp = (char*)t->kstack + kSignalStackBottom;
+  ss.ss_size = kKernelStackSize - kSignalStackBottom;
   host::sys(SYS_sigaltstack, &ss, nullptr);
+  fast_entry_thread_init(*t->kernel, t->kstack);
   void* fp = t->entry_fpstate;
   t->entry_fpstate = nullptr;
   enter_guest(*t, t->entry_regs, fp);
@@ -237,7 +292,9 @@ bool kstack_setup(Task& t) {
   h->task = &t;
   h->magic = kKStackMagic;
   h->in_oops = 0;
+  fast_entry_setup(*h, t);
   host::sys(SYS_mprotect, (uintptr_t)base + 4096, 4096, PROT_NONE);
+  host::sys(SYS_mprotect, (uintptr_t)base + kFastStackTop, 4096, PROT_NONE);
   t.kstack = base;
   return true;
 }
@@ -245,6 +302,7 @@ bool kstack_setup(Task& t) {
 void kstack_release(Task& t) {
   if (!t.kstack) return;
   host::sys(SYS_mprotect, (uintptr_t)t.kstack + 4096, 4096, PROT_READ | PROT_WRITE);
+  host::sys(SYS_mprotect, (uintptr_t)t.kstack + kFastStackTop, 4096, PROT_READ | PROT_WRITE);
   t.kernel->heap->free_kstack(t.kstack);
   t.kstack = nullptr;
 }
@@ -269,8 +327,8 @@ void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {
     uc.uc_flags |= 0x1;  // UC_FP_XSTATE
   }
   uc.uc_flags |= kUcSigcontextSS | kUcStrictRestoreSS;
-  uc.uc_stack.ss_sp = (char*)t.kstack + kKStackUsable;
-  uc.uc_stack.ss_size = kKernelStackSize - kKStackUsable;
+  uc.uc_stack.ss_sp = (char*)t.kstack + kSignalStackBottom;
+  uc.uc_stack.ss_size = kKernelStackSize - kSignalStackBottom;
   memcpy(uc.uc_mcontext.gregs, regs, sizeof uc.uc_mcontext.gregs);
   uc.uc_mcontext.gregs[REG_CSGSFS] = 0x33 | (0x2bll << 48);
   // Without an FPU state the host gives the thread a clean one.

@@ -25,6 +25,11 @@ struct TextRange {
   uintptr_t start, end;
 };
 
+// How guest syscalls enter the kernel (--syscall-entry): always by the
+// SIGSYS trap, or by rewriting each site at its first trap so later calls
+// jump in (kernel/mm/syscall_sites.h; page 0 adds zpoline's `call *%rax`).
+enum class SyscallEntryMode : uint8_t { kTrap, kRewrite, kRewritePage0 };
+
 // What the launcher hands the kernel at boot. Plain data: the launcher
 // fills it with host-libc help before anything runs in kernel mode.
 struct KernelConfig {
@@ -38,8 +43,11 @@ struct KernelConfig {
   uint64_t vdso_base = 0;     // AT_SYSINFO_EHDR handed to guests
   uint64_t hwcap = 0, hwcap2 = 0, minsigstksz = 0;
   bool fsgsbase = false;
+  bool xsave = false;         // the OS enabled XSAVE (CPUID.1:ECX.OSXSAVE)
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
+  SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
+  int code_mem_fd = -1;       // the host's /proc/self/mem, for rewriting guest code
   BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
 

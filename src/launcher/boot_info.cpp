@@ -1,6 +1,7 @@
 #include "launcher/boot_info.h"
 
 #include <asm/prctl.h>
+#include <cpuid.h>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +47,8 @@ bool gather_boot_info(KernelConfig& cfg) {
   cfg.hwcap2 = getauxval(AT_HWCAP2);
   cfg.minsigstksz = getauxval(AT_MINSIGSTKSZ);
   cfg.fsgsbase = cfg.hwcap2 & (1 << 1);  // HWCAP2_FSGSBASE
+  unsigned eax, ebx, ecx, edx;
+  cfg.xsave = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 27));  // OSXSAVE
   unsigned long fs = 0;
   syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
   cfg.host_fs = fs;

@@ -118,7 +118,9 @@ int boot_main(int argc, char** argv) {
     return 0;
   }
   KernelConfig* cfg = new KernelConfig;
-  if (!fill_config(*boot, *cfg) || !open_strace(*cfg, opts.strace)) return kExitPanic;
+  if (!fill_config(*boot, *cfg) || !open_strace(*cfg, opts.strace) ||
+      !choose_syscall_entry(*cfg, opts.syscall_entry))
+    return kExitPanic;
   Kernel* k = start_kernel(*cfg);
   if (!k) return kExitPanic;
   install_handlers();

@@ -3,8 +3,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "host/entry.h"
@@ -21,6 +24,49 @@ bool open_strace(KernelConfig& cfg, const std::string& strace) {
     fprintf(stderr, "flatux: --strace=%s: %s\n", strace.c_str(), strerror(errno));
     return false;
   }
+  return true;
+}
+
+namespace {
+
+// What rewriting guest code needs from the host: a way to write code pages
+// without changing their protection, and a way to make every CPU see the
+// new instructions (host/code_patch.cpp).
+bool prepare_code_patching(KernelConfig& cfg, std::string* why) {
+  if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) != 0) {
+    *why = std::string("membarrier(SYNC_CORE): ") + strerror(errno);
+    return false;
+  }
+  int fd = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::string("/proc/self/mem: ") + strerror(errno);
+    return false;
+  }
+  cfg.code_mem_fd = fd;
+  return true;
+}
+
+}  // namespace
+
+bool choose_syscall_entry(KernelConfig& cfg, const std::string& requested) {
+  std::string mode = requested;
+  if (mode.empty()) {
+    const char* env = getenv("FLATUX_SYSCALL_ENTRY");
+    mode = env && *env ? env : "auto";
+  }
+  cfg.syscall_entry = SyscallEntryMode::kTrap;
+  if (mode == "trap") return true;
+  if (mode != "auto" && mode != "rewrite" && mode != "rewrite-page0") {
+    fprintf(stderr, "flatux: --syscall-entry=%s: want auto, trap, rewrite or rewrite-page0\n", mode.c_str());
+    return false;
+  }
+  std::string why;
+  if (!prepare_code_patching(cfg, &why)) {
+    if (mode == "auto") return true;
+    fprintf(stderr, "flatux: --syscall-entry=%s: %s\n", mode.c_str(), why.c_str());
+    return false;
+  }
+  cfg.syscall_entry = SyscallEntryMode::kRewrite;
   return true;
 }
 

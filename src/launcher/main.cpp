@@ -48,6 +48,7 @@ struct RunOptions {
   bool readonly = false;
   std::string strace;  // "" off, "-" stderr, else a file
   std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
+  std::string syscall_entry;  // auto|trap|rewrite|rewrite-page0; "" = $FLATUX_SYSCALL_ENTRY or auto
   std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file
   std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
   std::vector<std::string> argv;
@@ -137,6 +138,7 @@ int run(const RunOptions& o) {
   cfg.root_readonly = o.readonly;
   cfg.net_none = o.net == "none";
   if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
+  if (!flatux::launcher::choose_syscall_entry(cfg, o.syscall_entry)) return 125;
   flatux::Kernel* k = flatux::launcher::start_kernel(cfg);
   if (!k) return 125;
   if (!attach_devices(*k, o)) return 125;
@@ -182,7 +184,10 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4") { i++; continue; }  // take the next word
+    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--syscall-entry") {
+      i++;  // takes the next word
+      continue;
+    }
     if (a.empty() || a[0] != '-') return i;
   }
   return argc;
@@ -203,6 +208,11 @@ int main(int argc, char** argv) {
       ->default_str("-");
   run_cmd->add_option("--net", o.net, "Network: host (the host's own, default) or none (no IPv4/IPv6 sockets)")
       ->check(CLI::IsMember({"host", "none"}));
+  run_cmd->add_option("--syscall-entry", o.syscall_entry,
+                      "How guest syscalls enter the kernel: auto (default: rewrite where the host allows, "
+                      "else trap), trap (SIGSYS every time), rewrite (each site rewritten at its first trap "
+                      "to jump in), rewrite-page0 (also zpoline's call *%rax; needs page 0: root)")
+      ->check(CLI::IsMember({"auto", "trap", "rewrite", "rewrite-page0"}));
   run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
   run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");

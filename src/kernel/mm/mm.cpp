@@ -8,6 +8,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/syscall_sites.h"
 
 namespace flatux {
 
@@ -17,6 +18,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
     if (!access_ok((void*)hint, len)) return -ENOMEM;
     if (mm.regions.covers(hint, hint + len)) {
       host_flags |= MAP_FIXED;  // replacing our own mapping is safe
+      syscall_sites_forget(mm, hint, hint + len);
     } else if (mm.regions.overlaps(hint, hint + len)) {
       return -ENOMEM;           // part ours, part someone else's
     } else {
@@ -27,7 +29,8 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
   long r = host::sys(SYS_mmap, hint, len, prot, host_flags, host_fd, off);
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
-  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind)) {
+  bool shared = (host_flags & MAP_TYPE) == MAP_SHARED;
+  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, shared)) {
     host::sys(SYS_munmap, addr, len);
     return -ENOMEM;
   }
@@ -37,6 +40,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
 
 long mm_unmap(Mm& mm, uintptr_t addr, size_t len) {
   uintptr_t end = addr + len;
+  syscall_sites_forget(mm, addr, end);
   for (const Region* r = mm.regions.first(); r; r = r->next) {
     uintptr_t s = r->start > addr ? r->start : addr;
     uintptr_t e = r->end < end ? r->end : end;
@@ -103,6 +107,7 @@ void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp) {
 
 void mm_release(Mm& mm) {
   Guard g(mm.lock);
+  syscall_sites_release(mm);
   for (const Region* r = mm.regions.first(); r; r = r->next)
     host::sys(SYS_munmap, r->start, r->end - r->start);
   mm.regions.clear();

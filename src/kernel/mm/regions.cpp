@@ -32,9 +32,9 @@ bool RegionList::remove(uintptr_t start, uintptr_t end) {
   return true;
 }
 
-bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind) {
+bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, bool shared) {
   if (start >= end || !remove(start, end)) return false;
-  Region* n = heap_->make<Region>(Region{start, end, prot, kind, nullptr});
+  Region* n = heap_->make<Region>(Region{start, end, prot, kind, nullptr, shared});
   if (!n) return false;
   Region** link = &head_;
   while (*link && (*link)->start < start) link = &(*link)->next;

@@ -17,13 +17,14 @@ struct Region {
   int prot;
   RegionKind kind;
   Region* next;
+  bool shared = false;   // MAP_SHARED: writes reach the file (code there is never rewritten)
 };
 
 class RegionList {
  public:
   explicit RegionList(Heap* h) : heap_(h) {}
   // Adds [start, end); overlapping parts of existing regions are replaced.
-  bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind);
+  bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, bool shared = false);
   // Forgets [start, end) (splitting regions as needed). Returns false only
   // if memory for a split could not be allocated.
   bool remove(uintptr_t start, uintptr_t end);

@@ -7,6 +7,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/mm/mm.h"
+#include "kernel/mm/syscall_sites.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
 
@@ -129,6 +130,7 @@ long sys_mprotect(Task& t, SyscallArgs a) {
   Guard g(mm.lock);
   if (!mm.regions.covers(a[0], a[0] + len)) return -ENOMEM;
   if ((prot & PROT_WRITE) && !mm_charge_fits(mm, len)) return -ENOMEM;
+  syscall_sites_protect(mm, a[0], a[0] + len, prot & kProtMask);
   long r = host::sys(SYS_mprotect, a[0], len, prot & kProtMask);
   if (r < 0) return r;
   bool ok = mm.regions.set_prot(a[0], a[0] + len, prot & kProtMask);
@@ -152,12 +154,17 @@ long sys_mremap(Task& t, SyscallArgs a) {
   if ((flags & MREMAP_FIXED) && !mm.regions.covers(new_addr, new_addr + new_len)) return -EINVAL;
   int prot = r->prot;
   RegionKind kind = r->kind;
+  bool shared = r->shared;
   if (new_len > old_len && mm_chargeable(prot, kind) && !mm_charge_fits(mm, new_len - old_len)) return -ENOMEM;
+  // Rewritten sites' jumps are relative: the code moves with its original bytes.
+  syscall_sites_revert(mm, old, old + old_len);
+  if (flags & MREMAP_FIXED) syscall_sites_forget(mm, new_addr, new_addr + new_len);
   long res = host::sys(SYS_mremap, old, old_len, new_len, flags, new_addr);
   if (res < 0 && res > -4096) return res;
   uintptr_t n = (uintptr_t)res;
+  if (n != old || new_len < old_len) syscall_sites_forget(mm, old, old + old_len);
   if (!(flags & MREMAP_DONTUNMAP)) mm.regions.remove(old, old + old_len);
-  bool ok = mm.regions.add(n, n + new_len, prot, kind);
+  bool ok = mm.regions.add(n, n + new_len, prot, kind, shared);
   mm_recharge(mm);
   return ok ? (long)n : -ENOMEM;
 }

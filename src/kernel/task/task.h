@@ -20,6 +20,7 @@ struct Process;
 struct Task;
 struct Tty;
 struct MemAccount;
+struct SyscallSites;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -67,6 +68,7 @@ struct Mm {
   uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
   MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
   uint64_t charged = 0;        // what this Mm has charged to it
+  SyscallSites* sites = nullptr;  // rewritten syscall sites and their stubs (mm/syscall_sites.h)
 };
 
 struct FsContext {

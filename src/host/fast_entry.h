@@ -1,0 +1,46 @@
+// The fast entry: rewritten guest syscall sites enter the kernel by a jump
+// (host/fast_entry.S), the trap path's SIGSYS handler only sees the first
+// call of each site (kernel/mm/syscall_sites.h rewrites it).
+#pragma once
+#include <cstdint>
+#include <sys/ucontext.h>
+
+#include "host/kstack.h"
+
+extern "C" {
+extern const char flatux_fast_entry[], flatux_fast_entry_switched[], flatux_fast_exit_window[],
+    flatux_fast_exit_window_end[], flatux_fast_convert[], flatux_fast_entry_end[];
+}
+
+namespace flatux {
+
+struct Kernel;
+struct Task;
+
+// Calls that need the host's full signal frame (the guest's FPU state in
+// memory, every register restorable by rt_sigreturn): rt_sigreturn itself,
+// and clone/fork/vfork, whose child starts with a copy of the caller's FPU
+// state. Their sites are not rewritten (they would only trap one step
+// later).
+inline bool needs_host_frame(uint64_t nr) {
+  return nr == 15 /*rt_sigreturn*/ || nr == 56 /*clone*/ || nr == 57 /*fork*/ ||
+         nr == 58 /*vfork*/ || nr == 435 /*clone3*/;
+}
+
+// Prepares a kernel stack's header for fast entries of task t.
+void fast_entry_setup(KStackHeader& h, Task& t);
+
+// Points the calling host thread's GS base at its kernel stack's header
+// (once per task thread, before it first runs guest code).
+void fast_entry_thread_init(const Kernel& k, void* kstack);
+
+inline bool in_fast_entry_text(uintptr_t ip) {
+  return ip >= (uintptr_t)flatux_fast_entry && ip < (uintptr_t)flatux_fast_entry_end;
+}
+
+// Copies the guest registers a fast entry saved into a host signal frame
+// (keeping the frame's own CS/SS word): from then on the frame is the guest
+// context, as if the host had trapped the call.
+void fast_frame_to_host(const FastFrame& f, ucontext_t* uc);
+
+}  // namespace flatux

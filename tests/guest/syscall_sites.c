@@ -1,0 +1,381 @@
+// System calls made from the same site again and again: under flatux the
+// first call from a `mov $NR,%eax; syscall` site may rewrite it so later
+// calls jump into the kernel (--syscall-entry=rewrite). Whatever the entry,
+// a program must see Linux: results, preserved registers (and the red
+// zone below RSP), signals arriving during the calls with the context a
+// handler sees, restarts, code that changes under the sites, vfork+exec.
+//
+//   syscall_sites [rewritten|trapping]
+//
+// With an argument, also checks what the sites' bytes became (flatux only):
+// a jump (0xe9) where the mov was, or still the mov (0xb8).
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "guest_check.h"
+
+extern char** environ;
+
+// Each site is its own function: `nop; mov $NR,%eax; syscall; ret`, the
+// shape libc wrappers have. The nop keeps the byte before the mov plain.
+#define SITE(name, nr)                                                        \
+  __asm__(".text\n.p2align 4\n.globl " #name "\n.type " #name ",@function\n" #name \
+          ":\n\tnop\n\tmov $" #nr ", %eax\n\tsyscall\n\tret\n.size " #name ", .-" #name "\n"); \
+  long name(long, long, long)
+
+SITE(site_getpid, 39);
+SITE(site_read, 0);
+SITE(site_nanosleep, 35);
+SITE(site_execve, 59);
+SITE(site_getppid, 110);
+
+static char want_state;  // 'r' rewritten, 't' trapping, 0: not checked
+
+static void check_site(const char* name, const void* fn) {
+  unsigned char b = ((const unsigned char*)fn)[1];
+  if (want_state == 'r') CHECK(b == 0xe9, "%s: the mov is still there (%#x), not a jump", name, b);
+  if (want_state == 't') CHECK(b == 0xb8, "%s: the mov became %#x", name, b);
+}
+
+// --- the red zone and preserved registers ---
+//
+// A leaf function keeps data below RSP across the syscall (the red zone,
+// which the ABI lets it use and the syscall instruction never touches)
+// and expects every register but RAX, RCX and R11 back unchanged.
+// Returns 0, or which check failed.
+__asm__(".text\n.p2align 4\n.globl redzone_leaf\n.type redzone_leaf,@function\nredzone_leaf:\n"
+        "\tmovabs $0x1122334455667788, %rax\n"
+        "\tmov %rax, -8(%rsp)\n"
+        "\tmov %rax, -64(%rsp)\n"
+        "\tmov %rax, -128(%rsp)\n"
+        "\tmov $0xd1d1, %edi\n\tmov $0x5151, %esi\n\tmov $0xdddd, %edx\n"
+        "\tmov $0xa0a0, %r10d\n\tmov $0x8888, %r8d\n\tmov $0x9999, %r9d\n"
+        "\tnop\n"
+        "\tmov $39, %eax\n"
+        "\tsyscall\n"
+        "\tmovabs $0x1122334455667788, %rax\n"
+        "\tcmp %rax, -8(%rsp)\n\tjne 1f\n"
+        "\tcmp %rax, -64(%rsp)\n\tjne 1f\n"
+        "\tcmp %rax, -128(%rsp)\n\tjne 1f\n"
+        "\tcmp $0xd1d1, %rdi\n\tjne 2f\n\tcmp $0x5151, %rsi\n\tjne 2f\n\tcmp $0xdddd, %rdx\n\tjne 2f\n"
+        "\tcmp $0xa0a0, %r10\n\tjne 2f\n\tcmp $0x8888, %r8\n\tjne 2f\n\tcmp $0x9999, %r9\n\tjne 2f\n"
+        "\txor %eax, %eax\n\tret\n"
+        "1:\tmov $1, %eax\n\tret\n"
+        "2:\tmov $2, %eax\n\tret\n"
+        ".size redzone_leaf, .-redzone_leaf\n");
+long redzone_leaf(void);
+
+static void red_zone(void) {
+  printf("the red zone and the preserved registers across a syscall site:\n");
+  for (int i = 0; i < 4; i++) {
+    long r = redzone_leaf();
+    CHECK(r != 1, "call %d: data below RSP was overwritten", i);
+    CHECK(r != 2, "call %d: an argument register changed", i);
+  }
+  printf("  4 calls: the red zone and rdi/rsi/rdx/r10/r8/r9 intact\n");
+}
+
+// --- 8 threads on one site while it is first rewritten ---
+
+enum { kThreads = 8, kCalls = 20000 };
+static pthread_barrier_t start_line;
+static long expected_pid;
+
+static void* hammer(void* arg) {
+  long bad = 0;
+  pthread_barrier_wait(&start_line);
+  for (int i = 0; i < kCalls; i++)
+    if (site_getpid(0, 0, 0) != expected_pid) bad++;
+  return (void*)bad;
+}
+
+static void threads_on_one_site(void) {
+  printf("%d threads calling one site %d times each, from the very first call:\n", kThreads, kCalls);
+  expected_pid = getpid();
+  pthread_t th[kThreads];
+  REQUIRE(pthread_barrier_init(&start_line, NULL, kThreads) == 0);
+  for (int i = 0; i < kThreads; i++) REQUIRE(pthread_create(&th[i], NULL, hammer, NULL) == 0);
+  long bad = 0;
+  for (int i = 0; i < kThreads; i++) {
+    void* r;
+    pthread_join(th[i], &r);
+    bad += (long)r;
+  }
+  CHECK(bad == 0, "%ld calls returned something other than the pid", bad);
+  check_site("site_getpid", site_getpid);
+  printf("  every call returned the pid\n");
+}
+
+// --- a handler's view of a signal that arrives during a call ---
+//
+// kill() of ourselves from a site: the signal is delivered as the call
+// returns, so the handler's context is the state right after the syscall
+// instruction: RIP and RCX point after it, R11 holds the flags it was
+// executed with, RAX the result, the other registers what the code had.
+static volatile unsigned long seen_rip, seen_rcx, seen_r11, seen_efl, seen_rax, seen_r8, seen_rdx;
+volatile unsigned long flags_before;  // written by kill_site
+extern char kill_site_nop[], kill_site_after[];
+__asm__(".text\n.p2align 4\n.globl kill_site\n.type kill_site,@function\nkill_site:\n"
+        "\tpush %rbx\n"
+        "\tmov $0x8888, %r8d\n\tmov $0xdddd, %edx\n"
+        "\txor %eax, %eax\n\tcmp $1, %eax\n"  // CF and SF set, ZF clear: flags worth comparing
+        "\tpushfq\n\tpop %rbx\n\tmov %rbx, flags_before(%rip)\n"
+        ".globl kill_site_nop\nkill_site_nop:\n"
+        "\tnop\n\tmov $62, %eax\n\tsyscall\n"
+        ".globl kill_site_after\nkill_site_after:\n"
+        "\tpop %rbx\n\tret\n"
+        ".size kill_site, .-kill_site\n");
+long kill_site(long pid, long sig);
+
+static void on_usr1(int sig, siginfo_t* si, void* ctx) {
+  ucontext_t* uc = ctx;
+  greg_t* g = uc->uc_mcontext.gregs;
+  seen_rip = g[REG_RIP], seen_rcx = g[REG_RCX], seen_r11 = g[REG_R11], seen_efl = g[REG_EFL];
+  seen_rax = g[REG_RAX], seen_r8 = g[REG_R8], seen_rdx = g[REG_RDX];
+}
+
+static void handler_context(void) {
+  printf("a signal delivered as a call from a site returns:\n");
+  struct sigaction sa = {.sa_sigaction = on_usr1, .sa_flags = SA_SIGINFO};
+  sigemptyset(&sa.sa_mask);
+  REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0);
+  const unsigned long kArith = 0x1 | 0x4 | 0x10 | 0x40 | 0x80 | 0x400 | 0x800;  // CF PF AF ZF SF DF OF
+  for (int i = 0; i < 3; i++) {
+    seen_rip = 0;
+    long r = kill_site(getpid(), SIGUSR1);
+    CHECK(r == 0, "call %d: kill returned %ld", i, r);
+    CHECK(seen_rip == (unsigned long)kill_site_after, "call %d: RIP %#lx, want %p", i, seen_rip,
+          (void*)kill_site_after);
+    CHECK(seen_rcx == (unsigned long)kill_site_after, "call %d: RCX %#lx, want %p", i, seen_rcx,
+          (void*)kill_site_after);
+    CHECK((seen_r11 & kArith) == (flags_before & kArith), "call %d: R11 %#lx, flags were %#lx", i,
+          seen_r11, flags_before);
+    CHECK((seen_efl & kArith) == (flags_before & kArith), "call %d: EFL %#lx, flags were %#lx", i,
+          seen_efl, flags_before);
+    CHECK(seen_rax == 0 && seen_r8 == 0x8888 && seen_rdx == 0xdddd,
+          "call %d: RAX %#lx R8 %#lx RDX %#lx", i, seen_rax, seen_r8, seen_rdx);
+  }
+  check_site("kill_site", kill_site_nop);
+  signal(SIGUSR1, SIG_DFL);
+  printf("  RIP = RCX = after the syscall, R11 = the flags, RAX = 0, r8/rdx kept (3 calls)\n");
+}
+
+// --- signals interrupting a blocking call: SA_RESTART, EINTR ---
+
+static int pipefd[2];
+static volatile int feed;
+
+static void on_alarm(int sig) {
+  if (feed) (void)!write(pipefd[1], "x", 1);
+}
+
+static void arm(long ms) {
+  struct itimerval it = {{0, ms * 1000}, {0, ms * 1000}};
+  REQUIRE(setitimer(ITIMER_REAL, &it, NULL) == 0);
+}
+
+static void disarm(void) {
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+}
+
+static void on_alarm_flags(int flags) {
+  struct sigaction sa = {.sa_handler = on_alarm, .sa_flags = flags};
+  sigemptyset(&sa.sa_mask);
+  REQUIRE(sigaction(SIGALRM, &sa, NULL) == 0);
+}
+
+static void interrupted_reads(void) {
+  printf("a blocking read from a site, interrupted by SIGALRM:\n");
+  REQUIRE(pipe(pipefd) == 0);
+  char c = 0;
+  // Warm the site up with data already there (under flatux: rewritten now).
+  for (int i = 0; i < 3; i++) {
+    REQUIRE(write(pipefd[1], "w", 1) == 1);
+    CHECK(site_read(pipefd[0], (long)&c, 1) == 1 && c == 'w', "warm-up read %d", i);
+  }
+  check_site("site_read", site_read);
+  on_alarm_flags(0);
+  feed = 0;
+  arm(40);
+  long r = site_read(pipefd[0], (long)&c, 1);
+  disarm();
+  CHECK(r == -EINTR, "without SA_RESTART: %ld, want -EINTR", r);
+  on_alarm_flags(SA_RESTART);
+  feed = 1;
+  c = 0;
+  arm(40);
+  r = site_read(pipefd[0], (long)&c, 1);
+  disarm();
+  feed = 0;
+  CHECK(r == 1 && c == 'x', "with SA_RESTART: %ld '%c', want 1 'x'", r, c);
+  signal(SIGALRM, SIG_DFL);
+  close(pipefd[0]);
+  close(pipefd[1]);
+  printf("  -EINTR without SA_RESTART, restarted and served with it\n");
+}
+
+// --- nanosleep: EINTR with the time left, restart_syscall after a stop ---
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000ll + ts.tv_nsec / 1000000;
+}
+
+static void on_usr2(int sig) {}
+
+static void sleeps(const char* self) {
+  printf("nanosleep from a site:\n");
+  struct timespec t = {0, 1000000}, rem = {0, 0};
+  for (int i = 0; i < 3; i++) CHECK(site_nanosleep((long)&t, 0, 0) == 0, "short sleep %d", i);
+  check_site("site_nanosleep", site_nanosleep);
+
+  // A handler runs: -EINTR and the time that was left.
+  struct sigaction sa = {.sa_handler = on_usr2, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  REQUIRE(sigaction(SIGALRM, &sa, NULL) == 0);
+  struct itimerval once = {{0, 0}, {0, 50000}};
+  REQUIRE(setitimer(ITIMER_REAL, &once, NULL) == 0);
+  t = (struct timespec){2, 0};
+  long r = site_nanosleep((long)&t, (long)&rem, 0);
+  CHECK(r == -EINTR, "interrupted by a handler: %ld, want -EINTR (even with SA_RESTART)", r);
+  CHECK(rem.tv_sec == 1 || (rem.tv_sec == 0 && rem.tv_nsec > 0), "time left %ld.%09ld",
+        (long)rem.tv_sec, rem.tv_nsec);
+  signal(SIGALRM, SIG_DFL);
+
+  // Stopped and continued by another process, no handler: the sleep goes
+  // on for the rest of its time (restart_syscall) and returns 0.
+  char pid[32];
+  snprintf(pid, sizeof pid, "%d", (int)getpid());
+  char* argv[] = {(char*)self, "stop-and-continue", pid, NULL};
+  pid_t helper;
+  REQUIRE(posix_spawn(&helper, self, NULL, NULL, argv, environ) == 0);
+  t = (struct timespec){1, 0};
+  long long t0 = now_ms();
+  r = site_nanosleep((long)&t, 0, 0);
+  long long took = now_ms() - t0;
+  int status;
+  REQUIRE(waitpid(helper, &status, 0) == helper);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "helper status %#x", status);
+  CHECK(r == 0, "stopped and continued: %ld, want 0", r);
+  CHECK(took >= 990, "slept %lld ms of 1000", took);
+  printf("  -EINTR with the time left; after SIGSTOP+SIGCONT it slept on (%lld ms)\n", took);
+}
+
+static int stop_and_continue(pid_t pid) {
+  struct timespec t = {0, 100 * 1000000};
+  nanosleep(&t, NULL);
+  if (kill(pid, SIGSTOP) != 0) return 1;
+  nanosleep(&t, NULL);
+  return kill(pid, SIGCONT) != 0;
+}
+
+// --- code that changes under a rewritten site ---
+
+static const unsigned char kGetpid[] = {0x90, 0xb8, 39, 0, 0, 0, 0x0f, 0x05, 0xc3};   // nop; getpid; ret
+static const unsigned char kGetppid[] = {0x90, 0xb8, 110, 0, 0, 0, 0x0f, 0x05, 0xc3}; // nop; getppid; ret
+
+static long run_code(void* code) { return ((long (*)(void))code)(); }
+
+static void* map_code(void* at, const unsigned char* code, size_t n, int extra_flags) {
+  void* p = mmap(at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | extra_flags, -1, 0);
+  REQUIRE(p != MAP_FAILED, "mmap: %s", strerror(errno));
+  memcpy((char*)p + 64, code, n);
+  REQUIRE(mprotect(p, 4096, PROT_READ | PROT_EXEC) == 0);
+  return p;
+}
+
+static void changing_code(void) {
+  printf("code that changes under a site:\n");
+  long pid = getpid(), ppid = getppid();
+  unsigned char* page = map_code(NULL, kGetpid, sizeof kGetpid, 0);
+  for (int i = 0; i < 3; i++) CHECK(run_code(page + 64) == pid, "getpid code, call %d", i);
+  check_site("generated getpid", page + 64);
+
+  // A JIT writing a new call over the site, W^X style: it must find its
+  // own bytes when it makes the page writable, and run what it wrote.
+  REQUIRE(mprotect(page, 4096, PROT_READ | PROT_WRITE) == 0);
+  CHECK(memcmp(page + 64, kGetpid, sizeof kGetpid) == 0,
+        "writable again, the code is not what was written: %02x %02x", page[65], page[66]);
+  memcpy(page + 64, kGetppid, sizeof kGetppid);
+  REQUIRE(mprotect(page, 4096, PROT_READ | PROT_EXEC) == 0);
+  for (int i = 0; i < 3; i++) CHECK(run_code(page + 64) == ppid, "rewritten to getppid, call %d", i);
+  check_site("generated getppid", page + 64);
+  printf("  made writable: its own bytes back; a new call written over the site runs\n");
+
+  // Unmapped, and new code mapped at the same address.
+  REQUIRE(munmap(page, 4096) == 0);
+  unsigned char* again = map_code(page, kGetpid, sizeof kGetpid, MAP_FIXED_NOREPLACE);
+  CHECK(again == page, "could not map at the same address");
+  for (int i = 0; i < 3; i++) CHECK(run_code(again + 64) == pid, "new code, call %d", i);
+  munmap(again, 4096);
+
+  // Replaced in place with MAP_FIXED (dlclose + dlopen at the same place).
+  page = map_code(NULL, kGetppid, sizeof kGetppid, 0);
+  for (int i = 0; i < 3; i++) CHECK(run_code(page + 64) == ppid, "getppid code, call %d", i);
+  again = map_code(page, kGetpid, sizeof kGetpid, MAP_FIXED);
+  for (int i = 0; i < 3; i++) CHECK(run_code(again + 64) == pid, "after MAP_FIXED, call %d", i);
+  munmap(again, 4096);
+
+  // Code the guest can write (RWX) runs from the bytes it writes.
+  page = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(page != MAP_FAILED);
+  memcpy(page + 64, kGetpid, sizeof kGetpid);
+  for (int i = 0; i < 3; i++) CHECK(run_code(page + 64) == pid, "RWX getpid, call %d", i);
+  CHECK(page[65] == 0xb8, "writable code was changed under the program: %#x", page[65]);
+  page[66] = 110;  // the immediate only: now getppid
+  for (int i = 0; i < 3; i++) CHECK(run_code(page + 64) == ppid, "RWX getppid, call %d", i);
+  munmap(page, 4096);
+  printf("  unmapped and mapped anew, MAP_FIXED over it, RWX code: each runs its own call\n");
+}
+
+// --- vfork + execve from a site ---
+
+static void vfork_exec(const char* self) {
+  printf("vfork, then execve from a site in the child:\n");
+  char* none[] = {"/nonexistent/program", NULL};
+  for (int i = 0; i < 2; i++)
+    CHECK(site_execve((long)none[0], (long)none, (long)environ) == -ENOENT, "execve of a missing file");
+  check_site("site_execve", site_execve);
+  for (int round = 0; round < 2; round++) {
+    char* argv[] = {(char*)self, "exit-with", "42", NULL};
+    pid_t child = vfork();
+    if (child == 0) {
+      site_execve((long)self, (long)argv, (long)environ);
+      _exit(127);
+    }
+    REQUIRE(child > 0, "vfork: %s", strerror(errno));
+    int status;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 42, "child status %#x", status);
+  }
+  CHECK(site_getppid(0, 0, 0) == getppid(), "the parent goes on using sites");
+  printf("  the child ran the new program (exit 42), twice\n");
+}
+
+int main(int argc, char** argv) {
+  guest_name = "syscall_sites";
+  if (argc == 3 && strcmp(argv[1], "exit-with") == 0) return atoi(argv[2]);
+  if (argc == 3 && strcmp(argv[1], "stop-and-continue") == 0) return stop_and_continue(atoi(argv[2]));
+  if (argc == 2) want_state = argv[1][0];
+  setvbuf(stdout, NULL, _IONBF, 0);
+  red_zone();
+  threads_on_one_site();
+  handler_context();
+  interrupted_reads();
+  sleeps(argv[0]);
+  changing_code();
+  vfork_exec(argv[0]);
+  return guest_finish();
+}
