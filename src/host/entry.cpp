@@ -12,6 +12,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/lib/kfmt.h"
+#include "kernel/mm/site_survey.h"
 #include "kernel/mm/syscall_sites.h"
 #include "kernel/printk.h"
 #include "kernel/signal/signal.h"
@@ -136,6 +137,7 @@ extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
   auto* uc = static_cast<ucontext_t*>(ctx);
   // The first call from a site may rewrite it, so later ones take the fast
   // entry (kernel/mm/syscall_sites.h); the call itself is served here.
+  if (t->kernel->survey) [[unlikely]] site_survey_call(*t, uc);
   if (t->kernel->cfg.syscall_entry != SyscallEntryMode::kTrap) rewrite_syscall_site(*t, uc);
   serve_trapped_syscall(t, uc);
 }
@@ -154,7 +156,20 @@ void fast_entry_to_trap(Task* t, KStackHeader* h, ucontext_t* uc) {
     return;
   }
   t->regs = uc;
-  handle_signals(*t, (long)f->nr);
+  if (why == FLATUX_FAST_NOT_A_SITE) {
+    // A call into page 0 from something other than a rewritten site (a
+    // null function pointer): the fault it would be with page 0 unmapped.
+    greg_t* g = uc->uc_mcontext.gregs;
+    g[REG_RSP] -= 8;  // the call's return address stays pushed
+    g[REG_RIP] = 0;
+    siginfo_t si{};
+    si.si_signo = SIGSEGV;
+    si.si_code = SEGV_MAPERR;
+    guest_fault(*t, SIGSEGV, &si);
+    handle_signals(*t, -1);
+  } else {
+    handle_signals(*t, (long)f->nr);
+  }
   t->regs = nullptr;
 }
 
@@ -211,13 +226,17 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
     fast_entry_to_trap(t, h, uc);
     return;
   }
-  if (rip >= (uintptr_t)flatux_fast_entry && rip < (uintptr_t)flatux_fast_entry_switched) {
+  if (in_fast_entry_gs_window(rip)) {
     // The fast entry's first use of %gs faulted: the guest changed its GS
     // base (wrgsbase). Point it back at the kernel stack and retry.
     fast_entry_thread_init(*t->kernel, h);
     return;
   }
   if (sig == SIGTRAP && syscall_site_trap(*t, uc)) return;  // a site being rewritten
+  if (syscall_site_call_fault(*t, sig, uc)) {  // rewrite-page0: a number past the sled
+    serve_trapped_syscall(t, uc);
+    return;
+  }
   if (in_kernel_text(t->kernel, rip)) {
     h->in_oops = 1;
     oops(t->kernel, h, sig, si, uc);

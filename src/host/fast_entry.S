@@ -50,6 +50,7 @@
 	.text
 	.globl flatux_fast_entry, flatux_fast_entry_switched, flatux_fast_exit_window
 	.globl flatux_fast_exit_window_end, flatux_fast_convert, flatux_fast_entry_end
+	.globl flatux_fast_entry_page0, flatux_fast_entry_page0_switched
 	.type flatux_fast_entry, @function
 	.p2align 6
 flatux_fast_entry:
@@ -59,6 +60,8 @@ flatux_fast_entry_switched:
 	pushfq
 	popq G(EFL)(%rsp)
 	cld
+	movq $0, FLATUX_FF_PAGE0(%rsp)
+.Lsave:
 	mov %rax, G(RAX)(%rsp)
 	mov %rax, FLATUX_FF_NR(%rsp)
 	mov %rcx, G(RIP)(%rsp)
@@ -122,6 +125,26 @@ flatux_fast_exit_window_end:
 	mov %rsp, %rsi
 flatux_fast_convert:
 	ud2
+
+/* rewrite-page0: a site's `syscall` became `call *%rax` (ff d0), which
+ * lands in page 0's nop sled at address NR and slides into a jump to here
+ * (zpoline's layout). The call pushed the address after the site onto the
+ * guest stack: that is where the call returns (RCX), and the guest's RSP
+ * is above it. flatux_fast_syscall checks that it came from a rewritten
+ * site and not from a call through a null function pointer. */
+	.p2align 4
+flatux_fast_entry_page0:
+	mov %rsp, %gs:FLATUX_KS_GUEST_RSP
+	mov %gs:FLATUX_KS_FAST_FRAME, %rsp
+flatux_fast_entry_page0_switched:
+	pushfq
+	popq G(EFL)(%rsp)
+	cld
+	mov %gs:FLATUX_KS_GUEST_RSP, %rcx
+	mov (%rcx), %rcx
+	addq $8, %gs:FLATUX_KS_GUEST_RSP
+	movq $1, FLATUX_FF_PAGE0(%rsp)
+	jmp .Lsave
 flatux_fast_entry_end:
 	.size flatux_fast_entry, .-flatux_fast_entry
 

@@ -7,6 +7,7 @@
 #include "host/entry.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/syscall_sites.h"
 #include "kernel/syscall.h"
 
 namespace flatux {
@@ -23,6 +24,12 @@ void fast_entry_thread_init(const Kernel& k, void* kstack) {
   else host::sys(SYS_arch_prctl, ARCH_SET_GS, kstack);
 }
 
+void page0_contents(uint8_t (&page)[kPage0Size]) {
+  memset(page, 0x90, kPage0Jump);  // nop
+  page[kPage0Jump] = 0xff, page[kPage0Jump + 1] = 0x25;  // jmp *kPage0Disp(%rip)
+  memcpy(page + kPage0Jump + 2, &kPage0Disp, 4);
+}
+
 void fast_frame_to_host(const FastFrame& f, ucontext_t* uc) {
   greg_t* g = uc->uc_mcontext.gregs;
   greg_t csgsfs = g[REG_CSGSFS];
@@ -36,9 +43,11 @@ void fast_frame_to_host(const FastFrame& f, ucontext_t* uc) {
 // with t.regs pointing at the saved registers.
 extern "C" int flatux_fast_syscall(FastFrame* f) {
   uint64_t nr = f->nr;
-  if (needs_host_frame(nr)) return FLATUX_FAST_TRAP_BEFORE;
   Task& t = *current_task();
   greg_t* g = f->uc.uc_mcontext.gregs;
+  if (f->via_page0 && !is_page0_site(*t.proc->mm, (uintptr_t)g[REG_RIP] - 2)) [[unlikely]]
+    return FLATUX_FAST_NOT_A_SITE;
+  if (needs_host_frame(nr)) return FLATUX_FAST_TRAP_BEFORE;
   const uint64_t a[6] = {(uint64_t)g[REG_RDI], (uint64_t)g[REG_RSI], (uint64_t)g[REG_RDX],
                          (uint64_t)g[REG_R10], (uint64_t)g[REG_R8],  (uint64_t)g[REG_R9]};
   t.regs = &f->uc;

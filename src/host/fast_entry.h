@@ -9,7 +9,8 @@
 
 extern "C" {
 extern const char flatux_fast_entry[], flatux_fast_entry_switched[], flatux_fast_exit_window[],
-    flatux_fast_exit_window_end[], flatux_fast_convert[], flatux_fast_entry_end[];
+    flatux_fast_exit_window_end[], flatux_fast_convert[], flatux_fast_entry_end[],
+    flatux_fast_entry_page0[], flatux_fast_entry_page0_switched[];
 }
 
 namespace flatux {
@@ -37,6 +38,25 @@ void fast_entry_thread_init(const Kernel& k, void* kstack);
 inline bool in_fast_entry_text(uintptr_t ip) {
   return ip >= (uintptr_t)flatux_fast_entry && ip < (uintptr_t)flatux_fast_entry_end;
 }
+
+// The instructions that reach the kernel stack through %gs, before the
+// switch: a fault there means the guest changed its GS base.
+inline bool in_fast_entry_gs_window(uintptr_t ip) {
+  return (ip >= (uintptr_t)flatux_fast_entry && ip < (uintptr_t)flatux_fast_entry_switched) ||
+         (ip >= (uintptr_t)flatux_fast_entry_page0 && ip < (uintptr_t)flatux_fast_entry_page0_switched);
+}
+
+// rewrite-page0's trampoline (zpoline's layout): page 0 is a nop sled
+// over every number below kPage0Jump, ending in `jmp *disp(%rip)` to
+// flatux_fast_entry_page0. The displacement's bytes are 06, an invalid
+// opcode, so a call landing inside the jump traps instead of running its
+// bytes, and the word it jumps through sits in a read-only page of its own
+// (kPage0Word); page 1 stays unmapped, so higher numbers fault.
+constexpr uintptr_t kPage0Size = 4096;
+constexpr uintptr_t kPage0Jump = kPage0Size - 6;
+constexpr uint32_t kPage0Disp = 0x06060606;
+constexpr uintptr_t kPage0Word = kPage0Size + kPage0Disp;
+void page0_contents(uint8_t (&page)[kPage0Size]);
 
 // Copies the guest registers a fast entry saved into a host signal frame
 // (keeping the frame's own CS/SS word): from then on the frame is the guest

@@ -11,6 +11,7 @@
 #define FLATUX_FF_GREGS 40
 #define FLATUX_FF_FPREGS 224
 #define FLATUX_FF_NR 968
+#define FLATUX_FF_PAGE0 976
 #define FLATUX_FF_GREG(i) (FLATUX_FF_GREGS + 8 * (i))
 
 /* Why a fast entry becomes a trap (flatux_fast_syscall's result, then
@@ -18,3 +19,4 @@
 #define FLATUX_FAST_DONE 0
 #define FLATUX_FAST_TRAP_BEFORE 1  /* the call needs the host's full frame (sigreturn, clone) */
 #define FLATUX_FAST_SIGNALS 2      /* served; signals to deliver or a call to restart */
+#define FLATUX_FAST_NOT_A_SITE 3   /* page 0 entered by something that is not a rewritten site */

@@ -34,11 +34,12 @@ constexpr uintptr_t kSignalStackBottom = kFastStackTop + 4096;  // above the sec
 
 // What a fast entry saves: the guest's registers as a host ucontext (so
 // kernel code sees the same `Task::regs` as on the trap path; fpregs is
-// null, the guest's FPU state stays live in the registers) and the number
-// the call was made with.
+// null, the guest's FPU state stays live in the registers), the number the
+// call was made with, and whether it came through page 0 (`call *%rax`).
 struct alignas(64) FastFrame {
   ucontext_t uc;
   uint64_t nr;
+  uint64_t via_page0;
 };
 
 struct KStackHeader {
@@ -59,6 +60,7 @@ static_assert(offsetof(KStackHeader, notify) == FLATUX_KS_NOTIFY);
 static_assert(offsetof(FastFrame, uc.uc_mcontext.gregs) == FLATUX_FF_GREGS);
 static_assert(offsetof(FastFrame, uc.uc_mcontext.fpregs) == FLATUX_FF_FPREGS);
 static_assert(offsetof(FastFrame, nr) == FLATUX_FF_NR);
+static_assert(offsetof(FastFrame, via_page0) == FLATUX_FF_PAGE0);
 static_assert(REG_R8 == 0 && REG_RDI == 8 && REG_RAX == 13 && REG_RSP == 15 && REG_RIP == 16 &&
               REG_EFL == 17 && REG_CSGSFS == 18);
 

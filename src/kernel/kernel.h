@@ -20,6 +20,7 @@ struct NetState;
 struct LogBuffer;
 struct Console;
 struct BlockDevices;
+struct SiteSurvey;
 
 struct TextRange {
   uintptr_t start, end;
@@ -77,6 +78,7 @@ struct Kernel {
   TimerService* timers = nullptr;
   NetState* net = nullptr;
   BlockDevices* blocks = nullptr;  // ubd and loop devices (kernel/block/ubd.h)
+  SiteSurvey* survey = nullptr;    // --site-survey (kernel/mm/site_survey.h)
   uint64_t boot_ns = 0;
 
   KMutex tasks_lock;

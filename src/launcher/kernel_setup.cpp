@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "host/entry.h"
+#include "host/fast_entry.h"
 #include "host/seccomp.h"
 #include "launcher/boot_info.h"
 
@@ -46,6 +48,37 @@ bool prepare_code_patching(KernelConfig& cfg, std::string* why) {
   return true;
 }
 
+// rewrite-page0's trampoline at address 0 (host/fast_entry.h), which only
+// a privileged host process may map (CAP_SYS_RAWIO, or vm.mmap_min_addr=0).
+bool map_page0(const KernelConfig& cfg, std::string* why) {
+  void* p = mmap(nullptr, kPage0Size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p != nullptr) {
+    *why = std::string("mapping page 0: ") + (p == MAP_FAILED ? strerror(errno) : "placed elsewhere");
+    if (p != MAP_FAILED) munmap(p, kPage0Size);
+    return false;
+  }
+  uint8_t page[kPage0Size];
+  page0_contents(page);
+  // Written through /proc/self/mem: a store through a null pointer is not C++.
+  if (pwrite(cfg.code_mem_fd, page, sizeof page, 0) != (ssize_t)sizeof page ||
+      mprotect(nullptr, kPage0Size, PROT_READ | PROT_EXEC) != 0) {
+    *why = std::string("filling page 0: ") + strerror(errno);
+    return false;
+  }
+  uintptr_t word_page = kPage0Word & ~(uintptr_t)(kPage0Size - 1);
+  void* w = mmap((void*)word_page, kPage0Size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (w != (void*)word_page) {
+    *why = std::string("mapping page 0's jump target word: ") + strerror(errno);
+    return false;
+  }
+  uint64_t entry = (uint64_t)flatux_fast_entry_page0;
+  memcpy((void*)kPage0Word, &entry, sizeof entry);
+  mprotect(w, kPage0Size, PROT_READ);
+  return true;
+}
+
 }  // namespace
 
 bool choose_syscall_entry(KernelConfig& cfg, const std::string& requested) {
@@ -61,12 +94,12 @@ bool choose_syscall_entry(KernelConfig& cfg, const std::string& requested) {
     return false;
   }
   std::string why;
-  if (!prepare_code_patching(cfg, &why)) {
+  if (!prepare_code_patching(cfg, &why) || (mode == "rewrite-page0" && !map_page0(cfg, &why))) {
     if (mode == "auto") return true;
     fprintf(stderr, "flatux: --syscall-entry=%s: %s\n", mode.c_str(), why.c_str());
     return false;
   }
-  cfg.syscall_entry = SyscallEntryMode::kRewrite;
+  cfg.syscall_entry = mode == "rewrite-page0" ? SyscallEntryMode::kRewritePage0 : SyscallEntryMode::kRewrite;
   return true;
 }
 

@@ -20,6 +20,7 @@
 #include "kernel/block/ubd.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/site_survey.h"
 #include "kernel/task/process.h"
 #include "launcher/boot_mode.h"
 #include "launcher/kernel_setup.h"
@@ -49,6 +50,7 @@ struct RunOptions {
   std::string strace;  // "" off, "-" stderr, else a file
   std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
   std::string syscall_entry;  // auto|trap|rewrite|rewrite-page0; "" = $FLATUX_SYSCALL_ENTRY or auto
+  std::string site_survey;    // --site-survey=FILE: syscall sites by shape, written at the end
   std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file
   std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
   std::vector<std::string> argv;
@@ -142,6 +144,14 @@ int run(const RunOptions& o) {
   flatux::Kernel* k = flatux::launcher::start_kernel(cfg);
   if (!k) return 125;
   if (!attach_devices(*k, o)) return 125;
+  int survey_fd = -1;
+  if (!o.site_survey.empty()) {
+    survey_fd = open(o.site_survey.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (survey_fd < 0 || !flatux::site_survey_start(*k, survey_fd)) {
+      fprintf(stderr, "flatux: --site-survey=%s: %s\n", o.site_survey.c_str(), strerror(errno));
+      return 125;
+    }
+  }
 
   install_forwarding();
   std::string prog = find_program(o);
@@ -166,6 +176,7 @@ int run(const RunOptions& o) {
     }
   }
   flatux::ext4_poweroff(*k);  // write-back caches reach the images
+  flatux::site_survey_write(*k);
   int status = k->exit_wait_status;
   if (WIFSIGNALED(status)) {
     if (const char* what = signal_report(WTERMSIG(status)))
@@ -184,7 +195,8 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--syscall-entry") {
+    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--syscall-entry" ||
+        a == "--site-survey") {
       i++;  // takes the next word
       continue;
     }
@@ -213,6 +225,10 @@ int main(int argc, char** argv) {
                       "else trap), trap (SIGSYS every time), rewrite (each site rewritten at its first trap "
                       "to jump in), rewrite-page0 (also zpoline's call *%rax; needs page 0: root)")
       ->check(CLI::IsMember({"auto", "trap", "rewrite", "rewrite-page0"}));
+  run_cmd->add_option("--site-survey", o.site_survey,
+                      "Write to FILE, at the end, the syscall sites the guests executed and their calls by "
+                      "shape: what each --syscall-entry can rewrite (call counts are complete with "
+                      "--syscall-entry=trap)");
   run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
   run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");

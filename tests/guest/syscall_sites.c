@@ -5,12 +5,14 @@
 // zone below RSP), signals arriving during the calls with the context a
 // handler sees, restarts, code that changes under the sites, vfork+exec.
 //
-//   syscall_sites [rewritten|trapping]
+//   syscall_sites [rewritten|page0|trapping]
 //
 // With an argument, also checks what the sites' bytes became (flatux only):
-// a jump (0xe9) where the mov was, or still the mov (0xb8).
+// a jump (0xe9) where the mov was, or still the mov (0xb8); with page0 also
+// `call *%rax` (ff d0) where a site's number comes in a register.
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -39,11 +41,12 @@ SITE(site_nanosleep, 35);
 SITE(site_execve, 59);
 SITE(site_getppid, 110);
 
-static char want_state;  // 'r' rewritten, 't' trapping, 0: not checked
+static char want_state;  // 'r' rewritten, 'p' page0, 't' trapping, 0: not checked
 
 static void check_site(const char* name, const void* fn) {
   unsigned char b = ((const unsigned char*)fn)[1];
-  if (want_state == 'r') CHECK(b == 0xe9, "%s: the mov is still there (%#x), not a jump", name, b);
+  if (want_state == 'r' || want_state == 'p')
+    CHECK(b == 0xe9, "%s: the mov is still there (%#x), not a jump", name, b);
   if (want_state == 't') CHECK(b == 0xb8, "%s: the mov became %#x", name, b);
 }
 
@@ -364,6 +367,59 @@ static void vfork_exec(const char* self) {
   printf("  the child ran the new program (exit 42), twice\n");
 }
 
+// --- a site whose number comes in a register (syscall(2)'s shape) ---
+//
+// Only rewrite-page0 rewrites it (`call *%rax` into page 0's sled), so the
+// numbers a sled does not cover, a null function pointer (which lands in
+// page 0 too) and the same site serving different calls are checked here.
+extern char generic_site_syscall[];
+__asm__(".text\n.p2align 4\n.globl generic_site\n.type generic_site,@function\ngeneric_site:\n"
+        "\tmov %rdi, %rax\n\tmov %rsi, %rdi\n"
+        ".globl generic_site_syscall\ngeneric_site_syscall:\n"
+        "\tsyscall\n\tret\n.size generic_site, .-generic_site\n");
+long generic_site(long nr, long a1);
+
+static sigjmp_buf null_jump;
+static volatile unsigned long null_rip = 1, null_addr = 1;
+
+static void on_segv(int sig, siginfo_t* si, void* ctx) {
+  null_rip = ((ucontext_t*)ctx)->uc_mcontext.gregs[REG_RIP];
+  null_addr = (unsigned long)si->si_addr;
+  siglongjmp(null_jump, 1);
+}
+
+static void register_numbers(void) {
+  printf("one site, the number in a register:\n");
+  long pid = getpid(), ppid = getppid();
+  for (int i = 0; i < 3; i++) {
+    CHECK(generic_site(39, 0) == pid, "getpid through it, call %d", i);
+    CHECK(generic_site(110, 0) == ppid, "getppid through it, call %d", i);
+  }
+  unsigned char b = (unsigned char)generic_site_syscall[0];
+  if (want_state == 'p') CHECK(b == 0xff, "the syscall became %#x, not call *%%rax", b);
+  if (want_state == 'r' || want_state == 't') CHECK(b == 0x0f, "the syscall became %#x", b);
+  static const long unknown[] = {512, 4089, 4090, 4091, 4092, 4095, 4096, 5000, -1, -4096};
+  for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+    long r = generic_site(unknown[i], 0);
+    CHECK(r == -ENOSYS, "number %ld: %ld, want -ENOSYS", unknown[i], r);
+  }
+  CHECK(generic_site(39, 0) == pid, "getpid after the unknown numbers");
+  printf("  getpid and getppid through one site; unknown numbers are ENOSYS\n");
+
+  struct sigaction sa = {.sa_sigaction = on_segv, .sa_flags = SA_SIGINFO | SA_NODEFER};
+  sigemptyset(&sa.sa_mask);
+  REQUIRE(sigaction(SIGSEGV, &sa, NULL) == 0);
+  void (*volatile null_fn)(void) = NULL;
+  if (sigsetjmp(null_jump, 1) == 0) {
+    null_fn();
+    CHECK(0, "a call through a null pointer returned");
+  }
+  CHECK(null_rip == 0 && null_addr == 0, "call through a null pointer: RIP %#lx, address %#lx",
+        null_rip, null_addr);
+  signal(SIGSEGV, SIG_DFL);
+  printf("  a call through a null pointer is SIGSEGV at 0\n");
+}
+
 int main(int argc, char** argv) {
   guest_name = "syscall_sites";
   if (argc == 3 && strcmp(argv[1], "exit-with") == 0) return atoi(argv[2]);
@@ -377,5 +433,6 @@ int main(int argc, char** argv) {
   sleeps(argv[0]);
   changing_code();
   vfork_exec(argv[0]);
+  register_numbers();
   return guest_finish();
 }

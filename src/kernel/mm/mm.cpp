@@ -8,6 +8,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/site_survey.h"
 #include "kernel/mm/syscall_sites.h"
 
 namespace flatux {
@@ -107,6 +108,7 @@ void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp) {
 
 void mm_release(Mm& mm) {
   Guard g(mm.lock);
+  site_survey_fold(mm);
   syscall_sites_release(mm);
   for (const Region* r = mm.regions.first(); r; r = r->next)
     host::sys(SYS_munmap, r->start, r->end - r->start);

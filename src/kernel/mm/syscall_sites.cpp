@@ -1,5 +1,7 @@
 #include "kernel/mm/syscall_sites.h"
 
+#include <atomic>
+#include <csignal>
 #include <cstring>
 #include <linux/errno.h>
 #include <sys/mman.h>
@@ -21,11 +23,27 @@ enum SiteState : uint8_t {
   kSiteRefused,    // not rewritable where it is (writable or shared code)
 };
 
+enum SiteKind : uint8_t {
+  kSiteJump,   // `mov $NR,%eax` became `jmp stub` (the syscall stays)
+  kSitePage0,  // `syscall` became `call *%rax` into page 0 (rewrite-page0)
+};
+
 struct SiteEntry {
-  uintptr_t addr;  // the mov; the syscall instruction is at addr + 5
-  uintptr_t stub;  // 0 when refused
+  uintptr_t addr;  // the mov (kSiteJump) or the syscall instruction (kSitePage0)
+  uintptr_t stub;  // 0 when refused, and for page-0 sites
   uint32_t nr;
   SiteState state;
+  SiteKind kind;
+};
+
+// Page-0 sites, looked up without the lock by the fast entry, which must
+// tell a rewritten site's call from a call through a null pointer: open
+// addressing over a table that never moves, changed under mm.lock.
+constexpr size_t kPage0Slots = 4096;
+constexpr uintptr_t kSlotEmpty = 0, kSlotGone = 1;
+struct Page0Set {
+  std::atomic<uintptr_t> slot[kPage0Slots];
+  size_t used;  // slots ever taken (tombstones included)
 };
 
 // Stubs live in 64 KiB areas of private anonymous memory of the process,
@@ -47,6 +65,7 @@ struct SyscallSites {
   SiteEntry* v = nullptr;  // sorted by addr
   size_t n = 0, cap = 0;
   StubArea* areas = nullptr;
+  Page0Set* page0 = nullptr;
 };
 
 namespace {
@@ -222,36 +241,69 @@ SyscallSites* sites_of(Mm& mm, Kernel& k) {
 
 // Code the guest can write, or that is shared with a file or another
 // mapping, is never rewritten: the guest must find its own bytes there.
-bool rewritable_code(const Mm& mm, uintptr_t site) {
+bool rewritable_code(const Mm& mm, uintptr_t site, size_t len) {
   const Region* r = mm.regions.find(site);
-  return r && r->end >= site + 7 && (r->prot & PROT_EXEC) && !(r->prot & PROT_WRITE) && !r->shared;
+  return r && r->end >= site + len && (r->prot & PROT_EXEC) && !(r->prot & PROT_WRITE) && !r->shared;
 }
 
-void note_refused(SyscallSites& ss, SiteEntry* e, uintptr_t site, uint32_t nr) {
+void note_refused(SyscallSites& ss, SiteEntry* e, uintptr_t site, uint32_t nr, SiteKind kind) {
   if (e) e->state = kSiteRefused;
-  else insert(ss, SiteEntry{site, 0, nr, kSiteRefused});
+  else insert(ss, SiteEntry{site, 0, nr, kSiteRefused, kind});
 }
 
-// Puts the original `mov $nr,%eax` back where our jump still is.
+size_t page0_hash(uintptr_t addr) { return (size_t)((addr * 0x9e3779b97f4a7c15ull) >> 52); }
+
+bool page0_add(SyscallSites& ss, uintptr_t addr) {
+  if (!ss.page0 && !(ss.page0 = ss.kernel->heap->make<Page0Set>())) return false;
+  Page0Set& p = *ss.page0;
+  if (p.used >= kPage0Slots * 3 / 4) return false;
+  size_t i = page0_hash(addr);
+  for (;; i = (i + 1) % kPage0Slots) {
+    uintptr_t v = p.slot[i].load(std::memory_order_relaxed);
+    if (v == addr) return true;
+    if (v == kSlotEmpty) break;
+  }
+  p.slot[i].store(addr, std::memory_order_release);
+  p.used++;
+  return true;
+}
+
+void page0_remove(SyscallSites& ss, uintptr_t addr) {
+  if (!ss.page0) return;
+  for (size_t i = page0_hash(addr), n = 0; n < kPage0Slots; i = (i + 1) % kPage0Slots, n++) {
+    uintptr_t v = ss.page0->slot[i].load(std::memory_order_relaxed);
+    if (v == kSlotEmpty) return;
+    if (v == addr) {
+      ss.page0->slot[i].store(kSlotGone, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+// What the site's bytes are while rewritten, and what they were.
+size_t site_bytes(const SiteEntry& e, uint8_t (&now)[5], uint8_t (&orig)[5]) {
+  if (e.kind == kSitePage0) {
+    now[0] = 0xff, now[1] = 0xd0;  // call *%rax
+    orig[0] = 0x0f, orig[1] = 0x05;
+    return 2;
+  }
+  encode_jump(now, e.addr, e.stub);
+  encode_mov(orig, e.nr);
+  return 5;
+}
+
+// Puts the original bytes back where our rewrite still is.
 void revert_entry(SyscallSites& ss, SiteEntry& e) {
   if (e.state != kSiteRewritten) return;
   e.state = kSiteReverted;
-  uint8_t cur[5], jump[5], mov[5];
-  encode_jump(jump, e.addr, e.stub);
-  encode_mov(mov, e.nr);
-  if (copy_from_user(cur, (const void*)e.addr, 5) < 0 || memcmp(cur, jump, 5) != 0) return;
-  code_patch_insn(*ss.kernel, e.addr, cur, mov, 5);
+  if (e.kind == kSitePage0) page0_remove(ss, e.addr);
+  uint8_t cur[5], now[5], orig[5];
+  size_t n = site_bytes(e, now, orig);
+  if (copy_from_user(cur, (const void*)e.addr, n) < 0 || memcmp(cur, now, n) != 0) return;
+  code_patch_insn(*ss.kernel, e.addr, cur, orig, n);
 }
 
-}  // namespace
-
-void rewrite_syscall_site(Task& t, const ucontext_t* uc) {
-  const greg_t* g = uc->uc_mcontext.gregs;
-  uint64_t nr = (uint64_t)g[REG_RAX];
-  uintptr_t after = (uintptr_t)g[REG_RIP];
-  if (nr >= (uint64_t)kMaxSyscall || needs_host_frame(nr) || after < 4096) return;
-  uint8_t b[8];
-  if (copy_from_user(b, (const void*)(after - 8), 8) < 0 || !mov_syscall_shape(b, nr)) return;
+void rewrite_mov_site(Task& t, uintptr_t after, uint64_t nr) {
   uintptr_t site = after - 7;
   Kernel& k = *t.kernel;
   Mm& mm = *t.proc->mm;
@@ -260,12 +312,13 @@ void rewrite_syscall_site(Task& t, const ucontext_t* uc) {
   if (!ss) return;
   SiteEntry* e = find(*ss, site);
   if (e && e->state == kSiteRefused) return;
-  if (!rewritable_code(mm, site)) return note_refused(*ss, e, site, (uint32_t)nr);
+  if (!rewritable_code(mm, site, 7)) return note_refused(*ss, e, site, (uint32_t)nr, kSiteJump);
   // Again under the lock: another thread may have rewritten it meanwhile.
+  uint8_t b[8];
   if (copy_from_user(b, (const void*)(after - 8), 8) < 0 || !mov_syscall_shape(b, nr)) return;
   uintptr_t stub = e && e->stub && e->nr == nr ? e->stub : alloc_stub(*ss, site, (uint32_t)nr);
-  if (!stub) return note_refused(*ss, e, site, (uint32_t)nr);
-  if (!e && !(e = insert(*ss, SiteEntry{site, stub, (uint32_t)nr, kSiteReverted}))) {
+  if (!stub) return note_refused(*ss, e, site, (uint32_t)nr, kSiteJump);
+  if (!e && !(e = insert(*ss, SiteEntry{site, stub, (uint32_t)nr, kSiteReverted, kSiteJump}))) {
     free_stub(*ss, stub);
     return;
   }
@@ -273,8 +326,101 @@ void rewrite_syscall_site(Task& t, const ucontext_t* uc) {
   e->nr = (uint32_t)nr;
   uint8_t jump[5];
   encode_jump(jump, site, stub);
-  if (code_patch_insn(k, site, b + 1, jump, 5) < 0) return note_refused(*ss, e, site, (uint32_t)nr);
+  if (code_patch_insn(k, site, b + 1, jump, 5) < 0) return note_refused(*ss, e, site, (uint32_t)nr, kSiteJump);
   e->state = kSiteRewritten;
+}
+
+// rewrite-page0: any other site's `syscall` becomes `call *%rax` (exact:
+// the two bytes are the instruction that trapped). The call pushes its
+// return address below the guest's RSP, which is why this is opt-in.
+void rewrite_call_site(Task& t, uintptr_t site) {
+  static constexpr uint8_t kCall[2] = {0xff, 0xd0};
+  Kernel& k = *t.kernel;
+  Mm& mm = *t.proc->mm;
+  Guard lk(mm.lock);
+  SyscallSites* ss = sites_of(mm, k);
+  if (!ss) return;
+  SiteEntry* e = find(*ss, site);
+  if (e && e->state == kSiteRefused) return;
+  uint8_t b[2];
+  if (copy_from_user(b, (const void*)site, 2) < 0 || b[0] != 0x0f || b[1] != 0x05) return;
+  if (!rewritable_code(mm, site, 2) || !page0_add(*ss, site)) return note_refused(*ss, e, site, 0, kSitePage0);
+  if (!e && !(e = insert(*ss, SiteEntry{site, 0, 0, kSiteReverted, kSitePage0}))) {
+    page0_remove(*ss, site);
+    return;
+  }
+  if (code_patch_insn(k, site, b, kCall, 2) < 0) {
+    page0_remove(*ss, site);
+    return note_refused(*ss, e, site, 0, kSitePage0);
+  }
+  e->state = kSiteRewritten;
+}
+
+}  // namespace
+
+void rewrite_syscall_site(Task& t, const ucontext_t* uc) {
+  const greg_t* g = uc->uc_mcontext.gregs;
+  uint64_t nr = (uint64_t)g[REG_RAX];
+  uintptr_t after = (uintptr_t)g[REG_RIP];
+  if (after < 4096) return;
+  bool host_frame = nr >= (uint64_t)kMaxSyscall || needs_host_frame(nr);
+  uint8_t b[8];
+  if (!host_frame && copy_from_user(b, (const void*)(after - 8), 8) == 0 && mov_syscall_shape(b, nr))
+    return rewrite_mov_site(t, after, nr);
+  // A site that traps with a call needing a host frame (glibc's
+  // __restore_rt, `mov $15,%rax`) would gain nothing from a call either.
+  if (t.kernel->cfg.syscall_entry == SyscallEntryMode::kRewritePage0 && !host_frame)
+    rewrite_call_site(t, after - 2);
+}
+
+SiteShape classify_syscall_site(Task& t, const ucontext_t* uc) {
+  const greg_t* g = uc->uc_mcontext.gregs;
+  uint64_t nr = (uint64_t)g[REG_RAX];
+  uintptr_t after = (uintptr_t)g[REG_RIP];
+  if (nr >= (uint64_t)kMaxSyscall || needs_host_frame(nr)) return SiteShape::kHostFrame;
+  uint8_t b[8] = {};
+  bool have = after >= 4096 && copy_from_user(b, (const void*)(after - 8), 8) == 0;
+  bool mov = have && b[1] == kMovEax && get32(b + 2) == nr && b[6] == 0x0f && b[7] == 0x05;
+  Mm& mm = *t.proc->mm;
+  {
+    Guard lk(mm.lock);
+    if (!rewritable_code(mm, mov ? after - 7 : after - 2, mov ? 7 : 2)) return SiteShape::kNotCode;
+  }
+  if (mov) return prefix_or_rex(b[0]) ? SiteShape::kMovAfterPrefix : SiteShape::kMovRewritable;
+  if (have && b[4] == 0x31 && b[5] == 0xc0) return SiteShape::kXorEax;
+  return SiteShape::kOther;
+}
+
+bool is_page0_site(Mm& mm, uintptr_t addr) {
+  SyscallSites* ss = mm.sites;
+  if (!ss || !ss->page0 || addr <= kSlotGone) return false;
+  for (size_t i = page0_hash(addr), n = 0; n < kPage0Slots; i = (i + 1) % kPage0Slots, n++) {
+    uintptr_t v = ss->page0->slot[i].load(std::memory_order_acquire);
+    if (v == addr) return true;
+    if (v == kSlotEmpty) return false;
+  }
+  return false;
+}
+
+bool syscall_site_call_fault(Task& t, int sig, ucontext_t* uc) {
+  if (t.kernel->cfg.syscall_entry != SyscallEntryMode::kRewritePage0) return false;
+  Mm& mm = *t.proc->mm;
+  greg_t* g = uc->uc_mcontext.gregs;
+  uintptr_t rip = (uintptr_t)g[REG_RIP], rax = (uintptr_t)g[REG_RAX];
+  bool noncanonical = rax >= 0x0000800000000000ull && rax < 0xffff800000000000ull;
+  if (sig == SIGSEGV && noncanonical && is_page0_site(mm, rip)) {
+    g[REG_RIP] = (greg_t)(rip + 2);  // the call itself faulted: nothing was pushed
+  } else if (rip < 2 * kPage0Size || rip == rax) {
+    uint64_t ret;  // it landed past the sled: the call's return address is on the stack
+    if (copy_from_user(&ret, (const void*)g[REG_RSP], 8) < 0 || !is_page0_site(mm, ret - 2)) return false;
+    g[REG_RIP] = (greg_t)ret;
+    g[REG_RSP] += 8;
+  } else {
+    return false;
+  }
+  g[REG_RCX] = g[REG_RIP];  // as the syscall instruction leaves them
+  g[REG_R11] = g[REG_EFL];
+  return true;
 }
 
 bool syscall_site_trap(Task& t, ucontext_t* uc) {
@@ -295,6 +441,7 @@ void syscall_sites_forget(Mm& mm, uintptr_t start, uintptr_t end) {
   size_t i = lower_bound(*ss, start), j = i;
   while (j < ss->n && ss->v[j].addr < end) {
     if (ss->v[j].stub) free_stub(*ss, ss->v[j].stub);
+    if (ss->v[j].kind == kSitePage0) page0_remove(*ss, ss->v[j].addr);
     j++;
   }
   memmove(ss->v + i, ss->v + j, (ss->n - j) * sizeof(SiteEntry));
@@ -329,6 +476,7 @@ void syscall_sites_release(Mm& mm) {
     h->destroy_obj(a);
   }
   h->free(ss->v);
+  h->destroy_obj(ss->page0);
   h->destroy_obj(ss);
   mm.sites = nullptr;
 }

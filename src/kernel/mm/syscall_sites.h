@@ -19,9 +19,20 @@ struct Task;
 // Called from the SIGSYS handler for every trapped call (before it is
 // served). Rewrites the site when it has the shape `mov $NR,%eax;
 // syscall` (b8 imm32 0f 05) with RAX == NR, lies in private code the guest
-// cannot write, and NR is not one of the calls that need a host frame.
-// Anything else keeps trapping, which stays correct.
+// cannot write, and NR is not one of the calls that need a host frame
+// (with rewrite-page0, any other site in such code too). Anything else
+// keeps trapping, which stays correct.
 void rewrite_syscall_site(Task& t, const ucontext_t* uc);
+
+// Is addr a page-0 site (`call *%rax`) of this process? Lock-free: the
+// fast entry asks on every call that comes through page 0.
+bool is_page0_site(Mm& mm, uintptr_t addr);
+
+// rewrite-page0: a fault (sig) that a page-0 site's call ran into because
+// RAX held no syscall number the sled covers (past page 0's sled, or not
+// canonical). Sets uc up as the trapped syscall it is (RIP after the site,
+// RCX and R11 as the syscall instruction sets them) and returns true.
+bool syscall_site_call_fault(Task& t, int sig, ucontext_t* uc);
 
 // SIGTRAP at an int3: if it is one that rewriting (or putting back) a site
 // left there while a thread ran into it, retries the instruction once the
@@ -44,6 +55,18 @@ void syscall_sites_protect(Mm& mm, uintptr_t start, uintptr_t end, int prot);
 
 // The Mm goes (exit, exec): stubs are unmapped, the table freed. (mm.lock held)
 void syscall_sites_release(Mm& mm);
+
+// What a trapped call's site is, for --site-survey (mm/site_survey.h).
+enum class SiteShape : uint8_t {
+  kMovRewritable,   // mov $NR,%eax; syscall in read-only private code: gets a jump
+  kHostFrame,       // a call that needs a host frame: never rewritten
+  kMovAfterPrefix,  // the mov shape after a prefix- or REX-like byte (rewrite-page0: a call)
+  kXorEax,          // xor %eax,%eax; syscall (read's usual shape) (rewrite-page0: a call)
+  kOther,           // any other shape (rewrite-page0: a call)
+  kNotCode,         // in writable or shared code, or not the process's (the vDSO): never
+  kCount
+};
+SiteShape classify_syscall_site(Task& t, const ucontext_t* uc);
 
 // Counts for tests and the coverage figures in docs/PERFORMANCE.md.
 struct SyscallSiteStats {
