@@ -232,6 +232,11 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
     fast_entry_thread_init(*t->kernel, h);
     return;
   }
+  if (sig == SIGTRAP && si->si_code == TRAP_TRACE && in_fast_entry_text(rip)) {
+    // A guest single-stepping itself (TF) through a rewritten site: the
+    // fast entry clears TF at its start and sets it again at its end.
+    return;
+  }
   if (sig == SIGTRAP && syscall_site_trap(*t, uc)) return;  // a site being rewritten
   if (syscall_site_call_fault(*t, sig, uc)) {  // rewrite-page0: a number past the sled
     serve_trapped_syscall(t, uc);

@@ -12,7 +12,8 @@
  *     lea site+7(%rip), %rcx          ; RCX = the address after the syscall
  *     jmp *flatux_fast_entry
  *
- * Here, as the host kernel would: R11 = RFLAGS, switch to the task's
+ * Here, as the host kernel would: R11 = RFLAGS (then DF, AC and TF are
+ * cleared for kernel code and the guest's flags restored at the end), switch to the task's
  * fast-entry stack without ever writing the guest's stack (a leaf function
  * may keep data below its RSP, the red zone), save the guest's registers
  * as a ucontext there, serve the call, and return by restoring every
@@ -61,6 +62,9 @@ flatux_fast_entry_switched:
 	popq G(EFL)(%rsp)
 	cld
 	movq $0, FLATUX_FF_PAGE0(%rsp)
+.Lflags:
+	testl $0x40100, G(EFL)(%rsp)   /* the guest's AC (alignment checks) or TF (single-step)? */
+	jnz .Lclean_flags
 .Lsave:
 	mov %rax, G(RAX)(%rsp)
 	mov %rax, FLATUX_FF_NR(%rsp)
@@ -126,6 +130,12 @@ flatux_fast_exit_window_end:
 flatux_fast_convert:
 	ud2
 
+/* Kernel code runs with neither (a misaligned access would fault). */
+.Lclean_flags:
+	pushq $2
+	popfq
+	jmp .Lsave
+
 /* rewrite-page0: a site's `syscall` became `call *%rax` (ff d0), which
  * lands in page 0's nop sled at address NR and slides into a jump to here
  * (zpoline's layout). The call pushed the address after the site onto the
@@ -144,7 +154,7 @@ flatux_fast_entry_page0_switched:
 	mov (%rcx), %rcx
 	addq $8, %gs:FLATUX_KS_GUEST_RSP
 	movq $1, FLATUX_FF_PAGE0(%rsp)
-	jmp .Lsave
+	jmp .Lflags
 flatux_fast_entry_end:
 	.size flatux_fast_entry, .-flatux_fast_entry
 

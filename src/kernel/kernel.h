@@ -48,7 +48,6 @@ struct KernelConfig {
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
   SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
-  int code_mem_fd = -1;       // the host's /proc/self/mem, for rewriting guest code
   BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
 

@@ -180,7 +180,7 @@ uintptr_t alloc_stub(SyscallSites& ss, uintptr_t site, uint32_t nr) {
   uintptr_t stub = a->base + slot * kStubSize;
   uint8_t code[kStubSize];
   encode_stub(code, stub, site, nr);
-  if (code_write(*ss.kernel, stub, code, sizeof code) < 0) return 0;
+  if (code_write(stub, code, sizeof code, PROT_READ | PROT_EXEC) < 0) return 0;
   a->used[slot / 64] |= 1ull << (slot % 64);
   a->live++;
   return stub;
@@ -293,14 +293,15 @@ size_t site_bytes(const SiteEntry& e, uint8_t (&now)[5], uint8_t (&orig)[5]) {
 }
 
 // Puts the original bytes back where our rewrite still is.
-void revert_entry(SyscallSites& ss, SiteEntry& e) {
+void revert_entry(SyscallSites& ss, const Mm& mm, SiteEntry& e) {
   if (e.state != kSiteRewritten) return;
   e.state = kSiteReverted;
   if (e.kind == kSitePage0) page0_remove(ss, e.addr);
   uint8_t cur[5], now[5], orig[5];
   size_t n = site_bytes(e, now, orig);
-  if (copy_from_user(cur, (const void*)e.addr, n) < 0 || memcmp(cur, now, n) != 0) return;
-  code_patch_insn(*ss.kernel, e.addr, cur, orig, n);
+  const Region* r = mm.regions.find(e.addr);
+  if (!r || copy_from_user(cur, (const void*)e.addr, n) < 0 || memcmp(cur, now, n) != 0) return;
+  code_patch_insn(e.addr, orig, n, r->prot);
 }
 
 void rewrite_mov_site(Task& t, uintptr_t after, uint64_t nr) {
@@ -326,7 +327,8 @@ void rewrite_mov_site(Task& t, uintptr_t after, uint64_t nr) {
   e->nr = (uint32_t)nr;
   uint8_t jump[5];
   encode_jump(jump, site, stub);
-  if (code_patch_insn(k, site, b + 1, jump, 5) < 0) return note_refused(*ss, e, site, (uint32_t)nr, kSiteJump);
+  if (code_patch_insn(site, jump, 5, mm.regions.find(site)->prot) < 0)
+    return note_refused(*ss, e, site, (uint32_t)nr, kSiteJump);
   e->state = kSiteRewritten;
 }
 
@@ -349,7 +351,7 @@ void rewrite_call_site(Task& t, uintptr_t site) {
     page0_remove(*ss, site);
     return;
   }
-  if (code_patch_insn(k, site, b, kCall, 2) < 0) {
+  if (code_patch_insn(site, kCall, 2, mm.regions.find(site)->prot) < 0) {
     page0_remove(*ss, site);
     return note_refused(*ss, e, site, 0, kSitePage0);
   }
@@ -452,7 +454,7 @@ void syscall_sites_revert(Mm& mm, uintptr_t start, uintptr_t end) {
   SyscallSites* ss = mm.sites;
   if (!ss) return;
   for (size_t i = lower_bound(*ss, start); i < ss->n && ss->v[i].addr < end; i++)
-    revert_entry(*ss, ss->v[i]);
+    revert_entry(*ss, mm, ss->v[i]);
 }
 
 void syscall_sites_protect(Mm& mm, uintptr_t start, uintptr_t end, int prot) {
@@ -462,7 +464,7 @@ void syscall_sites_protect(Mm& mm, uintptr_t start, uintptr_t end, int prot) {
   for (size_t i = lower_bound(*ss, start); i < ss->n && ss->v[i].addr < end; i++) {
     SiteEntry& e = ss->v[i];
     if (e.state == kSiteRefused) e.state = kSiteReverted;  // judged again at its next trap
-    else if (!stays_code) revert_entry(*ss, e);
+    else if (!stays_code) revert_entry(*ss, mm, e);
   }
 }
 
