@@ -48,6 +48,17 @@
 #define EFL 17
 #define CSGSFS 18
 
+/* Onto the fast-entry stack through %gs (the guest's RSP goes into the
+ * header), and the guest's RFLAGS into the frame; DF cleared for C. */
+.macro SWITCH_STACK switched
+	mov %rsp, %gs:FLATUX_KS_GUEST_RSP
+	mov %gs:FLATUX_KS_FAST_FRAME, %rsp
+\switched:
+	pushfq
+	popq G(EFL)(%rsp)
+	cld
+.endm
+
 	.text
 	.globl flatux_fast_entry, flatux_fast_entry_switched, flatux_fast_exit_window
 	.globl flatux_fast_exit_window_end, flatux_fast_convert, flatux_fast_entry_end
@@ -55,12 +66,7 @@
 	.type flatux_fast_entry, @function
 	.p2align 6
 flatux_fast_entry:
-	mov %rsp, %gs:FLATUX_KS_GUEST_RSP
-	mov %gs:FLATUX_KS_FAST_FRAME, %rsp
-flatux_fast_entry_switched:
-	pushfq
-	popq G(EFL)(%rsp)
-	cld
+	SWITCH_STACK flatux_fast_entry_switched
 	movq $0, FLATUX_FF_PAGE0(%rsp)
 .Lflags:
 	testl $0x40100, G(EFL)(%rsp)   /* the guest's AC (alignment checks) or TF (single-step)? */
@@ -144,17 +150,16 @@ flatux_fast_convert:
  * site and not from a call through a null function pointer. */
 	.p2align 4
 flatux_fast_entry_page0:
-	mov %rsp, %gs:FLATUX_KS_GUEST_RSP
-	mov %gs:FLATUX_KS_FAST_FRAME, %rsp
-flatux_fast_entry_page0_switched:
-	pushfq
-	popq G(EFL)(%rsp)
-	cld
-	mov %gs:FLATUX_KS_GUEST_RSP, %rcx
+	SWITCH_STACK flatux_fast_entry_page0_switched
+	movq $1, FLATUX_FF_PAGE0(%rsp)
+	testl $0x40100, G(EFL)(%rsp)   /* AC or TF: cleared before touching the guest's stack */
+	jz 1f
+	pushq $2
+	popfq
+1:	mov %gs:FLATUX_KS_GUEST_RSP, %rcx
 	mov (%rcx), %rcx
 	addq $8, %gs:FLATUX_KS_GUEST_RSP
-	movq $1, FLATUX_FF_PAGE0(%rsp)
-	jmp .Lflags
+	jmp .Lsave
 flatux_fast_entry_end:
 	.size flatux_fast_entry, .-flatux_fast_entry
 

@@ -48,14 +48,16 @@ inline bool in_fast_entry_gs_window(uintptr_t ip) {
 
 // rewrite-page0's trampoline (zpoline's layout): page 0 is a nop sled
 // over every number below kPage0Jump, ending in `jmp *disp(%rip)` to
-// flatux_fast_entry_page0. The displacement's bytes are 06, an invalid
-// opcode, so a call landing inside the jump traps instead of running its
-// bytes, and the word it jumps through sits in a read-only page of its own
+// flatux_fast_entry_page0. The displacement's bytes (60 06 06 06) are
+// invalid opcodes, so a call landing inside the jump traps instead of
+// running its bytes, and the word it jumps through (8-byte aligned, for
+// guests running with EFLAGS.AC) sits in a read-only page of its own
 // (kPage0Word); page 1 stays unmapped, so higher numbers fault.
 constexpr uintptr_t kPage0Size = 4096;
 constexpr uintptr_t kPage0Jump = kPage0Size - 6;
-constexpr uint32_t kPage0Disp = 0x06060606;
+constexpr uint32_t kPage0Disp = 0x06060660;
 constexpr uintptr_t kPage0Word = kPage0Size + kPage0Disp;
+static_assert(kPage0Word % 8 == 0);
 void page0_contents(uint8_t (&page)[kPage0Size]);
 
 // Copies the guest registers a fast entry saved into a host signal frame

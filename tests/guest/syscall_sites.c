@@ -5,11 +5,12 @@
 // zone below RSP), signals arriving during the calls with the context a
 // handler sees, restarts, code that changes under the sites, vfork+exec.
 //
-//   syscall_sites [rewritten|page0|trapping]
+//   syscall_sites [native|rewritten|page0|trapping]
 //
 // With an argument, also checks what the sites' bytes became (flatux only):
 // a jump (0xe9) where the mov was, or still the mov (0xb8); with page0 also
-// `call *%rax` (ff d0) where a site's number comes in a register.
+// `call *%rax` (ff d0) where a site's number comes in a register. native,
+// rewritten and page0 also make calls with EFLAGS.AC set.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -41,7 +42,7 @@ SITE(site_nanosleep, 35);
 SITE(site_execve, 59);
 SITE(site_getppid, 110);
 
-static char want_state;  // 'r' rewritten, 'p' page0, 't' trapping, 0: not checked
+static char want_state;  // 'r' rewritten, 'p' page0, 't' trapping, 'n' native, 0: not checked
 
 static void check_site(const char* name, const void* fn) {
   unsigned char b = ((const unsigned char*)fn)[1];
@@ -420,6 +421,34 @@ static void register_numbers(void) {
   printf("  a call through a null pointer is SIGSEGV at 0\n");
 }
 
+// --- a guest running with EFLAGS.AC (alignment checks) set ---
+//
+// Linux serves the call as usual; kernel code must not run with the
+// guest's AC (a misaligned access of its own would fault), and the flag is
+// the guest's again afterwards. Checked natively and where the site is
+// rewritten (rewritten, page0): this is about the fast entry.
+static long site_with_ac(long set_ac, long* flags_after) {
+  long r, fl;
+  __asm__ volatile("test %2, %2\n\tjz 1f\n\tpushfq\n\torq $0x40000, (%%rsp)\n\tpopfq\n"
+                   "1:\tnop\n\tmov $39, %%eax\n\tsyscall\n"
+                   "\tpushfq\n\tpop %1\n\tpushfq\n\tandq $~0x40000, (%%rsp)\n\tpopfq"
+                   : "=a"(r), "=r"(fl) : "r"(set_ac) : "rcx", "r11", "memory", "cc");
+  *flags_after = fl;
+  return r;
+}
+
+static void alignment_checks(void) {
+  if (want_state != 'r' && want_state != 'p' && want_state != 'n') return;
+  printf("a call made with EFLAGS.AC set:\n");
+  long fl, pid = getpid();
+  CHECK(site_with_ac(0, &fl) == pid, "warm-up call");
+  for (int i = 0; i < 3; i++) {
+    CHECK(site_with_ac(1, &fl) == pid, "call %d with AC set", i);
+    CHECK(fl & 0x40000, "call %d: AC was not the guest's again afterwards", i);
+  }
+  printf("  served, and AC set again when it returned\n");
+}
+
 int main(int argc, char** argv) {
   guest_name = "syscall_sites";
   if (argc == 3 && strcmp(argv[1], "exit-with") == 0) return atoi(argv[2]);
@@ -434,5 +463,6 @@ int main(int argc, char** argv) {
   changing_code();
   vfork_exec(argv[0]);
   register_numbers();
+  alignment_checks();
   return guest_finish();
 }

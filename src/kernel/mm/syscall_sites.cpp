@@ -142,10 +142,13 @@ void encode_stub(uint8_t (&s)[kStubSize], uintptr_t stub, uintptr_t site, uint32
   s[5] = 0x48, s[6] = 0x8d, s[7] = 0x0d;  // lea site+7(%rip), %rcx
   int32_t back = (int32_t)(int64_t)(site + 7 - (stub + 12));
   memcpy(s + 8, &back, 4);
-  s[12] = 0xff, s[13] = 0x25;  // jmp *0(%rip): the address that follows
-  memset(s + 14, 0, 4);
+  // jmp *6(%rip): through the address at +24, 8-byte aligned (a guest
+  // running with EFLAGS.AC set would take an unaligned load as a fault).
+  s[12] = 0xff, s[13] = 0x25;
+  int32_t to_word = 6;
+  memcpy(s + 14, &to_word, 4);
   uint64_t entry = (uint64_t)flatux_fast_entry;
-  memcpy(s + 18, &entry, 8);
+  memcpy(s + 24, &entry, 8);
 }
 
 void encode_jump(uint8_t (&j)[5], uintptr_t site, uintptr_t stub) {
@@ -304,15 +307,21 @@ void revert_entry(SyscallSites& ss, const Mm& mm, SiteEntry& e) {
   code_patch_insn(e.addr, orig, n, r->prot);
 }
 
-void rewrite_mov_site(Task& t, uintptr_t after, uint64_t nr) {
-  uintptr_t site = after - 7;
-  Kernel& k = *t.kernel;
+// Runs rewrite(table, mm, entry or nullptr) for `site` under mm.lock,
+// unless the site was refused before (or there is no memory for a table).
+template <typename F>
+void with_site(Task& t, uintptr_t site, F rewrite) {
   Mm& mm = *t.proc->mm;
   Guard lk(mm.lock);
-  SyscallSites* ss = sites_of(mm, k);
+  SyscallSites* ss = sites_of(mm, *t.kernel);
   if (!ss) return;
   SiteEntry* e = find(*ss, site);
   if (e && e->state == kSiteRefused) return;
+  rewrite(*ss, mm, e);
+}
+
+void rewrite_mov_site(SyscallSites* ss, Mm& mm, SiteEntry* e, uintptr_t after, uint64_t nr) {
+  uintptr_t site = after - 7;
   if (!rewritable_code(mm, site, 7)) return note_refused(*ss, e, site, (uint32_t)nr, kSiteJump);
   // Again under the lock: another thread may have rewritten it meanwhile.
   uint8_t b[8];
@@ -335,15 +344,8 @@ void rewrite_mov_site(Task& t, uintptr_t after, uint64_t nr) {
 // rewrite-page0: any other site's `syscall` becomes `call *%rax` (exact:
 // the two bytes are the instruction that trapped). The call pushes its
 // return address below the guest's RSP, which is why this is opt-in.
-void rewrite_call_site(Task& t, uintptr_t site) {
+void rewrite_call_site(SyscallSites* ss, Mm& mm, SiteEntry* e, uintptr_t site) {
   static constexpr uint8_t kCall[2] = {0xff, 0xd0};
-  Kernel& k = *t.kernel;
-  Mm& mm = *t.proc->mm;
-  Guard lk(mm.lock);
-  SyscallSites* ss = sites_of(mm, k);
-  if (!ss) return;
-  SiteEntry* e = find(*ss, site);
-  if (e && e->state == kSiteRefused) return;
   uint8_t b[2];
   if (copy_from_user(b, (const void*)site, 2) < 0 || b[0] != 0x0f || b[1] != 0x05) return;
   if (!rewritable_code(mm, site, 2) || !page0_add(*ss, site)) return note_refused(*ss, e, site, 0, kSitePage0);
@@ -368,11 +370,15 @@ void rewrite_syscall_site(Task& t, const ucontext_t* uc) {
   bool host_frame = nr >= (uint64_t)kMaxSyscall || needs_host_frame(nr);
   uint8_t b[8];
   if (!host_frame && copy_from_user(b, (const void*)(after - 8), 8) == 0 && mov_syscall_shape(b, nr))
-    return rewrite_mov_site(t, after, nr);
+    return with_site(t, after - 7, [&](SyscallSites& ss, Mm& mm, SiteEntry* e) {
+      rewrite_mov_site(&ss, mm, e, after, nr);
+    });
   // A site that traps with a call needing a host frame (glibc's
   // __restore_rt, `mov $15,%rax`) would gain nothing from a call either.
   if (t.kernel->cfg.syscall_entry == SyscallEntryMode::kRewritePage0 && !host_frame)
-    rewrite_call_site(t, after - 2);
+    with_site(t, after - 2, [&](SyscallSites& ss, Mm& mm, SiteEntry* e) {
+      rewrite_call_site(&ss, mm, e, after - 2);
+    });
 }
 
 SiteShape classify_syscall_site(Task& t, const ucontext_t* uc) {
