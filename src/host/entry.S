@@ -35,6 +35,7 @@ flatux_clone_thread:
 	mov %rdx, %r10         /* child_tid */
 	mov %rcx, %r8          /* tls */
 	xor %edx, %edx         /* parent_tid */
+.Lclone:
 	mov $56, %eax          /* clone */
 	syscall
 	test %rax, %rax
@@ -49,6 +50,22 @@ flatux_clone_thread:
 	ud2
 1:	ret
 	.size flatux_clone_thread, .-flatux_clone_thread
+
+/* long flatux_clone_process(unsigned long flags, void *stack_top, int *pidfd,
+ *                           void (*fn)(void *), void *arg)
+ * The same without CLONE_VM: a copy of the whole host process (fork). The
+ * child runs fn(arg) on stack_top, which must not be memory the parent
+ * uses; *pidfd gets CLONE_PIDFD's descriptor when the flags ask for one. */
+	.globl flatux_clone_process
+	.type flatux_clone_process, @function
+flatux_clone_process:
+	sub $16, %rsi
+	mov %rcx, 0(%rsi)
+	mov %r8, 8(%rsi)
+	xor %r10d, %r10d       /* child_tid */
+	xor %r8d, %r8d         /* tls */
+	jmp .Lclone
+	.size flatux_clone_process, .-flatux_clone_process
 
 /* void flatux_exit_thread_and_wake(void)  -- see task/exit.cpp.
  * Exits the host thread with no stack use after the syscall. */

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 
 #include "host/fast_entry.h"
+#include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
@@ -203,7 +204,7 @@ extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
     // have looked. Keep one kick pending until the thread is back in guest
     // mode (the interrupted frame's mask blocks it until then).
     reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] |= bit(kKickSignal);
-    host::sys(SYS_tgkill, t->kernel->host_pid, t->host_tid.load(), kKickSignal);
+    host::sys(SYS_tgkill, task_host_pid(*t), t->host_tid.load(), kKickSignal);
     return;
   }
   t->regs = uc;
@@ -254,11 +255,9 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
 
 void task_thread_main(void* arg) {
   Task* t = static_cast<Task*>(arg);
-  stack_t ss{};
-  ss.ss_sp = (char*)t->kstack + kSignalStackBottom;
-  ss.ss_size = kKernelStackSize - kSignalStackBottom;
-  host::sys(SYS_sigaltstack, &ss, nullptr);
-  fast_entry_thread_init(*t->kernel, t->kstack);
+  kstack_thread_start(*t->kernel, t->kstack);
+  // A forked child's own tid goes into its own copy of the memory only.
+  if (t->set_child_tid) put_user((void*)t->set_child_tid, (int)t->tid);
   void* fp = t->entry_fpstate;
   t->entry_fpstate = nullptr;
   enter_guest(*t, t->entry_regs, fp);
@@ -298,7 +297,7 @@ long install_host_handlers() {
 void kick_task(Task& t) {
   uint32_t tid = t.host_tid.load();
   if (tid > 1 && &t != current_task_or_null())
-    host::sys(SYS_tgkill, t.kernel->host_pid, tid, kKickSignal);
+    host::sys(SYS_tgkill, task_host_pid(t), tid, kKickSignal);
 }
 
 size_t fpstate_size(const void* fpstate) {
@@ -309,16 +308,32 @@ size_t fpstate_size(const void* fpstate) {
   return ext > kMaxFpstate ? kMaxFpstate : ext;
 }
 
-bool kstack_setup(Task& t) {
-  void* base = t.kernel->heap->alloc_kstack();
-  if (!base) return false;
+void kstack_header_init(void* base, Task& t) {
   auto* h = static_cast<KStackHeader*>(base);
   h->task = &t;
   h->magic = kKStackMagic;
   h->in_oops = 0;
   fast_entry_setup(*h, t);
+}
+
+void kstack_guard(void* base) {
   host::sys(SYS_mprotect, (uintptr_t)base + 4096, 4096, PROT_NONE);
   host::sys(SYS_mprotect, (uintptr_t)base + kFastStackTop, 4096, PROT_NONE);
+}
+
+void kstack_thread_start(const Kernel& k, void* base) {
+  stack_t ss{};
+  ss.ss_sp = (char*)base + kSignalStackBottom;
+  ss.ss_size = kKernelStackSize - kSignalStackBottom;
+  host::sys(SYS_sigaltstack, &ss, nullptr);
+  fast_entry_thread_init(k, base);
+}
+
+bool kstack_setup(Task& t) {
+  void* base = t.kernel->heap->alloc_kstack();
+  if (!base) return false;
+  kstack_header_init(base, t);
+  kstack_guard(base);
   t.kstack = base;
   return true;
 }
@@ -340,6 +355,22 @@ long start_task_thread(Task& t) {
   if (r < 0) t.host_tid.store(0);
   else t.host_tid.store((uint32_t)r);
   return r < 0 ? r : 0;
+}
+
+long start_kernel_thread(Kernel& k, void (*fn)(void*), void* arg, void** stack) {
+  void* base = k.heap->alloc_kstack();
+  if (!base) return -EAGAIN;
+  auto* h = static_cast<KStackHeader*>(base);
+  h->task = nullptr;  // a kernel thread: no guest task
+  h->magic = kKStackMagic;
+  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+  long r = flatux_clone_thread(flags, (void*)kstack_top(base), nullptr, 0, fn, arg);
+  if (r < 0) {
+    k.heap->free_kstack(base);
+    return r;
+  }
+  *stack = base;
+  return 0;
 }
 
 void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {

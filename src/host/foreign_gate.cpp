@@ -4,10 +4,22 @@
 #include <cstring>
 #include <sys/syscall.h>
 
+#include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 
 namespace flatux {
+
+// A foreign call handed to the first host process (on the caller's kernel stack).
+struct GateRequest {
+  long (*fn)(void*);
+  void* arg;
+  long result;
+  std::atomic<uint32_t> done;
+  GateRequest* next;
+};
+
 namespace {
 
 uint64_t read_fs(bool fsgsbase) {
@@ -62,9 +74,58 @@ bool in_fast_entry() {
   return h && on_fast_stack(h, current_sp());
 }
 
+// Asked of the host, not of the task: during an execve into a fresh host
+// process the task's thread there loads the image before the task moves.
+bool in_forked_host_process(Kernel& k) {
+  return k.gate_server_started && host::sys(SYS_getpid) != k.host_pid;
+}
+
+long forward_call(Kernel& k, long (*fn)(void*), void* arg) {
+  GateRequest req{fn, arg, 0, {0}, nullptr};
+  {
+    Guard g(k.gate_queue_lock);
+    GateRequest** tail = &k.gate_queue;
+    while (*tail) tail = &(*tail)->next;
+    *tail = &req;
+  }
+  k.gate_queue_seq.fetch_add(1);
+  futex_wake(&k.gate_queue_seq, 1);
+  while (req.done.load() == 0) futex_wait(&req.done, 0);
+  return req.result;
+}
+
+void gate_server(void* arg) {
+  Kernel& k = *static_cast<Kernel*>(arg);
+  for (;;) {
+    uint32_t seq = k.gate_queue_seq.load();
+    GateRequest* req;
+    {
+      Guard g(k.gate_queue_lock);
+      req = k.gate_queue;
+      if (req) k.gate_queue = req->next;
+    }
+    if (!req) {
+      futex_wait(&k.gate_queue_seq, seq);
+      continue;
+    }
+    req->result = foreign_call(k, req->fn, req->arg);
+    req->done.store(1);
+    futex_wake(&req->done, 1);
+  }
+}
+
 }  // namespace
 
+long foreign_gate_start_server(Kernel& k) {
+  if (k.gate_server_started) return 0;
+  void* stack;
+  long r = start_kernel_thread(k, gate_server, &k, &stack);
+  if (r == 0) k.gate_server_started = true;
+  return r;
+}
+
 long foreign_call(Kernel& k, long (*fn)(void*), void* arg) {
+  if (in_forked_host_process(k)) return forward_call(k, fn, arg);
   uintptr_t me = caller_id();
   // A call from inside the gate (ext4 on a loop device whose file lies on
   // another ext4 volume) already runs with host TLS and holds the gate.

@@ -11,6 +11,15 @@ namespace flatux {
 // thread-safe anyway. A call made from inside fn on the same thread runs
 // straight away (a filesystem on a loop device reading its file from
 // another volume).
+// Foreign code runs in the first host process only: its libc heap and TLS
+// are the ones the libraries know. A task in another host process (a
+// forked one) hands the call to a server thread there and sleeps until it
+// is done; the arguments live in the kernel heap or on the caller's kernel
+// stack, which every host process shares.
 long foreign_call(Kernel& k, long (*fn)(void*), void* arg);
+
+// Starts the server thread in the calling host process, the first one
+// (tasks_lock held).
+long foreign_gate_start_server(Kernel& k);
 
 }  // namespace flatux

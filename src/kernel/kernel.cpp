@@ -4,6 +4,7 @@
 #include <sys/mount.h>
 #include <sys/syscall.h>
 
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 
 #include "kernel/block/ubd.h"
@@ -34,13 +35,18 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->cfg = cfg;
   k->boot_ns = monotonic_ns();
   k->host_pid = (int)host::sys(SYS_getpid);
+  k->hproc0 = heap->make<HostProc>();
+  if (k->hproc0) {
+    k->hproc0->kernel = k;
+    k->hproc0->pid = k->host_pid;
+  }
   k->vfs = heap->make<Vfs>(heap);
   k->locks = heap->make<LockTable>(heap);
   k->timers = heap->make<TimerService>();
   k->net = net_state_create(heap);
   k->log = log_buffer_create(heap);
   k->blocks = heap->make<BlockDevices>();
-  if (!k->blocks || !k->vfs || !k->locks || !k->timers || !k->net || !k->log) {
+  if (!k->hproc0 || !k->blocks || !k->vfs || !k->locks || !k->timers || !k->net || !k->log) {
     heap->destroy();
     return nullptr;
   }

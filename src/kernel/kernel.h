@@ -21,6 +21,9 @@ struct LogBuffer;
 struct Console;
 struct BlockDevices;
 struct SiteSurvey;
+struct HostProc;
+struct GateRequest;
+struct RetiredStack;
 
 struct TextRange {
   uintptr_t start, end;
@@ -40,6 +43,11 @@ struct KernelConfig {
   int strace_fd = -1;         // host fd for --strace output, -1 when off
   TextRange text[32]{};       // the host executable code the filter allows
   int ntext = 0;
+  // Every host mapping at boot (flatux, its libraries' code and data, the
+  // vDSO), merged where adjacent: what a forked host process keeps besides
+  // the kernel heap and its own guest's memory (host/hostproc.cpp).
+  TextRange host_maps[64]{};
+  int nhost_maps = 0;         // 0 when they did not fit: nothing is dropped
   uint64_t host_fs = 0;       // TLS block the foreign-code gate borrows
   uint64_t vdso_base = 0;     // AT_SYSINFO_EHDR handed to guests
   uint64_t hwcap = 0, hwcap2 = 0, minsigstksz = 0;
@@ -86,11 +94,22 @@ struct Kernel {
   Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid
   int ntasks = 0;
   Task* dead_tasks = nullptr; // exited, kernel stack freed once the host thread is gone
-  int host_pid = 0;
+  int host_pid = 0;           // the first host process (the launcher's)
+  HostProc* hproc0 = nullptr; // its record; the other host processes (forks) follow
+  HostProc* hprocs = nullptr; // on this list (tasks_lock; host/hostproc.h)
+  bool forking_ready = false; // what forked host processes rely on is set up (tasks_lock)
+  int launcher_pidfd = -1;    // the first host process, watched by the others
+  RetiredStack* retired_stacks = nullptr;  // kernel stacks of threads still ending (tasks_lock)
 
   KMutex log_lock;
   KMutex gate_lock;
   std::atomic<uintptr_t> gate_owner{0};  // who holds gate_lock (host/foreign_gate.cpp)
+  // Foreign calls made in other host processes, run by a server thread in
+  // the first one (host/foreign_gate.cpp).
+  KMutex gate_queue_lock;
+  GateRequest* gate_queue = nullptr;
+  std::atomic<uint32_t> gate_queue_seq{0};
+  bool gate_server_started = false;
   LogBuffer* log = nullptr;    // printk's ring buffer
   Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
   MemAccount mem;

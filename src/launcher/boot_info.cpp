@@ -24,17 +24,27 @@ bool gather_boot_info(KernelConfig& cfg) {
   if (el > 0) exe[el] = 0;
   char line[PATH_MAX + 256];
   cfg.ntext = 0;
+  cfg.nhost_maps = 0;
+  bool maps_fit = true;
   while (fgets(line, sizeof line, maps)) {
     unsigned long start, end, off;
     char perms[8], path[PATH_MAX] = "";
     if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %4095[^\n]", &start, &end, perms, &off, path) < 4)
       continue;
+    if (cfg.nhost_maps > 0 && cfg.host_maps[cfg.nhost_maps - 1].end == start) {
+      cfg.host_maps[cfg.nhost_maps - 1].end = end;
+    } else if (cfg.nhost_maps < (int)(sizeof cfg.host_maps / sizeof cfg.host_maps[0])) {
+      cfg.host_maps[cfg.nhost_maps++] = {start, end};
+    } else {
+      maps_fit = false;
+    }
     const char* p = path;
     while (*p == ' ') p++;
     if (!cfg.image_base && el > 0 && strcmp(p, exe) == 0 && off == 0) cfg.image_base = start;
     // Executable host code at boot is the kernel's (flatux, libc, libstdc++,
     // ld.so); the vDSO is left out so guest vDSO fallbacks trap to us.
-    if (perms[2] != 'x' || strcmp(p, "[vdso]") == 0 || strcmp(p, "[vsyscall]") == 0) continue;
+    // Page 0 (rewrite-page0's trampoline) is guest-facing too, and holds no syscall.
+    if (perms[2] != 'x' || strcmp(p, "[vdso]") == 0 || strcmp(p, "[vsyscall]") == 0 || start == 0) continue;
     if (cfg.ntext > 0 && cfg.text[cfg.ntext - 1].end == start) {
       cfg.text[cfg.ntext - 1].end = end;
     } else if (cfg.ntext < (int)(sizeof cfg.text / sizeof cfg.text[0])) {
@@ -42,6 +52,7 @@ bool gather_boot_info(KernelConfig& cfg) {
     }
   }
   fclose(maps);
+  if (!maps_fit) cfg.nhost_maps = 0;
   cfg.vdso_base = getauxval(AT_SYSINFO_EHDR);
   cfg.hwcap = getauxval(AT_HWCAP);
   cfg.hwcap2 = getauxval(AT_HWCAP2);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "host/hostproc.h"
 #include "kernel/boot/boot.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/printk.h"
@@ -135,6 +136,7 @@ int boot_main(int argc, char** argv) {
     return kExitPanic;
   }
   pump(*k, terminal);
+  hostprocs_kill_all(*k);  // forked guests end with the kernel, as with their threads
   ext4_poweroff(*k);  // write-back caches reach the images
   return exit_status(*k);
 }

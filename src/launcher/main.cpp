@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "host/hostproc.h"
 #include "kernel/block/ubd.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/kernel.h"
@@ -175,6 +176,7 @@ int run(const RunOptions& o) {
       flatux::forward_host_signal(*k, sig);
     }
   }
+  flatux::hostprocs_kill_all(*k);  // forked guests end with the kernel, as with their threads
   flatux::ext4_poweroff(*k);  // write-back caches reach the images
   flatux::site_survey_write(*k);
   int status = k->exit_wait_status;

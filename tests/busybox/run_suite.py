@@ -3,7 +3,7 @@
 natively (chroot into a copy of the root) and under flatux (--root on a
 second copy), then compares.
 
-The suite's driver is the root's /bin/sh, i.e. busybox's no-MMU hush, so
+The suite's driver is the root's /bin/sh (the no-MMU hush, or ash in the MMU root), so
 on the flatux side every shell, every applet and every helper the suite
 starts is a guest; natively the very same binary runs on the host kernel.
 The chroot makes both sides see the same files, shell and /dev.

@@ -41,6 +41,7 @@ SITE(site_read, 0);
 SITE(site_nanosleep, 35);
 SITE(site_execve, 59);
 SITE(site_getppid, 110);
+SITE(site_getuid, 102);
 
 static char want_state;  // 'r' rewritten, 'p' page0, 't' trapping, 'n' native, 0: not checked
 
@@ -344,6 +345,50 @@ static void changing_code(void) {
   printf("  unmapped and mapped anew, MAP_FIXED over it, RWX code: each runs its own call\n");
 }
 
+// --- fork: the child's copy of rewritten code ---
+//
+// The child (under flatux a host process of its own) inherits the sites
+// the parent rewrote and runs them; what it rewrites or puts back in its
+// copy leaves the parent's alone, and the other way round.
+static void forked(void) {
+  printf("fork, with sites rewritten before and after:\n");
+  long parent = getpid(), uid = getuid();
+  unsigned char* page = map_code(NULL, kGetpid, sizeof kGetpid, 0);
+  for (int i = 0; i < 3; i++) CHECK(run_code(page + 64) == parent, "parent's code, call %d", i);
+  CHECK(site_getpid(0, 0, 0) == parent);
+  pid_t child = fork();
+  REQUIRE(child >= 0, "fork: %s", strerror(errno));
+  if (child == 0) {
+    long me = getpid();
+    int bad = 0;
+    for (int i = 0; i < 3; i++) {
+      bad |= (site_getpid(0, 0, 0) != me) << 0;     // rewritten by the parent
+      bad |= (run_code(page + 64) != me) << 1;
+      bad |= (site_getuid(0, 0, 0) != uid) << 2;    // first called here
+    }
+    if (mprotect(page, 4096, PROT_READ | PROT_WRITE) != 0 || memcmp(page + 64, kGetpid, sizeof kGetpid))
+      bad |= 1 << 3;  // the child's own bytes back
+    memcpy(page + 64, kGetppid, sizeof kGetppid);
+    if (mprotect(page, 4096, PROT_READ | PROT_EXEC) != 0) bad |= 1 << 4;
+    for (int i = 0; i < 3; i++) bad |= (run_code(page + 64) != parent) << 5;
+    _exit(bad);
+  }
+  int status;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status %#x (failed checks: bits of the exit status)",
+        status);
+  // The child's changes were its own.
+  CHECK(memcmp(page + 65, kGetpid + 1, 1) == 0 || page[65] == 0xe9, "the parent's code changed: %#x", page[65]);
+  for (int i = 0; i < 3; i++) CHECK(run_code(page + 64) == parent, "parent's code after the fork, call %d", i);
+  if (want_state == 'r' || want_state == 'p') {
+    CHECK(((unsigned char*)site_getuid)[1] == 0xb8, "the child's rewrite showed in the parent");
+    CHECK(site_getuid(0, 0, 0) == uid && site_getuid(0, 0, 0) == uid);
+    check_site("site_getuid", site_getuid);
+  }
+  munmap(page, 4096);
+  printf("  the child ran the parent's rewritten sites and changed only its own copy\n");
+}
+
 // --- vfork + execve from a site ---
 
 static void vfork_exec(const char* self) {
@@ -462,6 +507,7 @@ int main(int argc, char** argv) {
   sleeps(argv[0]);
   changing_code();
   vfork_exec(argv[0]);
+  forked();
   register_numbers();
   alignment_checks();
   return guest_finish();

@@ -92,36 +92,49 @@ LoopDevices& table_of(LoopDevice& lo) { return *lo.kernel->blocks->loops; }
 
 // Whole transfers between buf and the backing file, a bounce buffer's
 // worth at a time; past the file's end reads as zeroes.
-long transfer(LoopDevice& lo, uint8_t* buf, size_t n, uint64_t off, bool write) {
-  Guard g(lo.lock);
-  if (lo.state == LoopState::kUnbound || !lo.backing) return -EIO;
-  if (off > lo.size || n > lo.size - off) return -EIO;
+long transfer_through(LoopDevice& lo, uint8_t* bounce, uint8_t* buf, size_t n, uint64_t off, bool write) {
   Task& t = *table_of(lo).io_task;
   File& f = *lo.backing;
   for (size_t done = 0; done < n;) {
     size_t chunk = n - done < kBounce ? n - done : kBounce;
     int64_t at = (int64_t)(lo.offset + off + done);
     if (write) {
-      memcpy(lo.bounce, buf + done, chunk);
+      memcpy(bounce, buf + done, chunk);
       for (size_t put = 0; put < chunk;) {
-        long r = f.ops->pwrite(t, f, lo.bounce + put, chunk - put, at + (int64_t)put);
+        long r = f.ops->pwrite(t, f, bounce + put, chunk - put, at + (int64_t)put);
         if (r <= 0) return r < 0 ? r : -EIO;
         put += (size_t)r;
       }
     } else {
       size_t got = 0;
       while (got < chunk) {
-        long r = f.ops->pread(t, f, lo.bounce + got, chunk - got, at + (int64_t)got);
+        long r = f.ops->pread(t, f, bounce + got, chunk - got, at + (int64_t)got);
         if (r < 0) return r;
         if (r == 0) break;
         got += (size_t)r;
       }
-      memset(lo.bounce + got, 0, chunk - got);
-      memcpy(buf + done, lo.bounce, chunk);
+      memset(bounce + got, 0, chunk - got);
+      memcpy(buf + done, bounce, chunk);
     }
     done += chunk;
   }
   return 0;
+}
+
+// The bounce buffer is host memory outside the kernel heap (file
+// operations take guest-range buffers), mapped in the host process that
+// bound the device; another one (a forked guest, or the foreign-call server
+// working for one) maps its own for the transfer.
+long transfer(LoopDevice& lo, uint8_t* buf, size_t n, uint64_t off, bool write) {
+  Guard g(lo.lock);
+  if (lo.state == LoopState::kUnbound || !lo.backing) return -EIO;
+  if (off > lo.size || n > lo.size - off) return -EIO;
+  if (host::sys(SYS_getpid) == lo.bounce_pid) return transfer_through(lo, lo.bounce, buf, n, off, write);
+  long map = host::sys(SYS_mmap, 0, kBounce, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map < 0 && map > -4096) return -ENOMEM;
+  long r = transfer_through(lo, reinterpret_cast<uint8_t*>(map), buf, n, off, write);
+  host::sys(SYS_munmap, map, kBounce);
+  return r;
 }
 
 long loop_read(BlockDevice& d, void* buf, size_t n, uint64_t off) {
@@ -151,7 +164,9 @@ File* unbind_locked(LoopDevice& lo) {
   lo.block_size = 512;
   memset(lo.file_name, 0, sizeof lo.file_name);
   memset(lo.crypt_name, 0, sizeof lo.crypt_name);
-  if (lo.bounce) host::sys(SYS_munmap, lo.bounce, kBounce);
+  // Only where it is mapped: elsewhere the address may be anything (a
+  // binder that has since exited took its mapping along; else it stays).
+  if (lo.bounce && host::sys(SYS_getpid) == lo.bounce_pid) host::sys(SYS_munmap, lo.bounce, kBounce);
   lo.bounce = nullptr;
   return f;
 }
@@ -229,6 +244,7 @@ long loop_bind(Task& t, LoopDevice& lo, File& dev_file, int fd, const loop_info6
   bool ro = (info.lo_flags & LO_FLAGS_READ_ONLY) || (f->flags & O_ACCMODE) == O_RDONLY ||
             (dev_file.flags & O_ACCMODE) == O_RDONLY || !f->ops->pwrite;
   lo.bounce = reinterpret_cast<uint8_t*>(map);
+  lo.bounce_pid = (int)host::sys(SYS_getpid);
   lo.backing = f;
   lo.offset = info.lo_offset;
   lo.sizelimit = info.lo_sizelimit;

@@ -20,6 +20,7 @@ struct LoopDevice : BlockDevice {
   // Mapped outside the kernel heap while bound, so the backing file's
   // operations see an ordinary user buffer.
   uint8_t* bounce = nullptr;
+  int bounce_pid = 0;  // the host process `bounce` is mapped in
 };
 
 inline LoopDevice& loop_of(BlockDevice& d) { return static_cast<LoopDevice&>(d); }

@@ -73,7 +73,7 @@ long map_image(Task& t, Mm& mm, File& f, const loader::ElfImage& img, uintptr_t*
   } else {
     r = mm_map(mm, img.min_vaddr, span, PROT_NONE, kAnon, -1, 0, kRegionImage, true);
     if (r < 0) {
-      *why = "ET_EXEC program's link address range is already in use";
+      *why = kExecRangeBusy;
       return -ENOEXEC;
     }
   }
@@ -336,6 +336,8 @@ long exec_depth(Task& t, Mm& mm, const char* path, const char* const* argv, cons
 }
 
 }  // namespace
+
+const char kExecRangeBusy[] = "ET_EXEC program's link address range is already in use";
 
 long exec_load(Task& t, Mm& mm, const char* path, const char* const* argv, const char* const* envp,
                ExecResult* out) {

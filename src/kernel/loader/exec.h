@@ -15,6 +15,10 @@ struct ExecResult {
   const char* why;        // for ENOEXEC: what is wrong with the file
 };
 
+// ExecResult::why when an ET_EXEC image's link address range is taken in
+// the caller's host process (execve then loads it in a fresh one).
+extern const char kExecRangeBusy[];
+
 // Loads `path` with argv/envp (NULL-terminated arrays of kernel strings)
 // into `mm`, which must be empty. On failure returns -errno; mappings made
 // so far stay in `mm` for the caller to release.

@@ -11,6 +11,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/loader/exec.h"
+#include "kernel/loader/exec_move.h"
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/exit.h"
@@ -157,9 +158,17 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
     return -ENOMEM;
   }
   r = exec_load(t, *mm, path, ea.argv, ea.envp, res);
-  if (r < 0) {
+  ExecMove* move = nullptr;
+  bool elsewhere = r == -ENOEXEC && res->why == kExecRangeBusy;
+  if (elsewhere) {
+    // Taken here, free in an empty host process: load it there.
     mm_release(*mm);
-    k.heap->destroy_obj(mm);
+    r = exec_move_load(t, *mm, path, ea.argv, ea.envp, res, &move);
+  }
+  if (r < 0) {
+    if (elsewhere) mm_forget(k.heap, mm);  // mapped only in the host process that tried
+    else mm_release(*mm);
+    if (!elsewhere) k.heap->destroy_obj(mm);
     k.heap->destroy_obj(res);
     return r;
   }
@@ -177,10 +186,11 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
     release_vfork_waiter(*t.proc);
   }
   reset_process_state(t, *res);
+  ea.release();
+  if (move) exec_move_commit(t, move);  // the new thread frees res
   greg_t regs[NGREG];
   memcpy(regs, res->regs, sizeof regs);
   k.heap->destroy_obj(res);
-  ea.release();
   enter_guest(t, regs, nullptr);
 }
 

@@ -30,8 +30,8 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
   long r = host::sys(SYS_mmap, hint, len, prot, host_flags, host_fd, off);
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
-  bool shared = (host_flags & MAP_TYPE) == MAP_SHARED;
-  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, shared)) {
+  uint8_t flags = (host_flags & MAP_TYPE) == MAP_SHARED ? kRegionShared : 0;
+  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, flags)) {
     host::sys(SYS_munmap, addr, len);
     return -ENOMEM;
   }
@@ -116,6 +116,50 @@ void mm_release(Mm& mm) {
   mm_recharge(mm);
 }
 
+Mm* mm_fork(Heap* heap, Mm& parent) {
+  Mm* mm = heap->make<Mm>(heap);
+  if (!mm) return nullptr;
+  if (!mm->regions.copy_from(parent.regions)) {
+    heap->destroy_obj(mm);
+    return nullptr;
+  }
+  mm->brk_start = parent.brk_start;
+  mm->brk_cur = parent.brk_cur;
+  mm->brk_mapped = parent.brk_mapped;
+  mm->brk_limit = parent.brk_limit;
+  mm->stack_floor = parent.stack_floor;
+  mm->stack_low = parent.stack_low;
+  mm->stack_top = parent.stack_top;
+  mm->arg_start = parent.arg_start;
+  mm->arg_end = parent.arg_end;
+  mm->env_start = parent.env_start;
+  mm->env_end = parent.env_end;
+  mm->acct = parent.acct;
+  if (!syscall_sites_fork(parent, *mm)) {
+    mm_forget(heap, mm);
+    return nullptr;
+  }
+  // Linux's strict overcommit charges a forked child for its private
+  // writable memory (dup_mmap); shared mappings stay charged once.
+  uint64_t charge = 0;
+  for (const Region* r = mm->regions.first(); r; r = r->next)
+    if (!(r->flags & kRegionUncharged) && mm_chargeable(r->prot, r->kind)) charge += r->end - r->start;
+  if (!mm_charge_fits(*mm, charge)) {
+    mm_forget(heap, mm);
+    return nullptr;
+  }
+  mm_recharge(*mm);
+  return mm;
+}
+
+void mm_forget(Heap* heap, Mm* mm) {
+  if (!mm) return;
+  syscall_sites_release(*mm, false);
+  mm->regions.clear();
+  mm_recharge(*mm);
+  heap->destroy_obj(mm);
+}
+
 void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si) {
   if (!acct.limit) return;
   uint64_t unit = si->mem_unit ? si->mem_unit : 1;
@@ -135,7 +179,7 @@ void mm_recharge(Mm& mm) {
   if (!mm.acct) return;
   uint64_t now = 0;
   for (const Region* r = mm.regions.first(); r; r = r->next)
-    if (mm_chargeable(r->prot, r->kind)) now += r->end - r->start;
+    if (!(r->flags & kRegionUncharged) && mm_chargeable(r->prot, r->kind)) now += r->end - r->start;
   mm.acct->used.fetch_add(now - mm.charged, std::memory_order_relaxed);  // wraps to a decrease
   mm.charged = now;
 }

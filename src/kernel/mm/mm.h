@@ -36,6 +36,14 @@ long mm_setup_stack(Mm& mm, uint64_t limit);
 void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp);
 // Releases every region of the process back to the host.
 void mm_release(Mm& mm);
+// fork(): a new Mm owning the same ranges as `parent` (its lock held),
+// charged for its private writable memory; nullptr when that does not fit
+// under mem= or memory is short. The host process the child runs in holds
+// the copy of those ranges (host/hostproc.h).
+Mm* mm_fork(Heap* heap, Mm& parent);
+// Frees an Mm whose ranges are not mapped in the calling host process (a
+// fork that did not happen): nothing is unmapped.
+void mm_forget(Heap* heap, Mm* mm);
 
 // mem= accounting, like Linux's strict overcommit (Committed_AS): an Mm is
 // charged for its writable memory and its readable anonymous memory, what

@@ -32,9 +32,9 @@ bool RegionList::remove(uintptr_t start, uintptr_t end) {
   return true;
 }
 
-bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, bool shared) {
+bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags) {
   if (start >= end || !remove(start, end)) return false;
-  Region* n = heap_->make<Region>(Region{start, end, prot, kind, nullptr, shared});
+  Region* n = heap_->make<Region>(Region{start, end, prot, kind, flags, nullptr});
   if (!n) return false;
   Region** link = &head_;
   while (*link && (*link)->start < start) link = &(*link)->next;
@@ -76,6 +76,21 @@ size_t RegionList::total_bytes() const {
   size_t n = 0;
   for (const Region* r = head_; r; r = r->next) n += r->end - r->start;
   return n;
+}
+
+bool RegionList::copy_from(const RegionList& src) {
+  Region** tail = &head_;
+  for (const Region* r = src.head_; r; r = r->next) {
+    uint8_t flags = r->flags | ((r->flags & kRegionShared) ? kRegionUncharged : 0);
+    Region* n = heap_->make<Region>(Region{r->start, r->end, r->prot, r->kind, flags, nullptr});
+    if (!n) {
+      clear();
+      return false;
+    }
+    *tail = n;
+    tail = &n->next;
+  }
+  return true;
 }
 
 void RegionList::clear() {

@@ -12,19 +12,26 @@ class Heap;
 
 enum RegionKind : uint8_t { kRegionAnon, kRegionFile, kRegionStack, kRegionBrk, kRegionImage };
 
+// Region flags: a MAP_SHARED mapping; a mapping charged to another Mm
+// (a forked child's view of its parent's shared memory, see mm_fork).
+constexpr uint8_t kRegionShared = 1, kRegionUncharged = 2;
+
 struct Region {
   uintptr_t start, end;  // page aligned, [start, end)
   int prot;
   RegionKind kind;
+  uint8_t flags;
   Region* next;
-  bool shared = false;   // MAP_SHARED: writes reach the file (code there is never rewritten)
 };
 
 class RegionList {
  public:
   explicit RegionList(Heap* h) : heap_(h) {}
   // Adds [start, end); overlapping parts of existing regions are replaced.
-  bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, bool shared = false);
+  bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags = 0);
+  // Makes this (empty) list a copy of `src`; shared regions of the copy
+  // get kRegionUncharged. False when out of memory (the list is cleared).
+  bool copy_from(const RegionList& src);
   // Forgets [start, end) (splitting regions as needed). Returns false only
   // if memory for a split could not be allocated.
   bool remove(uintptr_t start, uintptr_t end);

@@ -154,7 +154,7 @@ long sys_mremap(Task& t, SyscallArgs a) {
   if ((flags & MREMAP_FIXED) && !mm.regions.covers(new_addr, new_addr + new_len)) return -EINVAL;
   int prot = r->prot;
   RegionKind kind = r->kind;
-  bool shared = r->shared;
+  uint8_t rflags = r->flags;  // MAP_SHARED stays so when moved
   if (new_len > old_len && mm_chargeable(prot, kind) && !mm_charge_fits(mm, new_len - old_len)) return -ENOMEM;
   // Rewritten sites' jumps are relative: the code moves with its original bytes.
   syscall_sites_revert(mm, old, old + old_len);
@@ -164,7 +164,7 @@ long sys_mremap(Task& t, SyscallArgs a) {
   uintptr_t n = (uintptr_t)res;
   if (n != old || new_len < old_len) syscall_sites_forget(mm, old, old + old_len);
   if (!(flags & MREMAP_DONTUNMAP)) mm.regions.remove(old, old + old_len);
-  bool ok = mm.regions.add(n, n + new_len, prot, kind, shared);
+  bool ok = mm.regions.add(n, n + new_len, prot, kind, rflags);
   mm_recharge(mm);
   return ok ? (long)n : -ENOMEM;
 }

@@ -246,7 +246,8 @@ SyscallSites* sites_of(Mm& mm, Kernel& k) {
 // mapping, is never rewritten: the guest must find its own bytes there.
 bool rewritable_code(const Mm& mm, uintptr_t site, size_t len) {
   const Region* r = mm.regions.find(site);
-  return r && r->end >= site + len && (r->prot & PROT_EXEC) && !(r->prot & PROT_WRITE) && !r->shared;
+  return r && r->end >= site + len && (r->prot & PROT_EXEC) && !(r->prot & PROT_WRITE) &&
+         !(r->flags & kRegionShared);
 }
 
 void note_refused(SyscallSites& ss, SiteEntry* e, uintptr_t site, uint32_t nr, SiteKind kind) {
@@ -474,19 +475,57 @@ void syscall_sites_protect(Mm& mm, uintptr_t start, uintptr_t end, int prot) {
   }
 }
 
-void syscall_sites_release(Mm& mm) {
+void syscall_sites_release(Mm& mm, bool unmap) {
   SyscallSites* ss = mm.sites;
   if (!ss) return;
   Heap* h = ss->kernel->heap;
   while (StubArea* a = ss->areas) {
     ss->areas = a->next;
-    host::sys(SYS_munmap, a->base, kAreaSize);
+    if (unmap) host::sys(SYS_munmap, a->base, kAreaSize);
     h->destroy_obj(a);
   }
   h->free(ss->v);
   h->destroy_obj(ss->page0);
   h->destroy_obj(ss);
   mm.sites = nullptr;
+}
+
+bool syscall_sites_fork(const Mm& parent, Mm& child) {
+  const SyscallSites* from = parent.sites;
+  if (!from) return true;
+  Heap* h = from->kernel->heap;
+  SyscallSites* to = h->make<SyscallSites>();
+  if (!to) return false;
+  to->kernel = from->kernel;
+  child.sites = to;  // from here on, release() frees whatever was copied
+  if (from->n) {
+    if (!(to->v = static_cast<SiteEntry*>(h->alloc(from->n * sizeof(SiteEntry))))) return false;
+    memcpy(to->v, from->v, from->n * sizeof(SiteEntry));
+    to->n = to->cap = from->n;
+  }
+  StubArea** tail = &to->areas;
+  for (const StubArea* a = from->areas; a; a = a->next) {
+    StubArea* c = h->make<StubArea>(*a);
+    if (!c) return false;
+    c->next = nullptr;
+    *tail = c;
+    tail = &c->next;
+  }
+  if (from->page0) {
+    if (!(to->page0 = h->make<Page0Set>())) return false;
+    for (size_t i = 0; i < kPage0Slots; i++)
+      to->page0->slot[i].store(from->page0->slot[i].load(std::memory_order_relaxed), std::memory_order_relaxed);
+    to->page0->used = from->page0->used;
+  }
+  return true;
+}
+
+size_t syscall_sites_areas(const Mm& mm, uintptr_t (*ranges)[2], size_t max) {
+  size_t n = 0;
+  for (const StubArea* a = mm.sites ? mm.sites->areas : nullptr; a; a = a->next, n++) {
+    if (n < max) ranges[n][0] = a->base, ranges[n][1] = a->base + kAreaSize;
+  }
+  return n;
 }
 
 SyscallSiteStats syscall_site_stats(Mm& mm) {

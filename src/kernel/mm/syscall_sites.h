@@ -8,6 +8,7 @@
 // the process's mappings takes, so a rewrite never races a munmap or
 // mprotect of the same code.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <sys/ucontext.h>
 
@@ -53,8 +54,20 @@ void syscall_sites_revert(Mm& mm, uintptr_t start, uintptr_t end);
 // executable and read-only. (mm.lock held)
 void syscall_sites_protect(Mm& mm, uintptr_t start, uintptr_t end, int prot);
 
-// The Mm goes (exit, exec): stubs are unmapped, the table freed. (mm.lock held)
-void syscall_sites_release(Mm& mm);
+// The Mm goes (exit, exec): stubs are unmapped, the table freed. (mm.lock
+// held) With unmap false only the table goes: an Mm that was never mapped
+// in this host process (a fork that failed) forgets, and unmaps nothing.
+void syscall_sites_release(Mm& mm, bool unmap = true);
+
+// fork: the child's copy of the memory holds the rewritten code and the
+// stub areas at the same addresses; its Mm gets a copy of the table.
+// False when out of memory. (parent.lock held)
+bool syscall_sites_fork(const Mm& parent, Mm& child);
+
+// The stub areas of mm, which are not among its regions but are its memory
+// all the same (a forked host process keeps them). Fills up to `max`
+// [start, end) pairs and returns how many there are.
+size_t syscall_sites_areas(const Mm& mm, uintptr_t (*ranges)[2], size_t max);
 
 // What a trapped call's site is, for --site-survey (mm/site_survey.h).
 enum class SiteShape : uint8_t {

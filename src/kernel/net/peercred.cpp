@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "kernel/net/sock.h"
 
@@ -157,7 +158,7 @@ void accept_find_peer(Task& t, File& accepted) {
 // the overflow uid/gid: its host identity is not the guest's business.
 void peer_cred_to_guest(Task& t, File* sock, ucred& c) {
   if (c.pid == 0) return;  // no peer
-  if (c.pid != t.kernel->host_pid) {
+  if (!is_kernel_host_pid(*t.kernel, c.pid)) {
     c = {0, 65534, 65534};
     return;
   }

@@ -16,6 +16,7 @@
 #include <sys/uio.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
@@ -136,10 +137,10 @@ long control_to_host(Task& t, unsigned char* buf, size_t len, HeldFiles& held) {
       }
     } else if (c->cmsg_type == SCM_CREDENTIALS) {
       if (data < sizeof(ucred)) return -EINVAL;
-      // The host checks the sender's identity against its own; every
-      // guest is this host process (all guests run as root, so any guest
+      // The host checks the sender's identity against its own; the
+      // sender names the host process it runs in (all guests run as root, so any guest
       // identity would be allowed on Linux as well).
-      ucred cr{(pid_t)t.kernel->host_pid, (uid_t)host::sys(SYS_getuid), (gid_t)host::sys(SYS_getgid)};
+      ucred cr{(pid_t)task_host_pid(t), (uid_t)host::sys(SYS_getuid), (gid_t)host::sys(SYS_getgid)};
       memcpy(CMSG_DATA(c), &cr, sizeof cr);
     }
   }

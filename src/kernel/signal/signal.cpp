@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"
@@ -139,7 +140,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
     if (p.state != ProcState::kRunning) return 0;
     prepare(p, sig);
     Task* probe = target ? target : p.threads;
-    bool blocked = probe && (probe->sigmask & sigbit(sig));
+    bool blocked = probe && ((probe->sigmask | probe->real_blocked) & sigbit(sig));
     if (sig != SIGKILL && !blocked && ignored(p, sig)) return 0;
     SigPending& q = target ? target->pending : p.shared_pending;
     if (!is_rt(sig) && (q.set & sigbit(sig))) return 0;  // standard signals coalesce
@@ -280,7 +281,7 @@ void handle_signals(Task& t, long syscall_nr) {
     // Further signals wait for the handler's return or its next syscall;
     // a pending one that is still deliverable gets a kick so it is taken
     // at once, like Linux's nested frames.
-    if (t.notify.load()) host::sys(SYS_tgkill, t.kernel->host_pid, t.host_tid.load(), kKickSignal);
+    if (t.notify.load()) host::sys(SYS_tgkill, task_host_pid(t), t.host_tid.load(), kKickSignal);
     return;
   }
   if (restartable) {  // interrupted, but no handler ran: restart silently

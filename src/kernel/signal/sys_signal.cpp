@@ -166,6 +166,16 @@ long sys_rt_sigsuspend(Task& t, SyscallArgs a) {
 
 long sys_pause(Task& t, SyscallArgs) { return sleep_until_signal(t); }
 
+namespace {
+void end_wait_mask(Task& t, uint64_t old) {
+  {
+    Guard g(t.proc->siglock);
+    t.real_blocked = 0;
+  }
+  set_sigmask(t, old);
+}
+}  // namespace
+
 long sys_rt_sigtimedwait(Task& t, SyscallArgs a) {
   if (a[3] != 8) return -EINVAL;
   uint64_t set;
@@ -192,9 +202,13 @@ long sys_rt_sigtimedwait(Task& t, SyscallArgs a) {
         SigPending& from = (t.pending.set & sigbit(sig)) ? t.pending : t.proc->shared_pending;
         dequeue_signal_locked(t.kernel->heap, from, sig, &info);
         t.sigmask = old;
+        t.real_blocked = 0;
         recalc_notify_locked(t);
       } else {
+        // Linux's real_blocked: an awaited signal is not discarded as
+        // ignored while it is unblocked only for this wait.
         t.sigmask = old & ~set;
+        t.real_blocked = old;
         recalc_notify_locked(t);
       }
     }
@@ -203,14 +217,14 @@ long sys_rt_sigtimedwait(Task& t, SyscallArgs a) {
       return sig;
     }
     if (t.notify.load()) {  // something else to handle (a handler, or exit)
-      set_sigmask(t, old);
+      end_wait_mask(t, old);
       return -EINTR;
     }
     long r;
     if (a[2]) {
       uint64_t now = monotonic_ns();
       if (now >= deadline) {
-        set_sigmask(t, old);
+        end_wait_mask(t, old);
         return -EAGAIN;
       }
       timespec rel{(time_t)((deadline - now) / 1000000000ull), (long)((deadline - now) % 1000000000ull)};

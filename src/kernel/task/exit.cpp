@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"
@@ -177,9 +178,12 @@ void release_zombie(Process& p) {
 }
 
 void reap_dead_tasks(Kernel& k) {
+  hostprocs_mark_gone_locked(k);
   Task** link = &k.dead_tasks;
   while (Task* t = *link) {
-    if (t->host_tid.load() == 0) {
+    // The host clears host_tid when the thread is gone, but not for the
+    // last thread of a host process: its whole process being gone says it.
+    if (t->host_tid.load() == 0 || (t->hproc && t->hproc->gone)) {
       *link = t->dead_next;
       kstack_release(*t);
       virtual_wait_release(*t);
@@ -188,6 +192,7 @@ void reap_dead_tasks(Kernel& k) {
       link = &t->dead_next;
     }
   }
+  hostprocs_free_gone_locked(k);
 }
 
 void exit_thread(Task& t) {
@@ -224,6 +229,8 @@ void exit_thread(Task& t) {
     futex_wake(&p.threads_gone, 1 << 30);
     if (p.nthreads == 0) exit_process(t);
   }
+  // Last, holding nothing: a forked host process may end right here.
+  hostproc_task_left(k, t.hproc);
   flatux_exit_thread();
 }
 

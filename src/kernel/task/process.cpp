@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/lib/kstring.h"
@@ -83,13 +84,14 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
   return p;
 }
 
-Task* task_create_locked(Kernel& k, Process& p, int tid) {
+Task* task_create_locked(Kernel& k, Process& p, int tid, HostProc* hp) {
   reap_dead_tasks(k);
   if (k.ntasks >= kMaxTasks) return nullptr;
   Task* t = k.heap->make<Task>();
   if (!t) return nullptr;
   t->kernel = &k;
   t->proc = &p;
+  t->hproc = hp;
   t->tid = tid;
   t->start_ns = monotonic_ns();
   if (!kstack_setup(*t)) {
@@ -110,6 +112,7 @@ Task* task_create_locked(Kernel& k, Process& p, int tid) {
     *link = t;
   }
   p.nthreads++;
+  hp->ntasks.fetch_add(1);
   return t;
 }
 
@@ -123,6 +126,7 @@ void discard_unstarted_task_locked(Task& t) {
     if (*link) *link = t.next_thread;
   }
   p.nthreads--;
+  t.hproc->ntasks.fetch_sub(1);
   for (Task*& slot : k.tasks)
     if (slot == &t) { slot = nullptr; k.ntasks--; break; }
   k.heap->free(t.entry_fpstate);
@@ -176,7 +180,7 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     p->fs = k.heap->make<FsContext>();
     p->sighand = k.heap->make<SigHand>();
     if (!p->mm || !p->files || !p->fs || !p->sighand) return -ENOMEM;
-    t = task_create_locked(k, *p, p->pid);
+    t = task_create_locked(k, *p, p->pid, k.hproc0);
     if (!t) return -ENOMEM;
     k.init = p;
     copy_cstr(p->fs->cwd, sizeof p->fs->cwd, k.cfg.cwd);

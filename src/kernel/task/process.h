@@ -11,9 +11,10 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid);
 // Undoes task_create_locked for a task whose thread never started (and its
 // process, if it was the only task). The caller holds tasks_lock.
 void discard_unstarted_task_locked(Task& t);
-// A new task in p with its kernel stack (tid == pid for the first one);
-// added to the kernel's table. The caller holds tasks_lock.
-Task* task_create_locked(Kernel& k, Process& p, int tid);
+// A new task in p with its kernel stack (tid == pid for the first one),
+// whose thread will run in host process hp; added to the kernel's table.
+// The caller holds tasks_lock.
+Task* task_create_locked(Kernel& k, Process& p, int tid, HostProc* hp);
 int alloc_pid_locked(Kernel& k);
 
 Process* find_process_locked(Kernel& k, int pid);

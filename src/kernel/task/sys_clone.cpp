@@ -1,14 +1,17 @@
-// clone, vfork, fork. Every new task is a host thread in this one host
-// process; CLONE_VM is therefore the only kind of child we can make (plain
-// fork needs a copy of the address space, which has no place here yet).
+// clone, vfork, fork. A task made with CLONE_VM (a thread, a vfork or
+// posix_spawn child) is a host thread in its parent's host process; a
+// child without CLONE_VM (fork) gets a host process of its own, a
+// copy-on-write copy of its parent's (host/hostproc.h).
 #include <cstring>
 #include <linux/errno.h>
 #include <linux/sched.h>
 #include <sys/syscall.h>
 
 #include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/exit.h"
 #include "kernel/task/process.h"
@@ -20,11 +23,14 @@ constexpr uint64_t kUnsupported = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
                                   CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_PIDFD |
                                   CLONE_PTRACE;
 
-// Gives the child what it shares or copies of its parent (not CLONE_THREAD).
+// Gives the child what it shares or copies of its parent (not CLONE_THREAD);
+// a forked child's Mm comes with its host process (fork_child).
 bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
   Process& p = *t.proc;
-  p.mm->refs.fetch_add(1);
-  c.mm = p.mm;
+  if (flags & CLONE_VM) {
+    p.mm->refs.fetch_add(1);
+    c.mm = p.mm;
+  }
   if (flags & CLONE_FILES) {
     p.files->refs.fetch_add(1);
     c.files = p.files;
@@ -65,28 +71,61 @@ bool prepare_child_entry(Task& t, Task& child, uint64_t flags, uint64_t newsp, u
   return true;
 }
 
+// Fork: the child's Mm names the same ranges as the parent's, and a new
+// host process holds the host's copy of them. The parent's Mm stays locked
+// across the host's copy, so the two agree.
+long fork_child(Task& t, Task& child) {
+  Kernel& k = *t.kernel;
+  Mm& parent = *t.proc->mm;
+  Guard g(parent.lock);
+  Mm* mm = mm_fork(k.heap, parent);
+  if (!mm) {
+    hostproc_abandon(child.hproc);
+    return -ENOMEM;
+  }
+  child.proc->mm = mm;
+  child.hproc->keep_mm = mm;
+  long r = fork_host_process(t, *child.hproc);
+  if (r < 0) {
+    // Not mapped here as the child's: forget the ranges, unmap nothing.
+    child.proc->mm = nullptr;
+    mm_forget(k.heap, mm);
+  }
+  return r;
+}
+
 }  // namespace
 
 long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t ctid, uint64_t tls) {
   if (flags & kUnsupported) return -EINVAL;
   if ((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) return -EINVAL;
   if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return -EINVAL;
-  if (!(flags & CLONE_VM)) return -ENOSYS;  // a real fork(): not in a single address space
+  if ((flags & CLONE_THREAD) && !(flags & CLONE_VM)) return -EINVAL;
+  bool fork = !(flags & CLONE_VM);
   Kernel& k = *t.kernel;
   Task* child;
   {
     Guard g(k.tasks_lock);
     if (t.proc->group_exit) return -EINTR;
     if (k.ntasks >= (int)t.proc->rlimits[6 /*RLIMIT_NPROC*/][0] || k.ntasks >= kMaxTasks) return -EAGAIN;
+    HostProc* hp = fork ? hostproc_new_locked(k) : t.hproc;
+    if (!hp) return -EAGAIN;
     int tid = alloc_pid_locked(k);
-    if (tid < 0) return tid;
+    if (tid < 0) {
+      if (fork) hostproc_abandon(hp);
+      return tid;
+    }
     Process* proc = t.proc;
     if (!(flags & CLONE_THREAD)) {
       Process* parent = (flags & CLONE_PARENT) && t.proc->parent ? t.proc->parent : t.proc;
       proc = process_create_locked(k, parent, tid);
-      if (!proc) return -EAGAIN;
+      if (!proc) {
+        if (fork) hostproc_abandon(hp);
+        return -EAGAIN;
+      }
       proc->exit_signal = (int)(flags & CSIGNAL);
       if (!share_or_copy(k, t, *proc, flags)) {
+        if (fork) hostproc_abandon(hp);
         proc->state = ProcState::kZombie;
         discard_process_resources(*proc);
         release_zombie(*proc);
@@ -94,8 +133,9 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
       }
       tid = proc->pid;
     }
-    child = task_create_locked(k, *proc, tid);
+    child = task_create_locked(k, *proc, tid, hp);
     if (!child) {
+      if (fork) hostproc_abandon(hp);
       if (proc != t.proc) {
         proc->state = ProcState::kZombie;
         discard_process_resources(*proc);
@@ -103,6 +143,7 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
       }
       return -EAGAIN;
     }
+    if (fork) hp->first = child;
     child->sigmask = t.sigmask;
     if (!(flags & CLONE_VM) || (flags & CLONE_VFORK)) {
       child->altstack_sp = t.altstack_sp;
@@ -116,14 +157,23 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
     }
   }
   // Linux ignores a bad tid pointer here: the child exists all the same.
-  if (flags & CLONE_PARENT_SETTID) put_user((void*)ptid, (int)child->tid);
-  if (flags & CLONE_CHILD_SETTID) put_user((void*)ctid, (int)child->tid);
+  // A forked child writes its CLONE_CHILD_SETTID word itself, in its own
+  // copy; the parent's word is written after the copy was made.
+  if ((flags & CLONE_PARENT_SETTID) && !fork) put_user((void*)ptid, (int)child->tid);
+  if (flags & CLONE_CHILD_SETTID) {
+    if (fork) child->set_child_tid = ctid;
+    else put_user((void*)ctid, (int)child->tid);
+  }
   int tid = child->tid;
-  if (!prepare_child_entry(t, *child, flags, newsp, tls) || start_task_thread(*child) < 0) {
+  long r = prepare_child_entry(t, *child, flags, newsp, tls) ? 0 : -ENOMEM;
+  if (r == 0) r = fork ? fork_child(t, *child) : start_task_thread(*child);
+  else if (fork) hostproc_abandon(child->hproc);  // (only ours until cloned)
+  if (r < 0) {
     Guard g(k.tasks_lock);
     discard_unstarted_task_locked(*child);
-    return -EAGAIN;
+    return r == -ENOMEM ? r : -EAGAIN;
   }
+  if ((flags & CLONE_PARENT_SETTID) && fork) put_user((void*)ptid, tid);
   if (flags & CLONE_VFORK) {
     // The parent sleeps until the child has exec'd or exited: they share
     // the stack the child is running on.

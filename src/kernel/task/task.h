@@ -21,6 +21,7 @@ struct Task;
 struct Tty;
 struct MemAccount;
 struct SyscallSites;
+struct HostProc;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -138,6 +139,7 @@ struct Task {
   Task* next_thread = nullptr;
   int tid;
   void* kstack;               // base of the kernel stack (see host/kstack.h)
+  HostProc* hproc = nullptr;  // the host process its thread runs in (host/hostproc.h)
   ucontext_t* regs = nullptr; // the guest's registers during a trap
   uint64_t guest_fs = 0;
   uint64_t clear_child_tid = 0;
@@ -147,6 +149,7 @@ struct Task {
   uint64_t sigmask = 0;
   SigPending pending;
   uint64_t saved_sigmask = 0;    // restored after a sigsuspend-style wait
+  uint64_t real_blocked = 0;     // the mask before sigtimedwait unblocked what it awaits
   bool restore_sigmask = false;
   uint64_t altstack_sp = 0, altstack_size = 0;
   int altstack_flags = SS_DISABLE;
@@ -168,6 +171,7 @@ struct Task {
 
   std::atomic<uint32_t> vfork_done{0};  // our vfork child has exec'd or exited
   std::atomic<uint32_t> host_tid{0};  // cleared by the host when the thread dies
+  uint64_t set_child_tid = 0;         // fork's CLONE_CHILD_SETTID: written by the child itself
   greg_t entry_regs[NGREG]{};         // registers the thread starts guest code with
   void* entry_fpstate = nullptr;      // FPU state it starts with (kernel heap), or clean
   uint64_t start_ns = 0;

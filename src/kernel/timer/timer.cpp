@@ -6,6 +6,8 @@
 #include <sched.h>
 #include <sys/syscall.h>
 
+#include "host/entry.h"
+#include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
@@ -13,8 +15,6 @@
 #include "kernel/task/process.h"
 #include "kernel/time.h"
 
-extern "C" long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid,
-                                    unsigned long tls, void (*fn)(void*), void* arg);
 
 namespace flatux {
 namespace {
@@ -137,18 +137,8 @@ void timer_thread(void* arg) {
 long start_locked(Kernel& k) {
   TimerService& ts = *k.timers;
   if (ts.started) return 0;
-  void* stack = k.heap->alloc_kstack();
-  if (!stack) return -EAGAIN;
-  auto* h = static_cast<KStackHeader*>(stack);
-  h->task = nullptr;  // a kernel thread: no guest task
-  h->magic = kKStackMagic;
-  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-  long r = flatux_clone_thread(flags, (char*)stack + kKernelStackSize, nullptr, 0, timer_thread, &k);
-  if (r < 0) {
-    k.heap->free_kstack(stack);
-    return r;
-  }
-  ts.stack = stack;
+  long r = start_kernel_thread(k, timer_thread, &k, &ts.stack);
+  if (r < 0) return r;
   ts.started = true;
   return 0;
 }
@@ -157,14 +147,23 @@ long start_locked(Kernel& k) {
 
 uint64_t process_cpu_ns_locked(Process& p, int kind) {
   uint64_t total = p.cpu_ns;
+  int clock_kind = kind == kCpuVirtual ? 1 : 2;  // CPUCLOCK_VIRT or CPUCLOCK_SCHED
   for (Task* t = p.threads; t; t = t->next_thread) {
     uint32_t tid = t->host_tid.load();
     if (tid <= 1) continue;
-    // The host's per-thread CPU clocks: MAKE_THREAD_CPUCLOCK(tid, VIRT or SCHED).
-    long clock = ((long)~(uint64_t)tid << 3) | 4 | (kind == kCpuVirtual ? 1 : 2);
+    // The host's per-thread CPU clocks: MAKE_THREAD_CPUCLOCK(tid, kind).
+    long clock = ((long)~(uint64_t)tid << 3) | 4 | clock_kind;
     timespec ts;
-    if (host::sys(SYS_clock_gettime, clock, &ts) == 0)
-      total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    if (host::sys(SYS_clock_gettime, clock, &ts) != 0) {
+      // A thread of another host process (a forked guest) has no thread
+      // clock here: its host process's clock (MAKE_PROCESS_CPUCLOCK) counts
+      // the whole process, once.
+      clock = ((long)~(uint64_t)task_host_pid(*t) << 3) | clock_kind;
+      if (host::sys(SYS_clock_gettime, clock, &ts) == 0)
+        total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+      break;
+    }
+    total += (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
   }
   return total;
 }
@@ -212,6 +211,11 @@ void timer_remove(Kernel& k, KTimer* t) {
   while (*link && *link != t) link = &(*link)->next;
   if (*link) *link = t->next;
   k.heap->destroy_obj(t);
+}
+
+long timers_start(Kernel& k) {
+  Guard g(k.timers->lock);
+  return start_locked(k);
 }
 
 void timers_release_process(Kernel& k, Process& p) {

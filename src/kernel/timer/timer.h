@@ -44,6 +44,9 @@ long timer_arm(Kernel& k, KTimer* t, uint64_t expires_ns, uint64_t interval_ns);
 KTimer* timer_add(Kernel& k, Process& p, int id);
 KTimer* timer_find_locked(Kernel& k, Process& p, int id);
 void timer_remove(Kernel& k, KTimer* t);
+// Starts the service thread now, in the calling host process (the first
+// one: forked host processes come and go, the timers must not).
+long timers_start(Kernel& k);
 // Every timer of a process that is going away.
 void timers_release_process(Kernel& k, Process& p);
 

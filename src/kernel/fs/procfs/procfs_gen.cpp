@@ -8,7 +8,9 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <sys/uio.h>
 
+#include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
@@ -58,12 +60,19 @@ char state_char(const Process& p) { return p.state == ProcState::kZombie ? 'Z' :
 
 void mask_hex(SynthText& o, uint64_t m) { o.hex(m, 16); }
 
-// Copies a range of the process's own memory (cmdline, environ).
-long user_range(SynthText& o, uintptr_t start, uintptr_t end) {
+// Copies a range of a process's memory (cmdline, environ): from here when
+// it lives in the reader's host process, else from the host process it
+// lives in (a forked one).
+long user_range(SynthText& o, const Task& task, uintptr_t start, uintptr_t end) {
+  int host_pid = task_host_pid(task);
+  bool here = host_pid == (int)host::sys(SYS_getpid);
   char buf[512];
   for (uintptr_t p = start; p < end;) {
     size_t n = end - p < sizeof buf ? end - p : sizeof buf;
-    if (copy_from_user(buf, (const void*)p, n) < 0) return 0;  // gone: empty, like a zombie's
+    iovec local{buf, n}, remote{(void*)p, n};
+    long r = here ? copy_from_user(buf, (const void*)p, n)
+                  : host::sys(SYS_process_vm_readv, host_pid, &local, 1, &remote, 1, 0);
+    if (r < 0 || (!here && r != (long)n)) return 0;  // gone: empty, like a zombie's
     o.str(std::string_view(buf, n));
     p += n;
   }
@@ -251,8 +260,8 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
   if (!task || task->proc->state != ProcState::kRunning) return -ENOENT;
   Process& p = *task->proc;
   switch (f) {
-    case ProcFile::kCmdline: return p.mm ? user_range(o, p.mm->arg_start, p.mm->arg_end) : 0;
-    case ProcFile::kEnviron: return p.mm ? user_range(o, p.mm->env_start, p.mm->env_end) : 0;
+    case ProcFile::kCmdline: return p.mm ? user_range(o, *task, p.mm->arg_start, p.mm->arg_end) : 0;
+    case ProcFile::kEnviron: return p.mm ? user_range(o, *task, p.mm->env_start, p.mm->env_end) : 0;
     case ProcFile::kComm: o.str(p.comm).ch('\n'); return 0;
     case ProcFile::kStat: gen_stat(o, k, p, task); return 0;
     case ProcFile::kStatm: {
