@@ -13,10 +13,12 @@
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
 #include "kernel/fs/tmpfs/tmpfs.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/net/net.h"
 #include "kernel/printk.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
+#include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
@@ -42,11 +44,14 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   }
   k->vfs = heap->make<Vfs>(heap);
   k->locks = heap->make<LockTable>(heap);
+  k->leases = heap->make<LeaseTable>(heap);
   k->timers = heap->make<TimerService>();
   k->net = net_state_create(heap);
   k->log = log_buffer_create(heap);
   k->blocks = heap->make<BlockDevices>();
-  if (!k->hproc0 || !k->blocks || !k->vfs || !k->locks || !k->timers || !k->net || !k->log) {
+  k->ipc = ipc_namespace_create(heap);
+  if (!k->hproc0 || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net ||
+      !k->log) {
     heap->destroy();
     return nullptr;
   }

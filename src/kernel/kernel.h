@@ -8,11 +8,13 @@
 #include "kernel/boot/boot_config.h"
 #include "kernel/heap.h"
 #include "kernel/lib/sync.h"
+#include "kernel/sys/sysctl.h"
 #include "kernel/task/task.h"
 
 namespace flatux {
 
 class LockTable;
+class LeaseTable;
 
 class Vfs;
 struct TimerService;
@@ -21,6 +23,7 @@ struct LogBuffer;
 struct Console;
 struct BlockDevices;
 struct SiteSurvey;
+struct IpcNamespace;
 struct HostProc;
 struct GateRequest;
 struct RetiredStack;
@@ -63,6 +66,7 @@ struct KernelConfig {
 struct MemAccount {
   std::atomic<uint64_t> used{0};
   uint64_t limit = 0;  // 0: no limit of our own
+  std::atomic<int> max_map_count{65530};  // vm.max_map_count: regions per process
 };
 
 // uname's node and domain names (sethostname, setdomainname).
@@ -82,10 +86,13 @@ struct Kernel {
   KernelConfig cfg;
   Vfs* vfs = nullptr;
   LockTable* locks = nullptr;
+  LeaseTable* leases = nullptr;
   TimerService* timers = nullptr;
   NetState* net = nullptr;
   BlockDevices* blocks = nullptr;  // ubd and loop devices (kernel/block/ubd.h)
   SiteSurvey* survey = nullptr;    // --site-survey (kernel/mm/site_survey.h)
+  IpcNamespace* ipc = nullptr;     // System V IPC (kernel/ipc/ipc.h)
+  Sysctl sysctl;                   // the tunables /proc/sys shows (kernel/sys/sysctl.h)
   uint64_t boot_ns = 0;
 
   KMutex tasks_lock;

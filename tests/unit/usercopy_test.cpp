@@ -52,6 +52,14 @@ TEST_F(UserCopyTest, BadPointersAreEfaultNotACrash) {
   EXPECT_FALSE(access_ok((void*)~0ull, 2));
 }
 
+TEST_F(UserCopyTest, EmptyRangesAreFineAnywhereInUserSpace) {
+  // Linux's access_ok(NULL, 0) holds: a zero-length transfer touches nothing.
+  EXPECT_TRUE(access_ok(nullptr, 0));
+  EXPECT_TRUE(access_ok((void*)0x1234, 0));
+  EXPECT_FALSE(access_ok((void*)~0ull, 0));
+  EXPECT_FALSE(access_ok(nullptr, 1));
+}
+
 TEST_F(UserCopyTest, ReadOnlyPageRefusesWrites) {
   char* p = static_cast<char*>(mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   char buf[4] = {1, 2, 3, 4};

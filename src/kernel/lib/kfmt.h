@@ -59,6 +59,24 @@ class KFmt {
     return *this;
   }
 
+  // Right-aligned signed decimal ("%*d").
+  KFmt& pad_dec(int64_t v, int width) {
+    char tmp[24];
+    KFmt t(tmp, sizeof tmp);
+    t.dec(v);
+    for (int i = (int)t.size(); i < width; i++) ch(' ');
+    return str(t.view());
+  }
+  // Right-aligned octal without a prefix ("%*o").
+  KFmt& pad_oct(uint64_t v, int width) {
+    char tmp[24];
+    int n = 0;
+    do { tmp[n++] = char('0' + (v & 7)); v >>= 3; } while (v);
+    for (int i = n; i < width; i++) ch(' ');
+    while (n) ch(tmp[--n]);
+    return *this;
+  }
+
   size_t size() const { return len_; }
   bool truncated() const { return truncated_; }
   const char* data() const { return buf_; }

@@ -16,6 +16,7 @@
 #include "kernel/loader/elf_parse.h"
 #include "kernel/mm/mm.h"
 #include "kernel/vfs/ops.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
@@ -50,7 +51,8 @@ long open_exec(Task& t, const char* path, ExecFile& ef) {
   if (r < 0) return r;
   if (!ef.f->ops->stat || ef.f->ops->stat(t, *ef.f, &ef.st) < 0) return -EACCES;
   if (S_ISDIR(ef.st.st_mode)) return -EACCES;
-  if (!S_ISREG(ef.st.st_mode) || !(ef.st.st_mode & 0111)) return -EACCES;
+  // Execute permission for the caller's class (root: anyone's x bit).
+  if (!S_ISREG(ef.st.st_mode) || may_access(t, ef.st, X_OK) < 0) return -EACCES;
   if (ef.f->mount && (ef.f->mount->flags & MS_NOEXEC)) return -EACCES;
   if (ef.f->host_fd < 0 && ef.f->ops->shared_map_fd) {
     // A file in kernel memory (tmpfs) is loaded from the host descriptor

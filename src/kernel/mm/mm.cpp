@@ -7,14 +7,37 @@
 
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/site_survey.h"
 #include "kernel/mm/syscall_sites.h"
 
 namespace flatux {
 
+bool mm_too_many_maps(const Mm& mm, int extra) {
+  if (!mm.acct || extra <= 0) return false;
+  return mm.regions.count() + extra > mm.acct->max_map_count.load(std::memory_order_relaxed);
+}
+
+int mm_splits_for(const Mm& mm, uintptr_t start, uintptr_t end) {
+  int n = 0;
+  for (const Region* r = mm.regions.first(); r; r = r->next) {
+    if (r->start < start && start < r->end) n++;
+    if (r->start < end && end < r->end) n++;
+  }
+  return n;
+}
+
 long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int host_fd,
-            uint64_t off, RegionKind kind, bool fixed) {
+            uint64_t off, RegionKind kind, bool fixed, const RegionAttrs& attrs) {
+  // Linux's do_mmap: no new mapping once the count is past vm.max_map_count.
+  if (mm.acct && mm.regions.count() > mm.acct->max_map_count.load(std::memory_order_relaxed)) return -ENOMEM;
+  RegionAttrs a = attrs;
+  if (mm.lock_future && kind != kRegionStack && kind != kRegionBrk) {
+    a.locked = true;
+    if (!(mm.lock_future & 4 /*MCL_ONFAULT*/)) host_flags |= MAP_LOCKED;
+  }
+  if (host_flags & MAP_LOCKED) a.locked = true;
   if (fixed) {
     if (!access_ok((void*)hint, len)) return -ENOMEM;
     if (mm.regions.covers(hint, hint + len)) {
@@ -31,16 +54,19 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
   uint8_t flags = (host_flags & MAP_TYPE) == MAP_SHARED ? kRegionShared : 0;
-  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, flags)) {
+  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, flags, a)) {
     host::sys(SYS_munmap, addr, len);
     return -ENOMEM;
   }
   mm_recharge(mm);
+  if (fixed) shm_forget_unmapped(mm);  // it may have replaced an attachment
   return (long)addr;
 }
 
 long mm_unmap(Mm& mm, uintptr_t addr, size_t len) {
   uintptr_t end = addr + len;
+  // Cutting a hole in one region makes two: not past vm.max_map_count.
+  if (mm.regions.splits(addr, end) && mm_too_many_maps(mm, 1)) return -ENOMEM;
   syscall_sites_forget(mm, addr, end);
   for (const Region* r = mm.regions.first(); r; r = r->next) {
     uintptr_t s = r->start > addr ? r->start : addr;
@@ -49,6 +75,7 @@ long mm_unmap(Mm& mm, uintptr_t addr, size_t len) {
   }
   bool ok = mm.regions.remove(addr, end);
   mm_recharge(mm);
+  shm_forget_unmapped(mm);
   return ok ? 0 : -ENOMEM;
 }
 
@@ -110,6 +137,7 @@ void mm_release(Mm& mm) {
   Guard g(mm.lock);
   site_survey_fold(mm);
   syscall_sites_release(mm);
+  shm_detach_all(mm);
   for (const Region* r = mm.regions.first(); r; r = r->next)
     host::sys(SYS_munmap, r->start, r->end - r->start);
   mm.regions.clear();
@@ -149,12 +177,18 @@ Mm* mm_fork(Heap* heap, Mm& parent) {
     return nullptr;
   }
   mm_recharge(*mm);
+  // System V attachments are inherited: the child's count too.
+  if (shm_copy_attachments(parent, *mm) < 0) {
+    mm_forget(heap, mm);
+    return nullptr;
+  }
   return mm;
 }
 
 void mm_forget(Heap* heap, Mm* mm) {
   if (!mm) return;
   syscall_sites_release(*mm, false);
+  shm_detach_all(*mm);  // the records and counts only: nothing is unmapped
   mm->regions.clear();
   mm_recharge(*mm);
   heap->destroy_obj(mm);
@@ -169,6 +203,16 @@ void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si) {
   if (si->freeram > free) si->freeram = free;
   if (si->bufferram > si->freeram) si->bufferram = 0;
 }
+
+bool mem_charge(MemAccount& acct, uint64_t bytes) {
+  uint64_t used = acct.used.load(std::memory_order_relaxed);
+  do {
+    if (acct.limit && used + bytes > acct.limit) return false;
+  } while (!acct.used.compare_exchange_weak(used, used + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+void mem_uncharge(MemAccount& acct, uint64_t bytes) { acct.used.fetch_sub(bytes, std::memory_order_relaxed); }
 
 bool mm_charge_fits(const Mm& mm, uint64_t extra) {
   if (!mm.acct || !mm.acct->limit) return true;

@@ -21,9 +21,15 @@ constexpr size_t kBrkReserve = 1ull << 30;
 // Maps memory for the process; `hint` is only a preference unless `fixed`
 // (then the range must be the process's own or free). Returns the address
 // or -errno.
+// `attrs` says what /proc/PID/maps shows of it (shared, its file).
 long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int host_fd,
-            uint64_t off, RegionKind kind, bool fixed);
+            uint64_t off, RegionKind kind, bool fixed, const RegionAttrs& attrs = {});
 long mm_unmap(Mm& mm, uintptr_t addr, size_t len);
+// vm.max_map_count: would a change adding `extra` regions (splits) go
+// over it? (mm.lock held)
+bool mm_too_many_maps(const Mm& mm, int extra);
+// How many regions splitting at start and end would add.
+int mm_splits_for(const Mm& mm, uintptr_t start, uintptr_t end);
 // Reserves the brk range, preferably right after `after`.
 long mm_setup_brk(Mm& mm, uintptr_t after);
 // Main stack: reserved size, and the guard that always stays inaccessible.
@@ -55,10 +61,15 @@ void mm_forget(Heap* heap, Mm* mm);
 bool mm_charge_fits(const Mm& mm, uint64_t extra);
 // Recomputes the Mm's charge after its regions changed (mm.lock held).
 void mm_recharge(Mm& mm);
+// Kernel-held memory outside any Mm (System V shared memory segments):
+// charged when it fits under mem= (false: ENOMEM), given back later.
+bool mem_charge(MemAccount& acct, uint64_t bytes);
+void mem_uncharge(MemAccount& acct, uint64_t bytes);
 // With a mem= limit, sysinfo's RAM figures describe that machine.
 void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si);
 // Is a mapping with this protection and kind charged?
 inline bool mm_chargeable(int prot, RegionKind kind) {
+  if (kind == kRegionShm) return false;  // the segment is charged, once
   return (prot & 2 /*PROT_WRITE*/) || (prot != 0 && kind == kRegionAnon);
 }
 

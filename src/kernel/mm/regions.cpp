@@ -1,8 +1,31 @@
 #include "kernel/mm/regions.h"
 
+#include <cstring>
+
 #include "kernel/heap.h"
 
 namespace flatux {
+
+RegionName* region_name_make(Heap* heap, const char* path, uint64_t dev, uint64_t ino) {
+  size_t len = strlen(path);
+  auto* n = static_cast<RegionName*>(heap->alloc(sizeof(RegionName) + len));
+  if (!n) return nullptr;
+  new (n) RegionName();
+  n->dev = dev;
+  n->ino = ino;
+  memcpy(n->path, path, len + 1);
+  return n;
+}
+
+void region_name_put(Heap* heap, RegionName* n) {
+  if (n && n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) heap->free(n);
+}
+
+void RegionList::drop(Region* r) {
+  region_name_put(heap_, r->attrs.name);
+  heap_->destroy_obj(r);
+  count_--;
+}
 
 bool RegionList::split_at(uintptr_t addr) {
   for (Region* r = head_; r; r = r->next) {
@@ -10,8 +33,11 @@ bool RegionList::split_at(uintptr_t addr) {
       Region* tail = heap_->make<Region>(*r);
       if (!tail) return false;
       tail->start = addr;
+      tail->attrs.offset = r->attrs.offset + (addr - r->start);
+      if (tail->attrs.name) tail->attrs.name->refs.fetch_add(1, std::memory_order_relaxed);
       r->end = addr;
       r->next = tail;
+      count_++;
       return true;
     }
   }
@@ -24,7 +50,7 @@ bool RegionList::remove(uintptr_t start, uintptr_t end) {
   while (Region* r = *link) {
     if (r->start >= start && r->end <= end) {
       *link = r->next;
-      heap_->destroy_obj(r);
+      drop(r);
     } else {
       link = &r->next;
     }
@@ -32,10 +58,13 @@ bool RegionList::remove(uintptr_t start, uintptr_t end) {
   return true;
 }
 
-bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags) {
+bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags,
+                     const RegionAttrs& attrs) {
   if (start >= end || !remove(start, end)) return false;
-  Region* n = heap_->make<Region>(Region{start, end, prot, kind, flags, nullptr});
+  Region* n = heap_->make<Region>(Region{start, end, prot, kind, flags, nullptr, attrs});
   if (!n) return false;
+  if (attrs.name) attrs.name->refs.fetch_add(1, std::memory_order_relaxed);
+  count_++;
   Region** link = &head_;
   while (*link && (*link)->start < start) link = &(*link)->next;
   n->next = *link;
@@ -48,6 +77,26 @@ bool RegionList::set_prot(uintptr_t start, uintptr_t end, int prot) {
   for (Region* r = head_; r; r = r->next)
     if (r->start >= start && r->end <= end) r->prot = prot;
   return true;
+}
+
+bool RegionList::set_locked(uintptr_t start, uintptr_t end, bool locked) {
+  if (!split_at(start) || !split_at(end)) return false;
+  for (Region* r = head_; r; r = r->next)
+    if (r->start >= start && r->end <= end) r->attrs.locked = locked;
+  return true;
+}
+
+size_t RegionList::locked_bytes() const {
+  size_t n = 0;
+  for (const Region* r = head_; r; r = r->next)
+    if (r->attrs.locked) n += r->end - r->start;
+  return n;
+}
+
+bool RegionList::splits(uintptr_t start, uintptr_t end) const {
+  for (const Region* r = head_; r; r = r->next)
+    if (r->start < start && end < r->end) return true;
+  return false;
 }
 
 bool RegionList::covers(uintptr_t start, uintptr_t end) const {
@@ -82,11 +131,15 @@ bool RegionList::copy_from(const RegionList& src) {
   Region** tail = &head_;
   for (const Region* r = src.head_; r; r = r->next) {
     uint8_t flags = r->flags | ((r->flags & kRegionShared) ? kRegionUncharged : 0);
-    Region* n = heap_->make<Region>(Region{r->start, r->end, r->prot, r->kind, flags, nullptr});
+    RegionAttrs attrs = r->attrs;
+    attrs.locked = false;  // a forked child's memory is not locked (Linux)
+    Region* n = heap_->make<Region>(Region{r->start, r->end, r->prot, r->kind, flags, nullptr, attrs});
     if (!n) {
       clear();
       return false;
     }
+    if (attrs.name) attrs.name->refs.fetch_add(1, std::memory_order_relaxed);
+    count_++;
     *tail = n;
     tail = &n->next;
   }
@@ -96,7 +149,7 @@ bool RegionList::copy_from(const RegionList& src) {
 void RegionList::clear() {
   while (Region* r = head_) {
     head_ = r->next;
-    heap_->destroy_obj(r);
+    drop(r);
   }
 }
 

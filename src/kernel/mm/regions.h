@@ -3,6 +3,7 @@
 // "the process's own": munmap/mprotect/MAP_FIXED may only touch these
 // ranges, and exit releases exactly them.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -10,7 +11,27 @@ namespace flatux {
 
 class Heap;
 
-enum RegionKind : uint8_t { kRegionAnon, kRegionFile, kRegionStack, kRegionBrk, kRegionImage };
+// kRegionShm: a System V shared memory attachment (ipc/shm.cpp), charged to
+// mem= once as a segment, not again per mapping.
+enum RegionKind : uint8_t { kRegionAnon, kRegionFile, kRegionStack, kRegionBrk, kRegionImage, kRegionShm };
+
+// The file a mapping shows in /proc/PID/maps: its device, inode and path,
+// shared by the pieces of a split mapping (reference counted).
+struct RegionName {
+  std::atomic<int> refs{1};
+  uint64_t dev = 0, ino = 0;
+  char path[1];  // NUL-terminated, allocated to its length
+};
+RegionName* region_name_make(Heap* heap, const char* path, uint64_t dev, uint64_t ino);
+void region_name_put(Heap* heap, RegionName* n);
+
+// What /proc/PID/maps and mlock know of a mapping besides its range,
+// protection and flags.
+struct RegionAttrs {
+  bool locked = false;        // mlock'ed (VmLck)
+  uint64_t offset = 0;        // file offset of the first page
+  RegionName* name = nullptr; // the file mapped, or nullptr (the list takes its own reference)
+};
 
 // Region flags: a MAP_SHARED mapping; a mapping charged to another Mm
 // (a forked child's view of its parent's shared memory, see mm_fork).
@@ -22,31 +43,43 @@ struct Region {
   RegionKind kind;
   uint8_t flags;
   Region* next;
+  RegionAttrs attrs;
 };
 
 class RegionList {
  public:
   explicit RegionList(Heap* h) : heap_(h) {}
   // Adds [start, end); overlapping parts of existing regions are replaced.
-  bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags = 0);
+  bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags = 0,
+           const RegionAttrs& attrs = {});
   // Makes this (empty) list a copy of `src`; shared regions of the copy
-  // get kRegionUncharged. False when out of memory (the list is cleared).
+  // get kRegionUncharged, and no region is locked (mlock is not
+  // inherited). False when out of memory (the list is cleared).
   bool copy_from(const RegionList& src);
   // Forgets [start, end) (splitting regions as needed). Returns false only
   // if memory for a split could not be allocated.
   bool remove(uintptr_t start, uintptr_t end);
   bool set_prot(uintptr_t start, uintptr_t end, int prot);
+  bool set_locked(uintptr_t start, uintptr_t end, bool locked);
+  size_t locked_bytes() const;
+  int count() const { return count_; }
+  // Would removing or changing [start, end) split a region in two (one
+  // region more)?
+  bool splits(uintptr_t start, uintptr_t end) const;
   bool covers(uintptr_t start, uintptr_t end) const;   // every byte owned
   bool overlaps(uintptr_t start, uintptr_t end) const; // any byte owned
   const Region* find(uintptr_t addr) const;
   const Region* first() const { return head_; }
   size_t total_bytes() const;
   void clear();
+  Heap* heap() const { return heap_; }
 
  private:
   bool split_at(uintptr_t addr);
+  void drop(Region* r);
   Heap* heap_;
   Region* head_ = nullptr;
+  int count_ = 0;
 };
 
 }  // namespace flatux

@@ -102,9 +102,11 @@ struct HostAddr {
 
 enum class AddrUse { kBind, kConnect, kSend };
 
-// Reads a guest sockaddr of `len` bytes and translates it. Errors as Linux
-// gives them for bad addresses (EINVAL, EFAULT, ENAMETOOLONG, ENOENT...).
-long addr_from_user(Task& t, uint64_t guest, uint64_t len, AddrUse use, HostAddr* out);
+// Reads a guest sockaddr of `len` bytes for the host socket `host_fd` and
+// translates it. Errors as Linux gives them for bad addresses (EINVAL,
+// EFAULT, ENAMETOOLONG, ENOENT...). An AF_UNIX address given to a socket
+// of another family goes to the host untranslated, which refuses it.
+long addr_from_user(Task& t, int host_fd, uint64_t guest, uint64_t len, AddrUse use, HostAddr* out);
 // Turns an address the host reported into the guest's view, in place.
 void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len);
 // Linux's move_addr_to_user: copies at most *guest_lenp bytes and stores

@@ -157,12 +157,16 @@ UnixName* unix_name_find(Kernel& k, const char* host_path) {
   return nullptr;
 }
 
-long addr_from_user(Task& t, uint64_t guest, uint64_t len, AddrUse use, HostAddr* out) {
+long addr_from_user(Task& t, int host_fd, uint64_t guest, uint64_t len, AddrUse use, HostAddr* out) {
   out->heap = t.kernel->heap;
   if (len > sizeof(sockaddr_storage) || (int64_t)len < 0) return -EINVAL;
   if (len && copy_from_user(&out->sa, (const void*)guest, len) < 0) return -EFAULT;
   out->len = (socklen_t)len;
   if (len <= kSunPathOff || out->sa.ss_family != AF_UNIX) return 0;  // the host judges the rest
+  int domain = AF_UNIX;
+  socklen_t dlen = sizeof domain;
+  if (host::sys(SYS_getsockopt, host_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) == 0 && domain != AF_UNIX)
+    return 0;  // not a name for this socket: the host refuses it as Linux would
   sockaddr_un& su = un(out->sa);
   size_t plen = len - kSunPathOff;
   if (plen > kSunPathMax) return -EINVAL;

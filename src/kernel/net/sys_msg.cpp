@@ -214,8 +214,8 @@ struct Sock {
   FdRef f;
   long err = 0;
   Sock(Task& t, uint64_t fd) : f(t, fd) {
-    if (!f) err = -EBADF;
-    else if (f->host_fd < 0 || (f->flags & O_PATH)) err = -ENOTSOCK;
+    if (!f || (f->flags & O_PATH)) err = -EBADF;  // O_PATH: no descriptor to socket calls
+    else if (f->host_fd < 0) err = -ENOTSOCK;
   }
 };
 
@@ -224,7 +224,7 @@ long send_one(Task& t, Sock& s, KIov& iov, uint64_t name, uint64_t namelen, uint
   msghdr km{};
   HostAddr ha;
   if (name && namelen) {
-    long r = addr_from_user(t, name, namelen, AddrUse::kSend, &ha);
+    long r = addr_from_user(t, s.f->host_fd, name, namelen, AddrUse::kSend, &ha);
     if (r < 0) return r;
     km.msg_name = &ha.sa;
     km.msg_namelen = ha.len;

@@ -31,6 +31,13 @@ bool net_denied(Task& t, int domain) {
 }
 bool type_ok(int type) { return type == SOCK_STREAM || type == SOCK_DGRAM || type == SOCK_SEQPACKET; }
 
+// Raw and packet sockets need CAP_NET_RAW, which only the guest's root has;
+// the host (which may grant them to the whole flatux process) is asked
+// first, so a bad type or protocol gets Linux's own errno.
+bool needs_net_raw(int domain, int type) {
+  return (type == SOCK_RAW || type == SOCK_PACKET) && domain != AF_UNIX;
+}
+
 // Netlink: only NETLINK_ROUTE, as datagrams (SOCK_RAW and SOCK_DGRAM are
 // the same there).
 long netlink_type_check(int type, uint64_t protocol) {
@@ -44,8 +51,10 @@ struct SockRef {
   FdRef f;
   long err = 0;
   SockRef(Task& t, uint64_t fd) : f(t, fd) {
-    if (!f) err = -EBADF;
-    else if (f->host_fd < 0 || (f->flags & O_PATH)) err = -ENOTSOCK;
+    // An O_PATH descriptor is no descriptor to socket calls (EBADF), as
+    // Linux's fdget leaves such files out.
+    if (!f || (f->flags & O_PATH)) err = -EBADF;
+    else if (f->host_fd < 0) err = -ENOTSOCK;
   }
   int host() const { return f->host_fd; }
 };
@@ -113,12 +122,17 @@ long sys_socket(Task& t, SyscallArgs a) {
   int domain = (int)a[0], type = (int)a[1];
   if (type & ~(kTypeFlags | 0xf)) return -EINVAL;
   if (!family_ok(domain)) return -EAFNOSUPPORT;
-  long r = domain == AF_NETLINK ? netlink_type_check(type & 0xf, a[2])
-                                : type_ok(type & 0xf) ? 0 : -ESOCKTNOSUPPORT;
-  if (r < 0) return r;
+  if (domain == AF_NETLINK) {
+    if (long r = netlink_type_check(type & 0xf, a[2]); r < 0) return r;
+  }
   if (net_denied(t, domain)) return -EACCES;
+  // The type and protocol are the host's to judge (its errno is Linux's).
   long hfd = host::sys(SYS_socket, domain, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, a[2]);
   if (hfd < 0) return hfd;
+  if (needs_net_raw(domain, type & 0xf) && t.proc->creds.euid != 0) {
+    host::sys(SYS_close, hfd);
+    return -EPERM;
+  }
   File* f = sock_file_adopt(t.kernel->heap, (int)hfd, file_flags(type));
   if (!f) return -ENOMEM;
   sock_priv(*f)->netlink = domain == AF_NETLINK;
@@ -129,12 +143,18 @@ long sys_socketpair(Task& t, SyscallArgs a) {
   int domain = (int)a[0], type = (int)a[1];
   if (type & ~(kTypeFlags | 0xf)) return -EINVAL;
   if (!family_ok(domain)) return -EAFNOSUPPORT;
-  if (domain != AF_UNIX) return -EOPNOTSUPP;
-  if (!type_ok(type & 0xf)) return -ESOCKTNOSUPPORT;
+  if (net_denied(t, domain)) return -EACCES;
   if (!access_ok((void*)a[3], 2 * sizeof(int))) return -EFAULT;
+  // Only AF_UNIX makes pairs; the host says why another cannot (a bad
+  // protocol: EPROTONOSUPPORT; no pairs in that family: EOPNOTSUPP).
   int hfd[2];
   long r = host::sys(SYS_socketpair, domain, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, a[2], hfd);
   if (r < 0) return r;
+  if (domain != AF_UNIX) {  // cannot happen on Linux; never hand the guest one
+    host::sys(SYS_close, hfd[0]);
+    host::sys(SYS_close, hfd[1]);
+    return -EOPNOTSUPP;
+  }
   Heap* h = t.kernel->heap;
   File* f0 = sock_file_adopt(h, hfd[0], file_flags(type));
   File* f1 = sock_file_adopt(h, hfd[1], file_flags(type));
@@ -166,7 +186,7 @@ long sys_bind(Task& t, SyscallArgs a) {
   SockRef s(t, a[0]);
   if (s.err) return s.err;
   HostAddr ha;
-  long r = addr_from_user(t, a[1], a[2], AddrUse::kBind, &ha);
+  long r = addr_from_user(t, s.host(), a[1], a[2], AddrUse::kBind, &ha);
   if (r < 0) return r;
   if (ha.sa.ss_family == AF_UNIX && ha.len == kSunPathOff) return unix_autobind(t, s.host());
   r = host::sys(SYS_bind, s.host(), &ha.sa, ha.len);
@@ -232,7 +252,7 @@ long sys_connect(Task& t, SyscallArgs a) {
   SockRef s(t, a[0]);
   if (s.err) return s.err;
   HostAddr ha;
-  long r = addr_from_user(t, a[1], a[2], AddrUse::kConnect, &ha);
+  long r = addr_from_user(t, s.host(), a[1], a[2], AddrUse::kConnect, &ha);
   if (r < 0) return r;
   SockPriv* p = sock_priv(*s.f);
   if (p && p->netlink && (r = netlink_check_dest(ha.sa, ha.len)) < 0) return r;

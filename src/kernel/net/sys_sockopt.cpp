@@ -2,6 +2,7 @@
 // values bounced through kernel memory. Anything else is ENOPROTOOPT, so no
 // option can hand the host a guest pointer or change more than the socket.
 #include <cstring>
+#include <fcntl.h>
 #include <linux/errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -41,6 +42,15 @@ constexpr OptSpec kOpts[] = {
     {IPPROTO_TCP, TCP_CORK, 4, kBoth},      {IPPROTO_TCP, TCP_QUICKACK, 4, kBoth},
     {IPPROTO_IPV6, IPV6_V6ONLY, 4, kBoth},
     {IPPROTO_IP, IP_TOS, 4, kBoth},         {IPPROTO_IP, IP_TTL, 4, kBoth},
+    // Multicast membership: struct group_req / ip_mreq hold no pointers.
+    {IPPROTO_IP, MCAST_JOIN_GROUP, sizeof(group_req), kSet},
+    {IPPROTO_IP, MCAST_LEAVE_GROUP, sizeof(group_req), kSet},
+    {IPPROTO_IPV6, MCAST_JOIN_GROUP, sizeof(group_req), kSet},
+    {IPPROTO_IPV6, MCAST_LEAVE_GROUP, sizeof(group_req), kSet},
+    {IPPROTO_IP, IP_ADD_MEMBERSHIP, sizeof(ip_mreq), kSet},
+    {IPPROTO_IP, IP_DROP_MEMBERSHIP, sizeof(ip_mreq), kSet},
+    {IPPROTO_IP, IP_MULTICAST_TTL, 4, kBoth},
+    {IPPROTO_IP, IP_MULTICAST_LOOP, 4, kBoth},
     // Netlink: group membership (notifications are read-only) and the
     // reply formats iproute2 asks for.
     {SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, 4, kSet}, {SOL_NETLINK, NETLINK_DROP_MEMBERSHIP, 4, kSet},
@@ -56,7 +66,7 @@ const OptSpec* find_opt(int level, int name) {
 }
 
 long sock_host(Task& t, FdRef& f) {
-  if (!f) return -EBADF;
+  if (!f || (f->flags & O_PATH)) return -EBADF;
   if (f->host_fd < 0) return -ENOTSOCK;
   return f->host_fd;
 }
@@ -70,7 +80,7 @@ long sys_setsockopt(Task& t, SyscallArgs a) {
   const OptSpec* o = find_opt((int)a[1], (int)a[2]);
   if (!o || !(o->dirs & kSet)) return -ENOPROTOOPT;
   if ((int)a[4] < o->size) return -EINVAL;
-  unsigned char buf[32] = {};
+  unsigned char buf[sizeof(group_req)] = {};
   if (copy_from_user(buf, (const void*)a[3], o->size) < 0) return -EFAULT;
   return host::sys(SYS_setsockopt, hfd, o->level, o->name, buf, o->size);
 }

@@ -29,7 +29,9 @@ long sys_uname(Task& t, SyscallArgs a) {
   }
   copy_cstr(u.release, sizeof u.release, "6.1.0-flatux");
   copy_cstr(u.version, sizeof u.version, "#1 SMP flatux " FLATUX_VERSION_STRING);
-  copy_cstr(u.machine, sizeof u.machine, "x86_64");
+  // PER_LINUX32 (setarch i686): a 32-bit machine, as Linux's override_architecture.
+  bool linux32 = (t.proc->personality & 0xff) == 0x0008;
+  copy_cstr(u.machine, sizeof u.machine, linux32 ? "i686" : "x86_64");
   return copy_to_user((void*)a[0], &u, sizeof u);
 }
 

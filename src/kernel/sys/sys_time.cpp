@@ -2,6 +2,7 @@
 #include <linux/errno.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/timex.h>
 
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
@@ -130,6 +131,58 @@ long sys_restart_syscall(Task& t, SyscallArgs) {
   uint64_t deadline = t.restart_deadline_ns;
   t.restart_deadline_ns = 0;
   return sleep_until(t, t.restart_clock, deadline, 0, false);
+}
+
+// The clock is the host's, read by guests straight from the host's vDSO:
+// a guest (root included) may ask about it but not set it, as a process
+// without CAP_SYS_TIME (EPERM). The argument checks come first, as Linux's.
+namespace {
+
+constexpr unsigned kAdjOffsetSsRead = 0xa001;  // ADJ_OFFSET_SS_READ: adjtime(3)'s read
+
+long adjtime_query(uint64_t guest) {
+  struct timex tx;
+  if (copy_from_user(&tx, (const void*)guest, sizeof tx) < 0) return -EFAULT;
+  if (tx.modes != 0 && tx.modes != kAdjOffsetSsRead) return -EPERM;
+  tx.modes = 0;  // only ever a query to the host
+  long r = host::sys(SYS_adjtimex, &tx);
+  if (r < 0) return r;
+  return copy_to_user((void*)guest, &tx, sizeof tx) < 0 ? -EFAULT : r;
+}
+
+}  // namespace
+
+long sys_adjtimex(Task&, SyscallArgs a) { return adjtime_query(a[0]); }
+
+long sys_clock_adjtime(Task&, SyscallArgs a) {
+  long c = map_clock(a[0]);
+  if (c < 0) return c;
+  if (a[0] != CLOCK_REALTIME) return -EOPNOTSUPP;
+  return adjtime_query(a[1]);
+}
+
+long sys_settimeofday(Task&, SyscallArgs a) {
+  if (a[0]) {
+    timeval tv;
+    if (copy_from_user(&tv, (const void*)a[0], sizeof tv) < 0) return -EFAULT;
+    if (tv.tv_usec < 0 || tv.tv_usec >= 1000000) return -EINVAL;
+  }
+  if (a[1]) {
+    struct timezone tz;
+    if (copy_from_user(&tz, (const void*)a[1], sizeof tz) < 0) return -EFAULT;
+    if (tz.tz_minuteswest > 15 * 60 || tz.tz_minuteswest < -15 * 60) return -EINVAL;
+  }
+  return a[0] || a[1] ? -EPERM : 0;
+}
+
+long sys_clock_settime(Task&, SyscallArgs a) {
+  long c = map_clock(a[0]);
+  if (c < 0) return c;
+  timespec ts;
+  if (copy_from_user(&ts, (const void*)a[1], sizeof ts) < 0) return -EFAULT;
+  if (a[0] != CLOCK_REALTIME) return -EINVAL;  // the only settable clock
+  if (!valid_ts(ts)) return -EINVAL;
+  return -EPERM;
 }
 
 }  // namespace flatux

@@ -12,6 +12,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/mm/mm.h"
@@ -140,6 +141,7 @@ void exit_process(Task& t) {
 void discard_process_resources(Process& p) {
   Heap* h = p.kernel->heap;
   p.kernel->locks->on_exit(p);
+  sem_exit(*p.kernel, p);
   drop_files(p.files, h);
   drop_fs(p.fs, h);
   drop_mm(p.mm, h);

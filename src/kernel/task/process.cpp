@@ -20,7 +20,7 @@
 namespace flatux {
 namespace {
 
-constexpr int kPidMax = 4194304;
+constexpr int kReservedPids = 300;
 
 void default_rlimits(Process& p) {
   for (auto& r : p.rlimits) r[0] = r[1] = RLIM_INFINITY;
@@ -28,6 +28,7 @@ void default_rlimits(Process& p) {
   p.rlimits[RLIMIT_NOFILE][0] = 1024;
   p.rlimits[RLIMIT_NOFILE][1] = FdTable::kMaxFds;
   p.rlimits[RLIMIT_CORE][0] = 0;
+  p.rlimits[RLIMIT_MEMLOCK][0] = p.rlimits[RLIMIT_MEMLOCK][1] = 8ull << 20;  // Linux's MLOCK_LIMIT
   p.rlimits[RLIMIT_NPROC][0] = p.rlimits[RLIMIT_NPROC][1] = kMaxTasks;
 }
 
@@ -52,10 +53,13 @@ bool pid_in_use_locked(Kernel& k, int pid) {
 
 }  // namespace
 
+// Pids below kernel/pid_max, wrapping to RESERVED_PIDS as Linux does.
 int alloc_pid_locked(Kernel& k) {
-  for (int tries = 0; tries < kPidMax; tries++) {
+  int max = k.sysctl.pid_max.load(std::memory_order_relaxed);
+  for (int tries = 0; tries < max; tries++) {
     int pid = k.next_pid++;
-    if (k.next_pid >= kPidMax) k.next_pid = 2;
+    if (k.next_pid >= max) k.next_pid = kReservedPids;
+    if (pid >= max) continue;  // pid_max was lowered below the next pid
     if (!pid_in_use_locked(k, pid)) return pid;
   }
   return -EAGAIN;
@@ -74,6 +78,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     p->sibling = parent->children;
     parent->children = p;
     p->creds = parent->creds;
+    p->personality = parent->personality;
     p->ctty = parent->ctty;
     memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
     memcpy(p->exe, parent->exe, sizeof p->exe);

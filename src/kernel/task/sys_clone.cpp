@@ -10,6 +10,7 @@
 #include "host/entry.h"
 #include "host/hostproc.h"
 #include "host/usercopy.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
@@ -45,6 +46,7 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
     memcpy(c.fs->root, p.fs->root, sizeof c.fs->root);
     c.fs->umask = p.fs->umask;
   }
+  if (flags & CLONE_SYSVSEM) c.sem_undo = sem_undo_share(k.heap, p);
   if (flags & CLONE_SIGHAND) {
     p.sighand->refs.fetch_add(1);
     c.sighand = p.sighand;

@@ -7,8 +7,10 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
+#include "host/entry.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 
 namespace flatux {
@@ -42,6 +44,28 @@ long sys_futex(Task&, SyscallArgs a) {
     default:
       return -ENOSYS;  // PI futexes are not supported yet
   }
+}
+
+// futex_waitv: the waiters are copied into kernel memory and each word
+// checked to be a guest address; the host judges the rest (flags,
+// clock, timeout) with Linux's own errnos and does the waiting.
+long sys_futex_waitv(Task& t, SyscallArgs a) {
+  uint64_t guest = a[0], nr = a[1], flags = a[2], timeout = a[3];
+  if (flags) return -EINVAL;
+  if (!nr || nr > FUTEX_WAITV_MAX || !guest) return -EINVAL;
+  if (timeout && a[4] != CLOCK_REALTIME && a[4] != CLOCK_MONOTONIC) return -EINVAL;
+  timespec ts;
+  if (timeout && copy_from_user(&ts, (const void*)timeout, sizeof ts) < 0) return -EFAULT;
+  futex_waitv w[FUTEX_WAITV_MAX];
+  if (copy_from_user(w, (const void*)guest, sizeof(futex_waitv) * nr) < 0) return -EFAULT;
+  constexpr uint32_t kKnown = FUTEX_32 | FUTEX_PRIVATE_FLAG;
+  for (uint64_t i = 0; i < nr; i++) {
+    if ((w[i].flags & ~kKnown) || (w[i].flags & FUTEX_32) != FUTEX_32 || w[i].__reserved) return -EINVAL;
+    if (w[i].uaddr & 3) return -EINVAL;
+    if (!access_ok((void*)w[i].uaddr, 4)) return -EFAULT;
+  }
+  long r = isys(t, SYS_futex_waitv, w, nr, 0, timeout ? &ts : nullptr, a[4]);
+  return r == -EINTR ? -ERESTARTSYS : r;
 }
 
 }  // namespace flatux

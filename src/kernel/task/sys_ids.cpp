@@ -123,6 +123,8 @@ long sys_prlimit64(Task& t, SyscallArgs a) {
   if (a[2]) {
     if (copy_from_user(nw, (const void*)a[2], sizeof nw) < 0) return -EFAULT;
     if (nw[0] > nw[1]) return -EINVAL;
+    // Linux's do_prlimit: no file limit above fs.nr_open, for root too.
+    if (a[1] == RLIMIT_NOFILE && nw[1] > t.kernel->sysctl.nr_open.load()) return -EPERM;
     if (nw[1] > lim[1] && t.proc->creds.euid != 0) return -EPERM;
   }
   if (a[3] && copy_to_user((void*)a[3], lim, 16) < 0) return -EFAULT;
@@ -185,6 +187,14 @@ long sys_prctl(Task& t, SyscallArgs a) {
     case PR_GET_DUMPABLE: return 1;
     default: return -EINVAL;
   }
+}
+
+// personality(2): the old value; 0xffffffff only asks. The domain is
+// kept as given; PER_LINUX32 shows in uname, READ_IMPLIES_EXEC in mmap.
+long sys_personality(Task& t, SyscallArgs a) {
+  uint32_t old = t.proc->personality;
+  if ((uint32_t)a[0] != 0xffffffffu) t.proc->personality = (uint32_t)a[0];
+  return old;
 }
 
 }  // namespace flatux

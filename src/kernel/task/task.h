@@ -21,6 +21,7 @@ struct Task;
 struct Tty;
 struct MemAccount;
 struct SyscallSites;
+struct SemUndoList;
 struct HostProc;
 
 constexpr int kPathMax = 4096;
@@ -56,6 +57,8 @@ struct SigPending {
 
 // Memory ownership; shared by CLONE_VM (threads, and a vfork child until it
 // execs or exits).
+struct ShmAttach;
+
 struct Mm {
   explicit Mm(Heap* h) : regions(h) {}
   std::atomic<int> refs{1};
@@ -70,6 +73,8 @@ struct Mm {
   MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
   uint64_t charged = 0;        // what this Mm has charged to it
   SyscallSites* sites = nullptr;  // rewritten syscall sites and their stubs (mm/syscall_sites.h)
+  ShmAttach* shm = nullptr;    // System V shared memory attached here (ipc/shm.cpp)
+  int lock_future = 0;         // mlockall(MCL_FUTURE): new mappings are locked (MCL_* bits)
 };
 
 struct FsContext {
@@ -105,9 +110,11 @@ struct Process {
   FsContext* fs = nullptr;
   SigHand* sighand = nullptr;
   Creds creds;
+  SemUndoList* sem_undo = nullptr;  // SEM_UNDO adjustments (ipc/sem.cpp); CLONE_SYSVSEM shares
   uint64_t rlimits[kNumRlimits][2]{};
   char exe[kPathMax] = "";
   char comm[16] = "";
+  uint32_t personality = 0;     // personality(2): PER_LINUX and its flags
 
   // Signals directed at the whole process.
   KMutex siglock;
@@ -164,6 +171,10 @@ struct Task {
   // task is freed), which the wait includes (fs/anon/virtual_wait.h).
   std::atomic<uint32_t> virtual_waiting{0};
   int wake_fd = -1;
+
+  // access(2)'s real-id credentials for the duration of the call; the
+  // permission checks use these when set (vfs/perm.h, creds_of).
+  const Creds* creds_override = nullptr;
 
   // For syscalls restarted after a handler-less interruption (nanosleep).
   uint64_t restart_deadline_ns = 0;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "kernel/vfs/fdref.h"
+#include "kernel/vfs/lease.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/ops.h"
 #include "kernel/vfs/perm.h"
@@ -68,6 +69,9 @@ long vfs_setattr(Task& t, int dirfd, const char* path, bool follow, Attr& a) {
     r = check_setattr(t, st, mine, false);
     if (r < 0) return r;
     if (!mine.mask) return 0;
+    // truncate(2) breaks leases, as a write open would.
+    if ((mine.mask & kAttrSize) && (r = t.kernel->leases->break_for(t, st.st_dev, st.st_ino, O_WRONLY)) < 0)
+      return r;
     return fs.ops->setattr ? fs.ops->setattr(t, fs, lk, mine) : -EPERM;
   });
 }

@@ -1,11 +1,13 @@
 #include "kernel/vfs/file.h"
 
 #include <cstring>
+#include <unistd.h>
 #include <linux/errno.h>
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
+#include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
@@ -35,9 +37,18 @@ long file_write_at_pos(Task& t, File& f, const void* buf, size_t n) {
   return r;
 }
 
+long file_seek_kept(File& f, int64_t off, int whence, int64_t end) {
+  Guard g(f.pos_lock);
+  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : whence == SEEK_END ? end : -1;
+  if (base < 0 || base + off < 0) return -EINVAL;
+  f.pos = base + off;
+  return f.pos;
+}
+
 void File::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (locks) locks->on_release(*this);
+  if (leases) leases->on_release(*this);
   if (ops && ops->release) ops->release(*this);
   if (host_fd >= 0) host::sys(SYS_close, host_fd);
   if (path) heap->free(path);

@@ -19,6 +19,7 @@ struct Filesystem;
 struct Mount;
 struct Attr;
 class LockTable;
+class LeaseTable;
 
 // Operations of one kind of open file. A null entry means the operation is
 // not supported by that kind (the syscall layer turns it into the right errno).
@@ -65,6 +66,12 @@ struct File {
   Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
   Mount* mount = nullptr;    // the mount it was opened through (holds a reference)
   LockTable* locks = nullptr;  // set once it holds a flock or OFD lock
+  LeaseTable* leases = nullptr;  // set once it has held a lease (vfs/lease.cpp)
+  // fcntl F_SETOWN/F_SETOWN_EX/F_SETSIG (vfs/fown.cpp): who is signalled
+  // about the file (a lease break) and with what.
+  int owner_id = 0;          // a pid, tid or process group; 0: nobody
+  uint8_t owner_type = 0;    // F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP
+  int owner_sig = 0;         // 0: SIGIO
   char* path = nullptr;      // its path inside fs when opened (kernel heap string)
   void* priv = nullptr;
   uint64_t priv_word = 0;
@@ -89,6 +96,9 @@ File* file_alloc(Heap* heap, const FileOps* ops, uint32_t flags, int host_fd);
 // the file's pread/pwrite at the position, under its lock.
 long file_read_at_pos(Task& t, File& f, void* buf, size_t n);
 long file_write_at_pos(Task& t, File& f, const void* buf, size_t n);
+// lseek for such files: SEEK_SET and SEEK_CUR, and SEEK_END from `end`
+// when the file has a size (end >= 0; otherwise EINVAL).
+long file_seek_kept(File& f, int64_t off, int whence, int64_t end);
 
 class FdTable {
  public:

@@ -5,9 +5,15 @@
 #include <linux/errno.h>
 
 #include "kernel/kernel.h"
+#include "kernel/vfs/perm.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
+
+// The checks before a name is created at lk (namespace.cpp): EEXIST at a
+// mount root, EROFS (or EEXIST) on a read-only mount, then the directory's
+// write and search permission.
+long vfs_may_create(Task& t, Lookup& lk);
 
 // Where the walk goes on after lk's redirect: the guest path of the target.
 long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n);
@@ -33,7 +39,9 @@ long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op) {
     Mount* m = vfs.find(cur, inner, sizeof inner);
     if (!m) return -ENAMETOOLONG;
     Lookup lk(inner, follow, m);
-    r = op(lk);
+    // Search permission on the way, where the filesystem leaves it to us.
+    r = creds_of(t).fsuid != 0 && !m->fs->ops->walk_checks_search ? may_walk(t, lk) : 0;
+    if (r == 0) r = op(lk);
     // A redirect not ours belongs to an enclosing walk (two-path calls).
     bool again = r == kRedirect && lk.redirected;
     if (again) r = ++hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, cur, sizeof cur);

@@ -69,11 +69,14 @@ long create_on_readonly(Task& t, Lookup& lk) {
   return e == 0 ? -EEXIST : e == -ENOENT ? -EROFS : e;
 }
 
-// The checks before a name is created at lk.
-long may_create(Task& t, Lookup& lk) {
-  if (is_mount_root(lk)) return -EEXIST;
-  if (lk.mount->readonly()) return create_on_readonly(t, lk);
-  return check_dir_permission(t, lk, false);
+// After a filesystem made a node at lk: its owner is the caller's.
+long claimed(Task& t, Lookup& lk, long r) {
+  if (r < 0 || (t.proc->creds.fsuid == 0 && t.proc->creds.fsgid == 0)) return r;
+  Filesystem& fs = *lk.mount->fs;
+  Lookup own(lk.path, false, lk.mount);
+  struct stat st;
+  if (fs.ops->stat(t, fs, own, &st) == 0) claim_new_node(t, lk, nullptr, st, false);
+  return r;
 }
 
 // The checks before the name at lk is removed or renamed.
@@ -97,14 +100,22 @@ long walk2(Task& t, int dfd1, const char* p1, bool follow1, int dfd2, const char
   });
 }
 
+long link_open_file(Task& t, File& f, Lookup& lk);
+
 }  // namespace
+
+long vfs_may_create(Task& t, Lookup& lk) {
+  if (is_mount_root(lk)) return -EEXIST;
+  if (lk.mount->readonly()) return create_on_readonly(t, lk);
+  return check_dir_permission(t, lk, false);
+}
 
 long vfs_mkdir(Task& t, int dirfd, const char* path, int mode) {
   return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
-    long r = may_create(t, lk);
+    long r = vfs_may_create(t, lk);
     if (r) return r;
-    return fs.ops->mkdir ? fs.ops->mkdir(t, fs, lk, mode & 07777) : -EPERM;
+    return claimed(t, lk, fs.ops->mkdir ? fs.ops->mkdir(t, fs, lk, mode & 07777) : -EPERM);
   });
 }
 
@@ -118,9 +129,9 @@ long vfs_mknod(Task& t, int dirfd, const char* path, int mode, uint64_t dev) {
   if ((S_ISCHR(mode) || S_ISBLK(mode)) && t.proc->creds.euid != 0) return -EPERM;
   return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
-    long r = may_create(t, lk);
+    long r = vfs_may_create(t, lk);
     if (r) return r;
-    return fs.ops->mknod ? fs.ops->mknod(t, fs, lk, mode, dev) : -EPERM;
+    return claimed(t, lk, fs.ops->mknod ? fs.ops->mknod(t, fs, lk, mode, dev) : -EPERM);
   });
 }
 
@@ -158,17 +169,37 @@ long vfs_symlink(Task& t, const char* target, int dirfd, const char* path) {
   if (!*target) return -ENOENT;
   return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
-    long r = may_create(t, lk);
+    long r = vfs_may_create(t, lk);
     if (r) return r;
-    return fs.ops->symlink ? fs.ops->symlink(t, fs, lk, target) : -EPERM;
+    return claimed(t, lk, fs.ops->symlink ? fs.ops->symlink(t, fs, lk, target) : -EPERM);
   });
 }
+
+namespace {
+
+// A new name at lk for the open file f.
+long link_open_file(Task& t, File& f, Lookup& lk) {
+  Filesystem& fs = *lk.mount->fs;
+  long r = vfs_may_create(t, lk);
+  if (r) return r;
+  if (lk.mount != f.mount) return -EXDEV;
+  return fs.ops->link_file ? fs.ops->link_file(t, fs, f, lk) : -ENOENT;
+}
+
+}  // namespace
 
 long vfs_link(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
               bool follow) {
   return walk2(t, olddirfd, oldpath, follow, newdirfd, newpath, [&](Lookup& a, Lookup& b) -> long {
     Filesystem& fs = *a.mount->fs;
-    long r = may_create(t, b);
+    File* f = nullptr;
+    if (follow && fs.ops->magic_file && fs.ops->magic_file(t, fs, a, &f) == 0) {
+      // linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW): the open file itself.
+      long r = f->mount ? link_open_file(t, *f, b) : -ENOENT;
+      f->put();
+      return r;
+    }
+    long r = vfs_may_create(t, b);
     if (r) return r;
     if (a.mount != b.mount) return -EXDEV;
     return fs.ops->link ? fs.ops->link(t, fs, a, b) : -EPERM;
@@ -177,13 +208,7 @@ long vfs_link(Task& t, int olddirfd, const char* oldpath, int newdirfd, const ch
 
 long vfs_link_file(Task& t, File& f, int newdirfd, const char* newpath) {
   if (!f.mount) return -ENOENT;
-  return vfs_walk(t, newdirfd, newpath, false, [&](Lookup& lk) -> long {
-    Filesystem& fs = *lk.mount->fs;
-    long r = may_create(t, lk);
-    if (r) return r;
-    if (lk.mount != f.mount) return -EXDEV;
-    return fs.ops->link_file ? fs.ops->link_file(t, fs, f, lk) : -ENOENT;
-  });
+  return vfs_walk(t, newdirfd, newpath, false, [&](Lookup& lk) { return link_open_file(t, f, lk); });
 }
 
 long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,

@@ -12,7 +12,10 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/lib/error_or.h"
+#include "kernel/vfs/lease.h"
 #include "kernel/vfs/namei.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 
@@ -99,30 +102,96 @@ bool trailing_slash(const char* path) {
 
 }  // namespace
 
+namespace {
+
+// A write open on a read-only mount: EROFS unless the name is a device,
+// FIFO or socket (their data lives elsewhere), or the open fails earlier.
+// 1: go on with the open.
+long open_on_readonly(Task& t, Lookup& lk, int flags) {
+  Filesystem& fs = *lk.mount->fs;
+  struct stat st;
+  long e = fs.ops->stat(t, fs, lk, &st);
+  if (e == kRedirect || (e == 0 && (flags & O_CREAT) && (flags & O_EXCL))) return e ? e : -EEXIST;
+  if (e == 0 && S_ISDIR(st.st_mode)) return -EISDIR;
+  if (e == 0 && !S_ISREG(st.st_mode)) return 1;
+  if (e == 0 || e == -ENOENT) return e == -ENOENT && !(flags & O_CREAT) ? e : -EROFS;
+  return e;
+}
+
+// Linux's open with the guest's credentials: a name that does not exist
+// yet is created (O_EXCL underneath, so "created by this open" is certain)
+// after the directory's check, and belongs to the caller; an existing
+// file is checked against its bits (may_open).
+long open_checked(Task& t, Lookup& lk, int flags, int mode, File** out) {
+  Filesystem& fs = *lk.mount->fs;
+  bool tmpfile = (flags & __O_TMPFILE) == __O_TMPFILE;
+  if (tmpfile) {
+    // An unnamed file is made in the directory lk names: write and search on it.
+    struct stat dir;
+    long e = fs.ops->stat(t, fs, lk, &dir);
+    if (e == 0 && S_ISDIR(dir.st_mode)) e = may_access(t, dir, W_OK | X_OK);
+    if (e < 0 && e != -ENOTDIR) return e;
+  }
+  for (int tries = 0; tries < 3; tries++) {
+    bool creating = tmpfile;
+    if ((flags & O_CREAT) && !(flags & O_PATH)) {
+      // O_EXCL does not follow a last symlink: any name there exists.
+      bool follow = lk.follow;
+      lk.follow = follow && !(flags & O_EXCL);
+      struct stat st;
+      long e = fs.ops->stat(t, fs, lk, &st);
+      lk.follow = follow;
+      if (e == kRedirect) return e;
+      if (e == 0 && (flags & O_EXCL)) return -EEXIST;
+      if (e < 0 && e != -ENOENT) return e;
+      creating = e == -ENOENT;
+      if (creating) TRY_LONG(vfs_may_create(t, lk));
+    }
+    long r = fs.ops->open(t, fs, lk, creating && !tmpfile ? flags | O_EXCL : flags, mode, out);
+    if (r == -EEXIST && creating && !tmpfile && !(flags & O_EXCL)) continue;  // made meanwhile: open it
+    if (r < 0) return r;
+    File& f = **out;
+    struct stat st;
+    if (!f.ops->stat || f.ops->stat(t, f, &st) < 0) return 0;
+    if (creating) {
+      claim_new_node(t, lk, &f, st, tmpfile);
+      return 0;
+    }
+    if (long e = may_open(t, st, flags)) {
+      f.put();
+      *out = nullptr;
+      return e;
+    }
+    return 0;
+  }
+  return -EEXIST;
+}
+
+}  // namespace
+
 long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out) {
   if (trailing_slash(path)) {
     if (flags & O_CREAT) return -EISDIR;
     flags |= O_DIRECTORY;
   }
   constexpr int kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
+  // Root's opens need no check of its own (root may open anything, and
+  // owns what it creates), so they take the shortest way.
+  bool root = t.proc->creds.fsuid == 0 && t.proc->creds.fsgid == 0;
   return vfs_walk(t, dirfd, path, !(flags & O_NOFOLLOW), [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
     if ((flags & kWrites) && !(flags & O_PATH) && lk.mount->readonly()) {
-      struct stat st;
-      long e = fs.ops->stat(t, fs, lk, &st);
-      if (e == kRedirect || (e == 0 && (flags & O_CREAT) && (flags & O_EXCL))) return e ? e : -EEXIST;
-      if (e == 0 && S_ISDIR(st.st_mode)) return -EISDIR;
-      if (e == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        // Devices, FIFOs and sockets live elsewhere: a read-only mount
-        // does not stop writes to them.
-      } else if (e == 0 || e == -ENOENT) {
-        return e == -ENOENT && !(flags & O_CREAT) ? e : -EROFS;
-      } else {
-        return e;
-      }
+      long r = open_on_readonly(t, lk, flags);
+      if (r <= 0) return r;
     }
-    long r = fs.ops->open(t, fs, lk, flags, mode, out);
-    if (r == 0) (*out)->set_origin(lk.mount, lk.path);
+    long r = root ? fs.ops->open(t, fs, lk, flags, mode, out) : open_checked(t, lk, flags, mode, out);
+    if (r < 0) return r;
+    (*out)->set_origin(lk.mount, lk.path);
+    // Leases on the file are broken before an open that conflicts returns.
+    if (t.kernel->leases->any() && (r = t.kernel->leases->break_for_open(t, **out, flags)) < 0) {
+      (*out)->put();
+      *out = nullptr;
+    }
     return r;
   });
 }

@@ -34,12 +34,7 @@ long synth_pread(Task&, File& f, void* buf, size_t n, int64_t off) {
 }
 
 long synth_lseek(Task&, File& f, int64_t off, int whence) {
-  Guard g(f.pos_lock);
-  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : whence == SEEK_END ? (int64_t)data_of(f)->len : -1;
-  if (base < 0 && whence != SEEK_CUR) return -EINVAL;
-  if (base + off < 0) return -EINVAL;
-  f.pos = base + off;
-  return f.pos;
+  return file_seek_kept(f, off, whence, (int64_t)data_of(f)->len);
 }
 
 long synth_stat_op(Task&, File& f, struct stat* st) {

@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
@@ -8,8 +9,11 @@
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
+#include "kernel/vfs/fown.h"
+#include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/ops.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
@@ -26,6 +30,20 @@ long do_open(Task& t, int dirfd, uint64_t guest_path, uint64_t flags, uint64_t m
   long fd = t.proc->files->install(f, flags & O_CLOEXEC);
   f->put();
   return fd;
+}
+
+// F_GETPIPE_SZ/F_SETPIPE_SZ: pipes are host pipes and the host keeps
+// their capacity; growing one past the guest's fs.pipe-max-size is for
+// root only (CAP_SYS_RESOURCE), as Linux's pipe_set_size.
+long pipe_size(Task& t, File& f, int cmd, uint32_t arg) {
+  if (f.host_fd < 0) return -EBADF;  // not a pipe
+  long cur = host::sys(SYS_fcntl, f.host_fd, F_GETPIPE_SZ);
+  if (cur < 0 || cmd == F_GETPIPE_SZ) return cur;
+  uint32_t size = round_pipe_size(arg);
+  if (!size) return -EINVAL;
+  if (size > (uint64_t)cur && size > t.kernel->sysctl.pipe_max_size.load() && t.proc->creds.euid != 0)
+    return -EPERM;
+  return host::sys(SYS_fcntl, f.host_fd, F_SETPIPE_SZ, size);
 }
 
 }  // namespace
@@ -90,6 +108,11 @@ long sys_fcntl(Task& t, SyscallArgs a) {
     case F_SETFD: return t.proc->files->set_cloexec(fd, a[2] & FD_CLOEXEC);
     case F_GETFL: return f->flags | (f->flags & O_PATH ? 0 : O_LARGEFILE);
     case F_SETFL: {
+      if ((a[2] & O_NOATIME) && !(f->flags & O_NOATIME)) {
+        // Only the file's owner (or root) may stop its access times.
+        struct stat st;
+        if (f->ops->stat && f->ops->stat(t, *f, &st) == 0 && !owner_or_root(t, st.st_uid)) return -EPERM;
+      }
       if (f->host_fd >= 0) {
         long r = host::sys(SYS_fcntl, f->host_fd, F_SETFL, a[2] & kSettable);
         if (r < 0) return r;
@@ -113,11 +136,16 @@ long sys_fcntl(Task& t, SyscallArgs a) {
       if (f->host_fd < 0) return -EINVAL;
       return host::sys(SYS_fcntl, f->host_fd, (int)a[1], a[2]);
     case F_GETPIPE_SZ:
-    case F_SETPIPE_SZ:
-      // Pipes are host pipes: the host keeps their capacity (EBADF/EINVAL
-      // for anything that is not one, as on Linux).
-      if (f->host_fd < 0) return -EINVAL;
-      return host::sys(SYS_fcntl, f->host_fd, (int)a[1], a[2]);
+    case F_SETPIPE_SZ: return pipe_size(t, *f, (int)a[1], (uint32_t)a[2]);
+    case F_SETOWN: case F_GETOWN: case F_SETOWN_EX: case F_GETOWN_EX: case F_SETSIG: case F_GETSIG:
+      if (f->flags & O_PATH) return -EBADF;
+      return fcntl_owner(t, *f, (int)a[1], a[2]);
+    case F_SETLEASE:
+      if (f->flags & O_PATH) return -EBADF;
+      return t.kernel->leases->set(t, *f, fd, (long)a[2]);
+    case F_GETLEASE:
+      if (f->flags & O_PATH) return -EBADF;
+      return t.kernel->leases->get(t, *f);
     default: return -EINVAL;
   }
 }

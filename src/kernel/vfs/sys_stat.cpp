@@ -10,6 +10,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/ops.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
@@ -48,9 +49,24 @@ statx_timestamp to_statx_ts(const timespec& ts) {
   return s;
 }
 
+long access_as(Task& t, int dirfd, uint64_t guest_path, uint64_t mode, uint64_t flags);
+
+// access(2) asks with the real ids (AT_EACCESS: the effective ones), as
+// Linux's access_override_creds.
 long do_access(Task& t, int dirfd, uint64_t guest_path, uint64_t mode, uint64_t flags) {
   if (mode & ~(uint64_t)(R_OK | W_OK | X_OK)) return -EINVAL;
   if (flags & ~(uint64_t)(AT_SYMLINK_NOFOLLOW | AT_EACCESS | AT_EMPTY_PATH)) return -EINVAL;
+  if (flags & AT_EACCESS) return access_as(t, dirfd, guest_path, mode, flags);
+  Creds real = t.proc->creds;
+  real.fsuid = real.uid;
+  real.fsgid = real.gid;
+  t.creds_override = &real;
+  long r = access_as(t, dirfd, guest_path, mode, flags);
+  t.creds_override = nullptr;
+  return r;
+}
+
+long access_as(Task& t, int dirfd, uint64_t guest_path, uint64_t mode, uint64_t flags) {
   char path[kPathMax];
   long r = strncpy_from_user(path, (const char*)guest_path, sizeof path);
   if (r < 0) return r;
@@ -100,6 +116,9 @@ long sys_newfstatat(Task& t, SyscallArgs a) {
 }
 
 long sys_statx(Task& t, SyscallArgs a) {
+  // Linux's statx: a reserved mask bit, or both sync types at once, is EINVAL.
+  if (a[3] & STATX__RESERVED) return -EINVAL;
+  if (((int)a[2] & AT_STATX_SYNC_TYPE) == AT_STATX_SYNC_TYPE) return -EINVAL;
   struct stat st;
   long r = stat_at(t, (int)a[0], a[1], (int)a[2], &st);
   if (r < 0) return r;

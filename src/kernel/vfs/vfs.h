@@ -87,10 +87,17 @@ struct FsOps {
   long (*setattr)(Task&, Filesystem&, Lookup&, const Attr&) = nullptr;
   // linkat(fd, "", ..., AT_EMPTY_PATH): a name for an open file (O_TMPFILE's).
   long (*link_file)(Task&, Filesystem&, File& f, Lookup& new_lk) = nullptr;
+  // The open file a magic link names (/proc/PID/fd/N), with a reference:
+  // following one reaches the file itself, not a path. -ENOENT when lk is
+  // no such link.
+  long (*magic_file)(Task&, Filesystem&, Lookup&, File** out) = nullptr;
   // The current inner path of an open directory, where the filesystem can
   // tell (a renamed directory); otherwise the path recorded at open is used.
   long (*dir_path)(Task&, Filesystem&, File& dir, char* out, size_t n) = nullptr;
   void (*sync)(Filesystem&) = nullptr;
+  // The filesystem's walk checks search permission on each directory
+  // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
+  bool walk_checks_search = false;
 };
 
 struct Filesystem {

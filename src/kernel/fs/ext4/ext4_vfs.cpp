@@ -65,7 +65,7 @@ bool task_permits(void* ctx, const ext2glue::Attr& a, int mask) {
 }
 
 ext4::Cred cred_of(Task& t) {
-  return ext4::Cred{t.proc->creds.fsuid, t.proc->creds.fsgid, task_permits, &t};
+  return ext4::Cred{creds_of(t).fsuid, creds_of(t).fsgid, task_permits, &t};
 }
 
 // Walks lk (to its last component's directory with `parent`); a symlink
@@ -468,6 +468,7 @@ const FsOps kExt4FsOps = {
     .link_file = fs_link_file,
     .dir_path = nullptr,
     .sync = fs_sync,
+    .walk_checks_search = true,
 };
 
 // ---- mounting

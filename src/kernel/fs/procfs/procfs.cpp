@@ -17,6 +17,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/sys/sysctl.h"
 #include "kernel/task/process.h"
 #include "kernel/vfs/ops.h"
 #include "kernel/vfs/synth.h"
@@ -28,7 +29,7 @@ constexpr uint64_t kProcDev = 0x16;
 
 enum class Node {
   kNone, kRoot, kSelfLink, kPidDir, kExe, kCwd, kRootLink, kFdDir, kFdLink, kTaskDir, kTaskEntry,
-  kPidFile, kGlobalFile, kSysDir, kSysKernelDir,
+  kPidFile, kGlobalFile, kSysctlDir, kSysctlFile, kSysvipcDir,
 };
 
 struct ProcLookup {
@@ -37,6 +38,8 @@ struct ProcLookup {
   int fd = -1;
   ProcFile file = ProcFile::kNone;
   std::string_view rest;  // components after a link (/proc/self/cwd/x)
+  std::string_view sub;   // a /proc/sys directory's path below /proc/sys
+  int sysctl = -1;        // a /proc/sys file (sys/sysctl.h)
 };
 
 bool parse_int(std::string_view s, int* out) {
@@ -94,13 +97,17 @@ ProcLookup lookup(Task& t, const char* path) {
   }
   if (parse_int(c, &pid)) return lookup_pid_path(t, pid, p);
   if (c == "sys") {
+    SysctlNode n = sysctl_lookup(p, &l.sysctl);
+    l.node = n == SysctlNode::kDir ? Node::kSysctlDir : n == SysctlNode::kFile ? Node::kSysctlFile : Node::kNone;
+    l.sub = p;
+    while (!l.sub.empty() && l.sub.front() == '/') l.sub.remove_prefix(1);
+    while (!l.sub.empty() && l.sub.back() == '/') l.sub.remove_suffix(1);
+    return l;
+  }
+  if (c == "sysvipc") {
     std::string_view c2 = next(&p);
-    if (c2.empty()) { l.node = Node::kSysDir; return l; }
-    if (c2 != "kernel") return l;
-    std::string_view c3 = next(&p);
-    if (c3.empty()) { l.node = Node::kSysKernelDir; return l; }
-    if (!next(&p).empty()) return l;
-    if ((l.file = proc_sys_kernel_file(c3)) != ProcFile::kNone) l.node = Node::kGlobalFile;
+    if (c2.empty()) { l.node = Node::kSysvipcDir; return l; }
+    if (next(&p).empty() && (l.file = proc_sysvipc_file(c2)) != ProcFile::kNone) l.node = Node::kGlobalFile;
     return l;
   }
   if (next(&p).empty() && (l.file = proc_file_named(c, false)) != ProcFile::kNone) l.node = Node::kGlobalFile;
@@ -116,7 +123,9 @@ Process* target(Kernel& k, int pid) {
 bool exists_locked(Kernel& k, const ProcLookup& l) {
   switch (l.node) {
     case Node::kNone: return false;
-    case Node::kRoot: case Node::kGlobalFile: case Node::kSysDir: case Node::kSysKernelDir: return true;
+    case Node::kRoot: case Node::kGlobalFile: case Node::kSysctlDir: case Node::kSysctlFile:
+    case Node::kSysvipcDir:
+      return true;
     case Node::kFdLink: {
       Process* p = target(k, l.pid);
       if (!p || !p->files) return false;
@@ -129,6 +138,7 @@ bool exists_locked(Kernel& k, const ProcLookup& l) {
 }
 
 uint64_t ino_of(const ProcLookup& l) {
+  if (l.node == Node::kSysctlFile) return 0x5c000 + (uint64_t)l.sysctl;
   return ((uint64_t)l.pid << 16) + ((uint64_t)l.node << 8) + (uint64_t)l.file + (l.fd >= 0 ? l.fd << 20 : 0);
 }
 
@@ -178,7 +188,7 @@ bool is_link(Node n) {
 }
 bool is_dir(Node n) {
   return n == Node::kRoot || n == Node::kPidDir || n == Node::kFdDir || n == Node::kTaskDir ||
-         n == Node::kSysDir || n == Node::kSysKernelDir;
+         n == Node::kSysctlDir || n == Node::kSysvipcDir;
 }
 
 // A link whose target is a guest path (exe, cwd, root, an fd opened by
@@ -223,7 +233,8 @@ long proc_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
     return 0;
   }
   uint32_t mode = is_link(l.node) ? (S_IFLNK | 0777) : is_dir(l.node) ? (S_IFDIR | 0555)
-                  : (S_IFREG | (proc_file_writable(l.file) ? 0644 : 0444));
+                  : l.node == Node::kSysctlFile ? (S_IFREG | sysctl_mode(l.sysctl))
+                  : (S_IFREG | proc_file_mode(l.file));
   synth_stat(out, mode, ino_of(l), 0, kProcDev);
   return 0;
 }
@@ -255,6 +266,7 @@ File* list_dir(Task& t, const ProcLookup& l) {
       add("thread-self", DT_LNK, 3);
       for (int i = 0; i < proc_global_count(); i++) add(proc_global_name(i), DT_REG, 100 + i);
       add("sys", DT_DIR, 4);
+      add("sysvipc", DT_DIR, 7);
       for (Task* x : k.tasks)
         if (x && x->tid == x->proc->pid && x->proc->state == ProcState::kRunning) add_num(x->tid, DT_DIR);
     } else if (l.node == Node::kPidDir) {
@@ -276,10 +288,10 @@ File* list_dir(Task& t, const ProcLookup& l) {
     } else if (l.node == Node::kTaskDir) {
       Process* p = target(k, l.pid);
       for (Task* x = p ? p->threads : nullptr; x; x = x->next_thread) add_num(x->tid, DT_DIR);
-    } else if (l.node == Node::kSysDir) {
-      add("kernel", DT_DIR, 5);
-    } else if (l.node == Node::kSysKernelDir) {
-      for (const char* name : {"hostname", "osrelease", "ostype", "pid_max", "domainname"}) add(name, DT_REG, 6);
+    } else if (l.node == Node::kSysctlDir) {
+      sysctl_list(l.sub, [&](std::string_view name, bool dir) { add(name, dir ? DT_DIR : DT_REG, 6); });
+    } else if (l.node == Node::kSysvipcDir) {
+      for (const char* name : {"msg", "sem", "shm"}) add(name, DT_REG, 8);
     }
   }
   File* f = synth_dir_file(h, ents, n, S_IFDIR | 0555, ino_of(l));
@@ -342,7 +354,17 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
     *out = f;
     return 0;
   }
+  if (l.node == Node::kSysctlFile) {
+    long r = sysctl_open(t, l.sysctl, flags, ino_of(l), out);
+    if (r == 0) (*out)->fs = &fs;
+    return r;
+  }
   if ((flags & O_ACCMODE) != O_RDONLY && !proc_file_writable(l.file)) return -EACCES;
+  if (l.file == ProcFile::kPagemap) {
+    long r = procfs_open_pagemap(t, l.pid, (uint32_t)flags & ~O_CLOEXEC, out);
+    if (r == 0) (*out)->fs = &fs;
+    return r;
+  }
   if (flags & O_DIRECTORY) return -ENOTDIR;
   SynthText text(t.kernel->heap);
   long r = proc_generate(t, l.file, l.pid, text);
@@ -350,6 +372,15 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
   File* f = text.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFREG | 0444, ino_of(l));
   if (!f) return -ENOMEM;
   f->fs = &fs;
+  *out = f;
+  return 0;
+}
+
+long proc_magic_file(Task& t, Filesystem&, Lookup& lk, File** out) {
+  ProcLookup l = lookup(t, lk.path);
+  if (l.node != Node::kFdLink || !l.rest.empty()) return -ENOENT;
+  File* f = fd_file(t, l);
+  if (!f) return -ENOENT;
   *out = f;
   return 0;
 }
@@ -402,6 +433,8 @@ const FsOps kProcFsOps = {
     .unlink = proc_unlink,
     .rmdir = proc_unlink,
     .symlink = proc_symlink,
+    .magic_file = proc_magic_file,
+    .walk_checks_search = true,
 };
 
 }  // namespace

@@ -13,10 +13,12 @@
 #include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"
 #include "kernel/task/process.h"
 #include "kernel/time.h"
+#include "kernel/timer/timer.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -31,7 +33,7 @@ constexpr Named kPidFiles[] = {
     {"cmdline", ProcFile::kCmdline}, {"environ", ProcFile::kEnviron}, {"comm", ProcFile::kComm},
     {"stat", ProcFile::kStat},       {"statm", ProcFile::kStatm},     {"status", ProcFile::kStatus},
     {"maps", ProcFile::kMaps},       {"mounts", ProcFile::kMounts},   {"mountinfo", ProcFile::kMountinfo},
-    {"limits", ProcFile::kLimits},
+    {"limits", ProcFile::kLimits},   {"pagemap", ProcFile::kPagemap},
 };
 
 constexpr Named kGlobalFiles[] = {
@@ -42,9 +44,8 @@ constexpr Named kGlobalFiles[] = {
     {"stat", ProcFile::kGlobalStat},
 };
 
-constexpr Named kSysKernel[] = {
-    {"hostname", ProcFile::kHostname}, {"domainname", ProcFile::kDomainname},
-    {"osrelease", ProcFile::kOsrelease}, {"ostype", ProcFile::kOstype}, {"pid_max", ProcFile::kPidMax},
+constexpr Named kSysvipc[] = {
+    {"shm", ProcFile::kSysvipcShm}, {"sem", ProcFile::kSysvipcSem}, {"msg", ProcFile::kSysvipcMsg},
 };
 
 template <size_t N>
@@ -85,7 +86,12 @@ void gen_stat(SynthText& o, Kernel& k, Process& p, Task* task) {
   o.dec(task ? task->tid : p.pid).str(" (").str(p.comm).str(") ").ch(state_char(p)).ch(' ');
   o.dec(p.parent ? p.parent->pid : 0).ch(' ').dec(p.pgid).ch(' ').dec(p.sid);
   o.str(" 0 -1 4194304 0 0 0 0 ");
-  o.udec(p.cpu_ns / kTick).str(" 0 ").udec(p.children_cpu_ns / kTick).str(" 0 20 0 ");
+  // utime and stime: the host's clocks of the living threads and what the
+  // exited ones used (counted as user time).
+  uint64_t user = process_cpu_ns_locked(p, kCpuVirtual);
+  uint64_t all = process_cpu_ns_locked(p, kCpuProf);
+  uint64_t sys = all > user ? all - user : 0;
+  o.udec(user / kTick).ch(' ').udec(sys / kTick).ch(' ').udec(p.children_cpu_ns / kTick).str(" 0 20 0 ");
   o.dec(p.nthreads).str(" 0 ").udec(start).ch(' ').udec(vsz).ch(' ').udec(vsz / 4096);
   o.str(" 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
 }
@@ -99,8 +105,14 @@ void gen_status(SynthText& o, Process& p, Task* task) {
   o.str("\nUid:\t").udec(c.uid).ch('\t').udec(c.euid).ch('\t').udec(c.suid).ch('\t').udec(c.fsuid);
   o.str("\nGid:\t").udec(c.gid).ch('\t').udec(c.egid).ch('\t').udec(c.sgid).ch('\t').udec(c.fsgid);
   o.str("\nFDSize:\t").dec(p.files ? p.files->limit() : 0).str("\nGroups:\t\n");
-  size_t vsz = p.mm ? p.mm->regions.total_bytes() : 0;
-  o.str("VmSize:\t").udec(vsz / 1024).str(" kB\nThreads:\t").dec(p.nthreads).ch('\n');
+  size_t vsz = 0, locked = 0;
+  if (p.mm) {
+    Guard g(p.mm->lock);
+    vsz = p.mm->regions.total_bytes();
+    locked = p.mm->regions.locked_bytes();
+  }
+  o.str("VmSize:\t").udec(vsz / 1024).str(" kB\nVmLck:\t").udec(locked / 1024);
+  o.str(" kB\nThreads:\t").dec(p.nthreads).ch('\n');
   uint64_t pend = task ? task->pending.set : 0, ign = 0, cgt = 0;
   for (int s = 1; p.sighand && s <= kNSig; s++) {
     uint64_t h = p.sighand->action[s - 1].handler;
@@ -115,17 +127,38 @@ void gen_status(SynthText& o, Process& p, Task* task) {
   o.ch('\n');
 }
 
+// One /proc/PID/maps line, as Linux's show_map_vma: the name (a path, or
+// [stack]/[heap]) starts at column 73.
+void map_line(SynthText& o, const Region& r, const Mm& mm) {
+  char line[160];
+  KFmt f(line, sizeof line);
+  f.hexraw(r.start, 8).ch('-').hexraw(r.end, 8).ch(' ');
+  f.ch(r.prot & PROT_READ ? 'r' : '-').ch(r.prot & PROT_WRITE ? 'w' : '-');
+  f.ch(r.prot & PROT_EXEC ? 'x' : '-').ch(r.flags & kRegionShared ? 's' : 'p').ch(' ');
+  const RegionName* n = r.attrs.name;
+  uint64_t dev = n ? n->dev : 0;
+  unsigned major = (unsigned)(((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfffull));
+  unsigned minor = (unsigned)((dev & 0xff) | ((dev >> 12) & ~0xffull));
+  f.hexraw(r.attrs.offset, 8).ch(' ').hexraw(major, 2).ch(':').hexraw(minor, 2).ch(' ').udec(n ? n->ino : 0);
+  const char* name = n ? n->path
+                     : r.kind == kRegionStack && r.end == mm.stack_top ? "[stack]"
+                     : r.kind == kRegionBrk ? "[heap]" : nullptr;
+  o.str(f.view());
+  if (name) {
+    for (size_t col = f.size(); col < 72; col++) o.ch(' ');
+    o.ch(' ');
+    for (const char* c = name; *c; c++) {
+      if (*c == '\n') o.str("\\012");  // as Linux's seq_file_path escapes it
+      else o.ch(*c);
+    }
+  }
+  o.ch('\n');
+}
+
 void gen_maps(SynthText& o, Process& p) {
   if (!p.mm) return;
   Guard g(p.mm->lock);
-  for (const Region* r = p.mm->regions.first(); r; r = r->next) {
-    o.hex(r->start, 8).ch('-').hex(r->end, 8).ch(' ');
-    o.ch(r->prot & PROT_READ ? 'r' : '-').ch(r->prot & PROT_WRITE ? 'w' : '-');
-    o.ch(r->prot & PROT_EXEC ? 'x' : '-').str("p 00000000 00:00 0");
-    if (r->kind == kRegionStack && r->end == p.mm->stack_top) o.str("                          [stack]");
-    else if (r->kind == kRegionBrk) o.str("                          [heap]");
-    o.ch('\n');
-  }
+  for (const Region* r = p.mm->regions.first(); r; r = r->next) map_line(o, *r, *p.mm);
 }
 
 void gen_limits(SynthText& o, Process& p) {
@@ -198,8 +231,9 @@ void gen_global_stat(SynthText& o, Kernel& k) {
 ProcFile proc_file_named(std::string_view name, bool per_pid) {
   return per_pid ? find(kPidFiles, name) : find(kGlobalFiles, name);
 }
-ProcFile proc_sys_kernel_file(std::string_view name) { return find(kSysKernel, name); }
+ProcFile proc_sysvipc_file(std::string_view name) { return find(kSysvipc, name); }
 bool proc_file_writable(ProcFile f) { return f == ProcFile::kComm; }
+uint32_t proc_file_mode(ProcFile f) { return f == ProcFile::kPagemap ? 0400 : proc_file_writable(f) ? 0644 : 0444; }
 int proc_global_count() { return (int)(sizeof kGlobalFiles / sizeof kGlobalFiles[0]); }
 const char* proc_global_name(int i) { return kGlobalFiles[i].name; }
 int proc_pid_file_count() { return (int)(sizeof kPidFiles / sizeof kPidFiles[0]); }
@@ -245,14 +279,9 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
       gen_global_stat(o, k);
       return 0;
     }
-    case ProcFile::kHostname: case ProcFile::kDomainname: {
-      Guard g(k.uts.lock);
-      o.str(f == ProcFile::kHostname ? k.uts.nodename : k.uts.domainname).ch('\n');
-      return 0;
-    }
-    case ProcFile::kOsrelease: o.str("6.1.0-flatux\n"); return 0;
-    case ProcFile::kOstype: o.str("Linux\n"); return 0;
-    case ProcFile::kPidMax: o.str("4194304\n"); return 0;
+    case ProcFile::kSysvipcShm: shm_proc_show(k, o); return 0;
+    case ProcFile::kSysvipcSem: sem_proc_show(k, o); return 0;
+    case ProcFile::kSysvipcMsg: msg_proc_show(k, o); return 0;
     default: break;
   }
   Guard g(k.tasks_lock);

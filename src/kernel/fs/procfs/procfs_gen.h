@@ -10,17 +10,22 @@ namespace flatux {
 enum class ProcFile : uint8_t {
   kNone,
   // per process
-  kCmdline, kEnviron, kComm, kStat, kStatm, kStatus, kMaps, kMounts, kMountinfo, kLimits,
+  kCmdline, kEnviron, kComm, kStat, kStatm, kStatus, kMaps, kMounts, kMountinfo, kLimits, kPagemap,
   // global
   kMeminfo, kCpuinfo, kUptime, kLoadavg, kVersion, kFilesystems, kGlobalMounts, kKernelCmdline,
   kGlobalStat,
-  // /proc/sys/kernel
-  kHostname, kDomainname, kOsrelease, kOstype, kPidMax,
+  // /proc/sysvipc
+  kSysvipcShm, kSysvipcSem, kSysvipcMsg,
 };
 
 ProcFile proc_file_named(std::string_view name, bool per_pid);
-ProcFile proc_sys_kernel_file(std::string_view name);
+ProcFile proc_sysvipc_file(std::string_view name);
 bool proc_file_writable(ProcFile f);
+// The mode bits of a generated file (0444; 0644 writable; 0400 pagemap).
+uint32_t proc_file_mode(ProcFile f);
+
+// /proc/PID/pagemap, read page by page (procfs_pagemap.cpp).
+long procfs_open_pagemap(Task& t, int pid, uint32_t flags, File** out);
 int proc_global_count();
 const char* proc_global_name(int i);
 int proc_pid_file_count();

@@ -129,6 +129,7 @@ const FsOps kTmpFsOps = {
     .setattr = fs_setattr,
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
+    .walk_checks_search = true,
 };
 
 long tmpfs_mount(Kernel& k, const char*, unsigned long, const char* data, Filesystem** out) {

@@ -1,0 +1,224 @@
+// Credentials: what an ordinary user (uid/gid 65534, switched to with
+// setresuid keeping 0 saved) may and may not do, and who owns what it
+// makes. Runs in the folder it is given; `--tmpfs` mounts a tmpfs there
+// first (so the same checks cover tmpfs). Needs root to set up: exits 77
+// (skipped) otherwise.
+//
+// Usage: creds [--tmpfs] DIR
+#define GUEST_MOUNT_SCRATCH
+#include "guest_check.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define USER 65534
+#define GROUP 4242
+
+static char dir[4096];
+
+// Names are relative to the folder (the cwd), so the folders above it
+// need not be searchable by the ordinary user.
+static const char* at(const char* name) { return name; }
+
+// Real and effective ids become the user's; root stays saved, to come back.
+static void become_user(void) {
+  REQUIRE(syscall(SYS_setresgid, USER, USER, 0) == 0 && syscall(SYS_setresuid, USER, USER, 0) == 0);
+}
+
+static void become_root(void) {
+  REQUIRE(syscall(SYS_setresuid, 0, 0, -1) == 0 && syscall(SYS_setresgid, 0, 0, -1) == 0);
+}
+
+static void make_file(const char* name, int mode) {
+  int fd = open(at(name), O_WRONLY | O_CREAT | O_TRUNC, mode);
+  REQUIRE(fd >= 0, "%s: %s", name, strerror(errno));
+  REQUIRE(write(fd, "data\n", 5) == 5);
+  close(fd);
+  REQUIRE(chmod(at(name), mode) == 0);
+}
+
+static void check_owner(const char* name, uid_t uid, gid_t gid) {
+  struct stat st;
+  CHECK(lstat(at(name), &st) == 0, "%s: %s", name, strerror(errno));
+  CHECK(st.st_uid == uid && st.st_gid == gid, "%s: owner %u:%u, want %u:%u", name, st.st_uid, st.st_gid, uid, gid);
+}
+
+static void setup(void) {
+  REQUIRE(chmod(dir, 0755) == 0);
+  REQUIRE(chdir(dir) == 0);
+  REQUIRE(mkdir(at("open"), 0777) == 0 && chmod(at("open"), 0777) == 0);
+  REQUIRE(mkdir(at("closed"), 0700) == 0);
+  make_file("closed/f", 0666);
+  REQUIRE(symlink("f", at("closed/l")) == 0);
+  REQUIRE(mkdir(at("sg"), 0777) == 0 && chown(at("sg"), 0, GROUP) == 0 && chmod(at("sg"), 02777) == 0);
+  make_file("rootfile", 0644);
+}
+
+static void test_creating(void) {
+  puts("an ordinary user creates in a mode-0777 folder");
+  become_user();
+  int fd = open(at("open/new"), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  CHECK(fd >= 0, "create: %s", strerror(errno));
+  if (fd >= 0) {
+    CHECK(write(fd, "x", 1) == 1, "write to the new file: %s", strerror(errno));
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && (st.st_mode & 07777) == 0600, "mode %o", st.st_mode & 07777);
+    close(fd);
+  }
+  fd = open(at("open/new"), O_WRONLY | O_CREAT, 0600);  // exists: opened, mode kept
+  CHECK(fd >= 0, "reopen with O_CREAT: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+  fd = open(at("open/ro"), O_RDWR | O_CREAT | O_EXCL, 0400);  // created read-only: open all the same
+  CHECK(fd >= 0, "create a 0400 file O_RDWR: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+  CHECK_OK(mkdir(at("open/dir"), 0755));
+  // An unnamed file (O_TMPFILE) is the user's too, where the filesystem has them.
+  fd = open(at("open"), O_TMPFILE | O_RDWR, 0600);
+  CHECK(fd >= 0 || errno == EOPNOTSUPP, "O_TMPFILE: %s", strerror(errno));
+  if (fd >= 0) {
+    struct stat st;
+    CHECK(fstat(fd, &st) == 0 && st.st_uid == USER && st.st_gid == USER, "O_TMPFILE owner %u:%u", st.st_uid,
+          st.st_gid);
+    close(fd);
+  }
+  CHECK_OK(symlink("new", at("open/link")));
+  CHECK_OK(mknod(at("open/fifo"), S_IFIFO | 0644, 0));
+  CHECK_ERR(open(at("made-in-roots"), O_WRONLY | O_CREAT, 0644), EACCES);
+  CHECK_ERR(mkdir(at("dir-in-roots"), 0755), EACCES);
+  fd = open(".", O_TMPFILE | O_RDWR, 0600);
+  CHECK(fd == -1 && (errno == EACCES || errno == EOPNOTSUPP), "O_TMPFILE in root's folder: %d (%s)", fd,
+        strerror(errno));
+  if (fd >= 0) close(fd);
+  // The group of a set-group-ID folder; a new folder there inherits the bit.
+  fd = open(at("sg/f"), O_WRONLY | O_CREAT, 0644);
+  CHECK(fd >= 0, "create in the setgid folder: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+  CHECK_OK(mkdir(at("sg/d"), 0755));
+  become_root();
+  check_owner("open/new", USER, USER);
+  check_owner("open/ro", USER, USER);
+  check_owner("open/dir", USER, USER);
+  check_owner("open/link", USER, USER);
+  check_owner("open/fifo", USER, USER);
+  check_owner("sg/f", USER, GROUP);
+  check_owner("sg/d", USER, GROUP);
+  struct stat st;
+  CHECK(stat(at("sg/d"), &st) == 0 && (st.st_mode & S_ISGID), "sg/d mode %o", st.st_mode & 07777);
+}
+
+static void test_attributes(void) {
+  puts("chmod, chown: EPERM for another's file, EACCES for a folder not searchable");
+  become_user();
+  CHECK_OK(chmod(at("open/new"), 0640));
+  CHECK_OK(chown(at("open/new"), -1, USER));
+  CHECK_ERR(chown(at("open/new"), 0, -1), EPERM);
+  CHECK_ERR(chown(at("open/new"), -1, 0), EPERM);
+  CHECK_ERR(chmod(at("rootfile"), 0666), EPERM);
+  CHECK_ERR(chmod(at("closed/f"), 0777), EACCES);
+  CHECK_ERR(chown(at("closed/f"), USER, USER), EACCES);
+  CHECK_ERR(syscall(SYS_truncate, at("closed/f"), 0), EACCES);
+  struct stat st;
+  CHECK_ERR(stat(at("closed/f"), &st), EACCES);
+  char buf[16];
+  CHECK_ERR(readlink(at("closed/l"), buf, sizeof buf), EACCES);
+  CHECK_ERR(open(at("closed/f"), O_RDONLY), EACCES);
+  CHECK_ERR(access(at("closed/f"), F_OK), EACCES);
+  CHECK_ERR(unlink(at("closed/f")), EACCES);
+  CHECK_ERR(mkdir(at("closed/x"), 0755), EACCES);
+  become_root();
+  // access() asks with the real ids, faccessat(AT_EACCESS) with the effective ones.
+  REQUIRE(syscall(SYS_setresuid, -1, USER, 0) == 0);
+  CHECK_OK(access(at("closed/f"), R_OK));
+  CHECK_ERR(faccessat(AT_FDCWD, at("closed/f"), R_OK, AT_EACCESS), EACCES);
+  CHECK_ERR(open(at("closed/f"), O_RDONLY), EACCES);
+  REQUIRE(syscall(SYS_setresuid, -1, 0, -1) == 0);
+  REQUIRE(syscall(SYS_setresuid, USER, -1, -1) == 0);
+  CHECK_ERR(access(at("rootfile"), W_OK), EACCES);
+  CHECK_OK(faccessat(AT_FDCWD, at("rootfile"), W_OK, AT_EACCESS));
+  become_root();
+  // Root changes what an ordinary user owns.
+  CHECK_OK(chmod(at("open/new"), 0604));
+  int fd = open(at("open/new"), O_RDONLY);
+  CHECK(fd >= 0);
+  if (fd >= 0) {
+    CHECK_OK(fchmod(fd, 0644));
+    close(fd);
+  }
+  CHECK(stat(at("open/new"), &st) == 0 && (st.st_mode & 07777) == 0644, "mode %o", st.st_mode & 07777);
+}
+
+static void test_open_checks(void) {
+  puts("open: access bits, O_TRUNC, O_NOATIME only for the owner");
+  become_user();
+  CHECK_ERR(open(at("rootfile"), O_WRONLY), EACCES);
+  CHECK_ERR(open(at("rootfile"), O_RDONLY | O_TRUNC), EACCES);
+  CHECK_ERR(open(at("rootfile"), O_RDONLY | O_NOATIME), EPERM);
+  int fd = open(at("rootfile"), O_RDONLY);
+  CHECK(fd >= 0, "read another's 0644 file: %s", strerror(errno));
+  if (fd >= 0) {
+    CHECK_ERR(fcntl(fd, F_SETFL, O_NOATIME), EPERM);
+    close(fd);
+  }
+  fd = open(at("open/new"), O_RDONLY | O_NOATIME);
+  CHECK(fd >= 0, "O_NOATIME on its own file: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+  become_root();
+  fd = open(at("rootfile"), O_RDONLY | O_NOATIME);
+  CHECK(fd >= 0, "O_NOATIME as root: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+}
+
+// exec needs the caller's own execute bit: root's 0744 file is not an
+// ordinary user's to run (a vfork child tries; its exit code says what happened).
+static void test_exec(void) {
+  puts("execve: the caller's execute bit");
+  int in = open("/proc/self/exe", O_RDONLY);
+  int out = open(at("rootprog"), O_WRONLY | O_CREAT | O_TRUNC, 0744);
+  REQUIRE(in >= 0 && out >= 0);
+  char buf[65536];
+  for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;) REQUIRE(write(out, buf, (size_t)n) == n);
+  close(in);
+  close(out);
+  REQUIRE(chmod(at("rootprog"), 0744) == 0);
+  pid_t pid = vfork();
+  if (pid == 0) {
+    if (syscall(SYS_setresuid, USER, USER, USER) != 0) _exit(3);
+    char* argv[] = {"rootprog", NULL};
+    syscall(SYS_execve, "rootprog", argv, NULL);
+    _exit(errno == EACCES ? 0 : 4);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "exec of a 0744 root file as a user: status %#x", status);
+  unlink(at("rootprog"));
+}
+
+static void cleanup(void) {
+  const char* names[] = {"open/new", "open/ro", "open/link", "open/fifo", "sg/f", "closed/l", "closed/f", "rootfile"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(at(names[i]));
+  const char* dirs[] = {"open/dir", "sg/d", "open", "sg", "closed"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) rmdir(at(dirs[i]));
+}
+
+int main(int argc, char** argv) {
+  guest_name = "creds";
+  int tmpfs = argc == 3 && strcmp(argv[1], "--tmpfs") == 0;
+  REQUIRE(argc == 2 || tmpfs, "usage: creds [--tmpfs] DIR");
+  if (geteuid() != 0) {
+    puts("not root: an ordinary user's checks need root to set up (skipped)");
+    return 77;
+  }
+  if (tmpfs) guest_mount_scratch(argv[2], dir, "size=1m");
+  else REQUIRE(realpath(argv[1], dir) != NULL);
+  umask(022);
+  setup();
+  test_creating();
+  test_attributes();
+  test_open_checks();
+  test_exec();
+  cleanup();
+  return guest_finish();
+}
