@@ -174,6 +174,60 @@ void fast_entry_to_trap(Task* t, KStackHeader* h, ucontext_t* uc) {
   t->regs = nullptr;
 }
 
+// rewrite-page0: the guest jumped (not called) into page 0 with an RSP
+// that points nowhere, so the entry could not pop a return address: the
+// guest takes SIGSEGV at the trampoline's jump, with its own RSP and flags.
+void fast_page0_bad_stack(Task* t, KStackHeader* h, ucontext_t* uc) {
+  greg_t* g = uc->uc_mcontext.gregs;
+  g[REG_RSP] = (greg_t)h->guest_rsp;
+  g[REG_EFL] = h->fast_frame->uc.uc_mcontext.gregs[REG_EFL];
+  g[REG_RIP] = (greg_t)kPage0Jump;
+  reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] = guest_mode_mask();
+  siginfo_t si{};
+  si.si_signo = SIGSEGV;
+  si.si_code = SEGV_MAPERR;
+  si.si_addr = (void*)h->guest_rsp;
+  t->regs = uc;
+  guest_fault(*t, SIGSEGV, &si);
+  handle_signals(*t, -1);
+  t->regs = nullptr;
+}
+
+// A host signal (sig) stopped the fast entry's own code at uc's RIP.
+// True when it was one the entry expects (the guest's doing, or a call
+// becoming a trap) and is now handled; false for a kernel fault.
+bool fast_entry_fault(Task* t, KStackHeader* h, int sig, const siginfo_t* si, ucontext_t* uc) {
+  greg_t* g = uc->uc_mcontext.gregs;
+  uintptr_t rip = g[REG_RIP];
+  if (rip == (uintptr_t)flatux_fast_convert && sig == SIGILL) {
+    fast_entry_to_trap(t, h, uc);
+    return true;
+  }
+  if (in_fast_entry_gs_window(rip)) {
+    // The entry's read of the header through %gs faulted: the guest
+    // changed its GS base (wrgsbase). Point it back and retry.
+    fast_entry_thread_init(*t->kernel, h);
+    return true;
+  }
+  if (const char* entry = fast_entry_restart_for(rip); entry && sig == SIGILL) {
+    // %gs:8 held no kernel stack's magic (a GS base the guest set to its
+    // own memory): nothing was written yet, so restart the entry.
+    fast_entry_thread_init(*t->kernel, h);
+    g[REG_RIP] = (greg_t)entry;
+    return true;
+  }
+  if (rip == (uintptr_t)flatux_fast_page0_pop && (sig == SIGSEGV || sig == SIGBUS)) {
+    fast_page0_bad_stack(t, h, uc);
+    return true;
+  }
+  if (sig == SIGTRAP && si->si_code == TRAP_TRACE) {
+    // A guest single-stepping itself (TF) through a rewritten site: the
+    // fast entry clears TF at its start and sets it again at its end.
+    return true;
+  }
+  return false;
+}
+
 extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
   KStackHeader* h = current_kstack_checked();
   if (!h || !h->task) return;
@@ -223,21 +277,7 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
   KStackHeader* h = current_kstack_checked();
   if (!h || !h->task || h->in_oops) oops(nullptr, h, sig, si, uc);
   Task* t = h->task;
-  if (rip == (uintptr_t)flatux_fast_convert && sig == SIGILL) {
-    fast_entry_to_trap(t, h, uc);
-    return;
-  }
-  if (in_fast_entry_gs_window(rip)) {
-    // The fast entry's first use of %gs faulted: the guest changed its GS
-    // base (wrgsbase). Point it back at the kernel stack and retry.
-    fast_entry_thread_init(*t->kernel, h);
-    return;
-  }
-  if (sig == SIGTRAP && si->si_code == TRAP_TRACE && in_fast_entry_text(rip)) {
-    // A guest single-stepping itself (TF) through a rewritten site: the
-    // fast entry clears TF at its start and sets it again at its end.
-    return;
-  }
+  if (in_fast_entry_text(rip) && fast_entry_fault(t, h, sig, si, uc)) return;
   if (sig == SIGTRAP && syscall_site_trap(*t, uc)) return;  // a site being rewritten
   if (syscall_site_call_fault(*t, sig, uc)) {  // rewrite-page0: a number past the sled
     serve_trapped_syscall(t, uc);

@@ -19,8 +19,9 @@
  * as a ucontext there, serve the call, and return by restoring every
  * register but RAX, RCX and R11 (which a real syscall sets too) and jumping
  * to RCX. The thread's GS base is its kernel stack's header (set once when
- * the task's host thread starts); guests cannot set GS (arch_prctl
- * ARCH_SET_GS is refused).
+ * the task's host thread starts); guests cannot set GS through the kernel
+ * (arch_prctl ARCH_SET_GS is refused), and a GS base changed by wrgsbase
+ * is caught before it is used (SWITCH_STACK).
  *
  * Kernel code never touches vector or x87 registers (it is built with
  * -mgeneral-regs-only), so the guest's FPU state stays live in the CPU
@@ -49,8 +50,26 @@
 #define CSGSFS 18
 
 /* Onto the fast-entry stack through %gs (the guest's RSP goes into the
- * header), and the guest's RFLAGS into the frame; DF cleared for C. */
-.macro SWITCH_STACK switched
+ * header), and the guest's RFLAGS into the frame; DF cleared for C.
+ *
+ * The guest can change its GS base (wrgsbase) and can jump here by itself,
+ * so the header is checked first: its magic's low word must be at %gs:8.
+ * Only that read can fault on a bad GS base (the fault handler points GS
+ * back at the kernel stack and retries it); any other base ends at the
+ * ud2 at \bad with every guest register as it was (R11 aside, which the
+ * call clobbers anyway), where the handler does the same and restarts the
+ * entry. None of this touches the flags (lea, xchg, jrcxz), which are the
+ * guest's until they are saved. */
+.macro SWITCH_STACK checked, bad, switched
+	mov %gs:FLATUX_KS_MAGIC, %r11d
+\checked:
+	lea -FLATUX_KS_MAGIC_LO(%r11), %r11   /* zero iff it is a kernel stack's header */
+	xchg %r11, %rcx
+	jrcxz 1f
+	mov %r11, %rcx
+\bad:
+	ud2
+1:	mov %r11, %rcx
 	mov %rsp, %gs:FLATUX_KS_GUEST_RSP
 	mov %gs:FLATUX_KS_FAST_FRAME, %rsp
 \switched:
@@ -63,10 +82,12 @@
 	.globl flatux_fast_entry, flatux_fast_entry_switched, flatux_fast_exit_window
 	.globl flatux_fast_exit_window_end, flatux_fast_convert, flatux_fast_entry_end
 	.globl flatux_fast_entry_page0, flatux_fast_entry_page0_switched
+	.globl flatux_fast_entry_checked, flatux_fast_entry_bad_gs, flatux_fast_entry_page0_checked
+	.globl flatux_fast_entry_page0_bad_gs, flatux_fast_page0_pop
 	.type flatux_fast_entry, @function
 	.p2align 6
 flatux_fast_entry:
-	SWITCH_STACK flatux_fast_entry_switched
+	SWITCH_STACK flatux_fast_entry_checked, flatux_fast_entry_bad_gs, flatux_fast_entry_switched
 	movq $0, FLATUX_FF_PAGE0(%rsp)
 .Lflags:
 	testl $0x40100, G(EFL)(%rsp)   /* the guest's AC (alignment checks) or TF (single-step)? */
@@ -150,13 +171,15 @@ flatux_fast_convert:
  * site and not from a call through a null function pointer. */
 	.p2align 4
 flatux_fast_entry_page0:
-	SWITCH_STACK flatux_fast_entry_page0_switched
+	SWITCH_STACK flatux_fast_entry_page0_checked, flatux_fast_entry_page0_bad_gs, \
+		flatux_fast_entry_page0_switched
 	movq $1, FLATUX_FF_PAGE0(%rsp)
 	testl $0x40100, G(EFL)(%rsp)   /* AC or TF: cleared before touching the guest's stack */
 	jz 1f
 	pushq $2
 	popfq
 1:	mov %gs:FLATUX_KS_GUEST_RSP, %rcx
+flatux_fast_page0_pop:   /* a guest RSP that points nowhere faults here */
 	mov (%rcx), %rcx
 	addq $8, %gs:FLATUX_KS_GUEST_RSP
 	jmp .Lsave

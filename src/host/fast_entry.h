@@ -10,7 +10,9 @@
 extern "C" {
 extern const char flatux_fast_entry[], flatux_fast_entry_switched[], flatux_fast_exit_window[],
     flatux_fast_exit_window_end[], flatux_fast_convert[], flatux_fast_entry_end[],
-    flatux_fast_entry_page0[], flatux_fast_entry_page0_switched[];
+    flatux_fast_entry_page0[], flatux_fast_entry_page0_switched[], flatux_fast_entry_checked[],
+    flatux_fast_entry_bad_gs[], flatux_fast_entry_page0_checked[], flatux_fast_entry_page0_bad_gs[],
+    flatux_fast_page0_pop[];
 }
 
 namespace flatux {
@@ -39,11 +41,20 @@ inline bool in_fast_entry_text(uintptr_t ip) {
   return ip >= (uintptr_t)flatux_fast_entry && ip < (uintptr_t)flatux_fast_entry_end;
 }
 
-// The instructions that reach the kernel stack through %gs, before the
-// switch: a fault there means the guest changed its GS base.
+// The entry's first read through %gs (the header's magic): a fault there
+// means the guest changed its GS base (wrgsbase) to memory that is not
+// there; the read is retried once GS is the kernel stack's again.
 inline bool in_fast_entry_gs_window(uintptr_t ip) {
-  return (ip >= (uintptr_t)flatux_fast_entry && ip < (uintptr_t)flatux_fast_entry_switched) ||
-         (ip >= (uintptr_t)flatux_fast_entry_page0 && ip < (uintptr_t)flatux_fast_entry_page0_switched);
+  return (ip >= (uintptr_t)flatux_fast_entry && ip < (uintptr_t)flatux_fast_entry_checked) ||
+         (ip >= (uintptr_t)flatux_fast_entry_page0 && ip < (uintptr_t)flatux_fast_entry_page0_checked);
+}
+
+// Where the entry stops (ud2) because %gs:8 held no kernel stack's magic:
+// the entry to restart once GS is the kernel stack's again, or nullptr.
+inline const char* fast_entry_restart_for(uintptr_t ip) {
+  if (ip == (uintptr_t)flatux_fast_entry_bad_gs) return flatux_fast_entry;
+  if (ip == (uintptr_t)flatux_fast_entry_page0_bad_gs) return flatux_fast_entry_page0;
+  return nullptr;
 }
 
 // rewrite-page0's trampoline (zpoline's layout): page 0 is a nop sled

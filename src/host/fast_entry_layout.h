@@ -2,7 +2,10 @@
  * assembler; host/kstack.h checks them against the structures. */
 #pragma once
 
-/* KStackHeader fields, read through %gs. */
+/* KStackHeader fields, read through %gs; the magic's low word, which the
+ * entry checks there before trusting its GS base. */
+#define FLATUX_KS_MAGIC 8
+#define FLATUX_KS_MAGIC_LO 0x636b2121
 #define FLATUX_KS_FAST_FRAME 24
 #define FLATUX_KS_GUEST_RSP 32
 #define FLATUX_KS_NOTIFY 40

@@ -54,6 +54,8 @@ struct KStackHeader {
   const std::atomic<uint32_t>* notify;
 };
 
+static_assert(offsetof(KStackHeader, magic) == FLATUX_KS_MAGIC);
+static_assert((uint32_t)kKStackMagic == FLATUX_KS_MAGIC_LO);
 static_assert(offsetof(KStackHeader, fast_frame) == FLATUX_KS_FAST_FRAME);
 static_assert(offsetof(KStackHeader, guest_rsp) == FLATUX_KS_GUEST_RSP);
 static_assert(offsetof(KStackHeader, notify) == FLATUX_KS_NOTIFY);

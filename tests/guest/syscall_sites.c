@@ -16,6 +16,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/auxv.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -494,6 +495,138 @@ static void alignment_checks(void) {
   printf("  served, and AC set again when it returned\n");
 }
 
+
+// --- a hostile guest entering the fast entry by itself ---
+//
+// A rewritten site jumps to a stub, which jumps through a word to the
+// kernel's fast entry. A guest can read both and jump there itself, with
+// any registers: it must get what a `syscall` instruction gets (the call
+// served by flatux's own table, its result in RAX) or a signal of its own,
+// and the kernel must go on serving it. Also: a guest that changed its GS
+// base (wrgsbase, where the CPU lets it), which the entry reaches the
+// kernel stack through.
+static uintptr_t stub_of(const void* fn) {
+  const unsigned char* jmp = (const unsigned char*)fn + 1;
+  int32_t rel;
+  memcpy(&rel, jmp + 1, 4);
+  return (uintptr_t)(jmp + 5 + rel);
+}
+
+static long enter_with(uintptr_t entry, long nr, long a1) {
+  long r;
+  __asm__ volatile("lea 1f(%%rip), %%rcx\n\tjmp *%[e]\n1:"
+                   : "=a"(r) : [e] "r"(entry), "a"(nr), "D"(a1) : "rcx", "r11", "memory", "cc");
+  return r;
+}
+
+// Every register garbage, RSP not even canonical, and RCX (where the
+// entry returns to) unmapped: the call is served (RAX = its result) and
+// the return faults in the guest, which the handler sees as RIP = RCX.
+// (The handler runs on a sigaltstack and jumps back: every register the
+// caller keeps comes back from the jump buffer.)
+__asm__(".text\n.p2align 4\n.globl enter_garbage\n.type enter_garbage,@function\nenter_garbage:\n"
+        "\tmov %rdi, %r11\n\tmov %rsi, %rax\n"
+        "\tmovabs $0xdeadbeefdeadbeef, %rbx\n"
+        "\tmov %rbx, %rbp\n\tmov %rbx, %r12\n\tmov %rbx, %r13\n\tmov %rbx, %r14\n\tmov %rbx, %r15\n"
+        "\tmov %rbx, %rdi\n\tmov %rbx, %rsi\n\tmov %rbx, %rdx\n\tmov %rbx, %r8\n\tmov %rbx, %r9\n"
+        "\tmov %rbx, %r10\n\tmov %rbx, %rsp\n\tmov $0x1000, %ecx\n"
+        "\tjmp *%r11\n"
+        ".size enter_garbage, .-enter_garbage\n");
+void enter_garbage(uintptr_t entry, long nr);
+
+static sigjmp_buf hostile_jump;
+static volatile unsigned long hostile_rip, hostile_rsp, hostile_rax, hostile_rbx;
+static volatile int hostile_sig;
+
+static void on_hostile(int sig, siginfo_t* si, void* ctx) {
+  greg_t* g = ((ucontext_t*)ctx)->uc_mcontext.gregs;
+  hostile_sig = sig;
+  hostile_rip = g[REG_RIP], hostile_rsp = g[REG_RSP], hostile_rax = g[REG_RAX], hostile_rbx = g[REG_RBX];
+  siglongjmp(hostile_jump, 1);
+}
+
+static void set_gs(uintptr_t base) { __asm__ volatile("wrgsbase %0" ::"r"(base) : "memory"); }
+
+static void hostile_entries(void) {
+  if (want_state != 'r' && want_state != 'p') return;
+  printf("the fast entry entered by the guest itself:\n");
+  long pid = getpid(), ppid = getppid();
+  CHECK(site_getpid(0, 0, 0) == pid);
+  uintptr_t stub = stub_of(site_getpid);
+  const unsigned char* s = (const unsigned char*)stub;
+  REQUIRE(s[0] == 0xb8 && s[1] == 39 && s[12] == 0xff && s[13] == 0x25,
+          "site_getpid's stub is not `mov $39,%%eax; lea; jmp *`: %02x %02x", s[0], s[1]);
+  uintptr_t entry;
+  memcpy(&entry, s + 24, 8);
+
+  // The stub called like a function: the call it stands for, back at the
+  // site's `ret`.
+  CHECK(((long (*)(void))stub)() == pid, "the stub called directly");
+  // The entry with other numbers: flatux's own calls, or ENOSYS.
+  CHECK(enter_with(entry, 110, 0) == ppid, "getppid through the entry");
+  static const long unknown[] = {1000, 100000, 0x7fffffff, -1, -4096, 0x100000027};
+  for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+    CHECK(enter_with(entry, unknown[i], 0) == -ENOSYS, "number %#lx through the entry", unknown[i]);
+  CHECK(enter_with(entry, 39, 0) == pid, "getpid through the entry");
+
+  static char altstack[64 * 1024];
+  stack_t ss = {.ss_sp = altstack, .ss_size = sizeof altstack};
+  REQUIRE(sigaltstack(&ss, NULL) == 0);
+  struct sigaction sa = {.sa_sigaction = on_hostile, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER};
+  sigemptyset(&sa.sa_mask);
+  REQUIRE(sigaction(SIGSEGV, &sa, NULL) == 0 && sigaction(SIGBUS, &sa, NULL) == 0);
+  for (int i = 0; i < 3; i++) {
+    long nr = i == 1 ? 0xdeadbeef : 39;
+    hostile_sig = 0;
+    if (sigsetjmp(hostile_jump, 1) == 0) {
+      enter_garbage(entry, nr);
+      CHECK(0, "entered with garbage registers, it came back");
+    }
+    CHECK(hostile_sig == SIGSEGV && hostile_rip == 0x1000, "garbage entry %d: signal %d at %#lx", i,
+          hostile_sig, hostile_rip);
+    CHECK(hostile_rsp == 0xdeadbeefdeadbeef && hostile_rbx == 0xdeadbeefdeadbeef,
+          "garbage entry %d: RSP %#lx RBX %#lx, not the guest's own", i, hostile_rsp, hostile_rbx);
+    long want = nr == 39 ? pid : -ENOSYS;
+    CHECK((long)hostile_rax == want, "garbage entry %d: RAX %ld, want %ld", i, (long)hostile_rax, want);
+  }
+  CHECK(site_getpid(0, 0, 0) == pid, "the site after the garbage entries");
+  printf("  the stub and the entry serve flatux's calls (ENOSYS for unknown numbers); with every\n"
+         "  register garbage the call is served and the return faults in the guest (3 times)\n");
+
+  // rewrite-page0: a jump (not a call) into page 0's sled with an RSP that
+  // points nowhere: the entry cannot take the return address from the
+  // stack, and the guest gets SIGSEGV.
+  if (want_state == 'p') {
+    hostile_sig = 0;
+    if (sigsetjmp(hostile_jump, 1) == 0) {
+      __asm__ volatile("mov $39, %%eax\n\tmovabs $0x10, %%rsp\n\tjmp *%%rax" ::: "memory");
+      CHECK(0, "a jump into page 0 came back");
+    }
+    CHECK(hostile_sig == SIGSEGV && hostile_rsp == 0x10, "page 0 with RSP 0x10: signal %d, RSP %#lx",
+          hostile_sig, hostile_rsp);
+    CHECK(site_getpid(0, 0, 0) == pid && generic_site(39, 0) == pid, "the sites after page 0's fault");
+    printf("  a jump into page 0 with RSP 0x10 is SIGSEGV in the guest\n");
+  }
+  signal(SIGSEGV, SIG_DFL);
+  signal(SIGBUS, SIG_DFL);
+  ss.ss_flags = SS_DISABLE;
+  sigaltstack(&ss, NULL);
+
+  if (!(getauxval(AT_HWCAP2) & 2)) {  // HWCAP2_FSGSBASE
+    printf("  (no FSGSBASE here: the GS base checks are left out)\n");
+    return;
+  }
+  // Unmapped, then a page of zeros: each call is served.
+  const uintptr_t bases[] = {0x1000, (uintptr_t)calloc(1, 8192)};
+  for (size_t i = 0; i < 2; i++) {
+    set_gs(bases[i]);
+    CHECK(site_getpid(0, 0, 0) == pid, "with GS base %#lx", (unsigned long)bases[i]);
+    CHECK(site_getpid(0, 0, 0) == pid, "again with GS base %#lx", (unsigned long)bases[i]);
+  }
+  free((void*)bases[1]);
+  printf("  with the guest's GS base changed (unmapped, zeros): calls are served\n");
+}
+
 int main(int argc, char** argv) {
   guest_name = "syscall_sites";
   if (argc == 3 && strcmp(argv[1], "exit-with") == 0) return atoi(argv[2]);
@@ -510,5 +643,6 @@ int main(int argc, char** argv) {
   forked();
   register_numbers();
   alignment_checks();
+  hostile_entries();
   return guest_finish();
 }
