@@ -73,6 +73,8 @@ constexpr Allowed kAllowed[] = {
     {SYS_mmap, Check::kNone}, {SYS_munmap, Check::kNone}, {SYS_mprotect, Check::kNone},
     {SYS_mremap, Check::kNone}, {SYS_madvise, Check::kNone}, {SYS_msync, Check::kNone},
     {SYS_brk, Check::kNone}, {SYS_mlock2, Check::kNone}, {SYS_munlock, Check::kNone},
+    // Rewritten syscall sites: every CPU must see the new code (host/code_patch.cpp)
+    {SYS_membarrier, Check::kNone},
     // Threads, signals, time (the kernel's own tasks and its launcher)
     {SYS_clone, Check::kCloneFlags}, {SYS_clone3, Check::kEnosys}, {SYS_exit, Check::kNone},
     {SYS_exit_group, Check::kNone}, {SYS_wait4, Check::kNone}, {SYS_waitid, Check::kNone},

@@ -21,6 +21,7 @@
 #include "kernel/block/ubd.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/site_survey.h"
 #include "kernel/task/process.h"
 #include "launcher/boot_mode.h"
 #include "launcher/kernel_setup.h"
@@ -50,6 +51,8 @@ struct RunOptions {
   bool readonly = false;
   std::string strace;  // "" off, "-" stderr, else a file
   std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
+  std::string syscall_entry;  // auto|trap|rewrite|rewrite-page0; "" = $FLATUX_SYSCALL_ENTRY or auto
+  std::string site_survey;    // --site-survey=FILE: syscall sites by shape, written at the end
   std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file (FILE canonical once parsed)
   std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
   std::vector<std::string> argv;
@@ -171,9 +174,23 @@ int run(const RunOptions& o) {
   for (const UbdSpec& u : ubds) sb.grant.images.push_back({u.file, u.readonly});
   std::string prog = find_program(o);  // looked up before the host's view narrows
   if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
+  if (!flatux::launcher::choose_syscall_entry(cfg, o.syscall_entry)) return 125;
+  // Opened before the host process is confined to what the guests were given.
+  int survey_fd = -1;
+  if (!o.site_survey.empty()) {
+    survey_fd = open(o.site_survey.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (survey_fd < 0) {
+      fprintf(stderr, "flatux: --site-survey=%s: %s\n", o.site_survey.c_str(), strerror(errno));
+      return 125;
+    }
+  }
   flatux::Kernel* k = flatux::launcher::start_kernel(cfg, sb);
   if (!k) return 125;
   if (!attach_devices(*k, o, ubds)) return 125;
+  if (survey_fd >= 0 && !flatux::site_survey_start(*k, survey_fd)) {
+    fprintf(stderr, "flatux: --site-survey=%s: cannot start the survey\n", o.site_survey.c_str());
+    return 125;
+  }
 
   install_forwarding();
   std::vector<const char*> argv;
@@ -198,6 +215,7 @@ int run(const RunOptions& o) {
   }
   flatux::hostprocs_kill_all(*k);  // forked guests end with the kernel, as with their threads
   flatux::ext4_poweroff(*k);  // write-back caches reach the images
+  flatux::site_survey_write(*k);
   int status = k->exit_wait_status;
   if (WIFSIGNALED(status)) {
     if (const char* what = signal_report(WTERMSIG(status)))
@@ -216,7 +234,8 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--hostfs-owners") {
+    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--hostfs-owners" ||
+        a == "--syscall-entry" || a == "--site-survey") {
       i++;  // takes the next word
       continue;
     }
@@ -240,6 +259,15 @@ int main(int argc, char** argv) {
       ->default_str("-");
   run_cmd->add_option("--net", o.net, "Network: host (the host's own, default) or none (no IPv4/IPv6 sockets)")
       ->check(CLI::IsMember({"host", "none"}));
+  run_cmd->add_option("--syscall-entry", o.syscall_entry,
+                      "How guest syscalls enter the kernel: auto (default: rewrite where the host allows, "
+                      "else trap), trap (SIGSYS every time), rewrite (each site rewritten at its first trap "
+                      "to jump in), rewrite-page0 (also zpoline's call *%rax; needs page 0: root)")
+      ->check(CLI::IsMember({"auto", "trap", "rewrite", "rewrite-page0"}));
+  run_cmd->add_option("--site-survey", o.site_survey,
+                      "Write to FILE, at the end, the syscall sites the guests executed and their calls by "
+                      "shape: what each --syscall-entry can rewrite (call counts are complete with "
+                      "--syscall-entry=trap)");
   run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
   run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
   run_cmd->add_option("--hostfs-owners", o.hostfs_owners,
