@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "host/entry.h"
@@ -24,6 +25,21 @@ bool open_strace(KernelConfig& cfg, const std::string& strace) {
   return true;
 }
 
+namespace {
+
+// `flatux run` starts with the host's node and domain names, as the program
+// would see them natively (it resolves its own name through the host's
+// /etc/hosts); a booted system starts as "flatux" and names itself. Either
+// way sethostname changes only the guest's copy.
+void take_host_names(Kernel& k) {
+  struct utsname u;
+  if (uname(&u) != 0) return;
+  snprintf(k.uts.nodename, sizeof k.uts.nodename, "%s", u.nodename);
+  snprintf(k.uts.domainname, sizeof k.uts.domainname, "%s", u.domainname);
+}
+
+}  // namespace
+
 Kernel* start_kernel(KernelConfig& cfg) {
   if (!gather_boot_info(cfg)) return nullptr;
   umask(0);  // the guest's umask is applied by the kernel
@@ -32,6 +48,7 @@ Kernel* start_kernel(KernelConfig& cfg) {
     fprintf(stderr, "flatux: cannot create the kernel (heap or root filesystem)\n");
     return nullptr;
   }
+  if (!cfg.boot.enabled) take_host_names(*k);
   if (long r = install_host_handlers(); r < 0) {
     fprintf(stderr, "flatux: installing signal handlers: %s\n", strerror((int)-r));
     return nullptr;
