@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <linux/futex.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/kernel.h"
 #include "kernel/task/process.h"
+#include "kernel/vfs/mount.h"
 #include "launcher/boot_mode.h"
 #include "launcher/kernel_setup.h"
 #include "tools/mkimage/mkimage.h"
@@ -51,6 +53,7 @@ struct RunOptions {
   std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
   std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file
   std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
+  std::vector<std::string> tmpfs;   // "DIR[:OPTIONS]": a private tmpfs mounted at DIR
   std::vector<std::string> argv;
 };
 
@@ -82,7 +85,8 @@ const char* signal_report(int sig) {
   }
 }
 
-// --ubd N[r]=FILE (UML's ubdN[r]=FILE) and --mount-ext4 DEV:DIR.
+// --ubd N[r]=FILE (UML's ubdN[r]=FILE), --mount-ext4 DEV:DIR and
+// --tmpfs DIR[:OPTIONS].
 bool attach_devices(flatux::Kernel& k, const RunOptions& o) {
   for (const std::string& spec : o.ubd) {
     size_t eq = spec.find('=');
@@ -108,6 +112,26 @@ bool attach_devices(flatux::Kernel& k, const RunOptions& o) {
     std::string dev = spec.substr(0, colon), dir = spec.substr(colon + 1);
     if (long r = flatux::ext4_mount_device(k, dev.c_str(), dir.c_str(), 0); r < 0) {
       fprintf(stderr, "flatux: mounting %s at %s: %s\n", dev.c_str(), dir.c_str(), strerror((int)-r));
+      return false;
+    }
+  }
+  for (const std::string& spec : o.tmpfs) {
+    size_t colon = spec.find(':');
+    std::string dir = spec.substr(0, colon);
+    // Like mount(2), only over a folder that is there: a folder of the root.
+    struct stat st;
+    std::string host_dir = (o.root == "/" ? "" : o.root) + dir;
+    if (dir.empty() || dir[0] != '/' || stat(host_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "flatux: --tmpfs %s: not a folder of the root\n", spec.c_str());
+      return false;
+    }
+    // Anyone may make files there, as in the host's /tmp, unless the
+    // options say otherwise (a later mode= wins).
+    std::string options = "mode=1777";
+    if (colon != std::string::npos) options += "," + spec.substr(colon + 1);
+    if (long r = flatux::mount_new_fs(k, "tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str());
+        r < 0) {
+      fprintf(stderr, "flatux: --tmpfs %s: %s\n", spec.c_str(), strerror((int)-r));
       return false;
     }
   }
@@ -184,7 +208,8 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4") { i++; continue; }  // take the next word
+    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" ||
+        a == "--tmpfs") { i++; continue; }  // take the next word
     if (a.empty() || a[0] != '-') return i;
   }
   return argc;
@@ -207,6 +232,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"host", "none"}));
   run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
   run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
+  run_cmd->add_option("--tmpfs", o.tmpfs,
+                      "DIR[:OPTIONS]: a private tmpfs at DIR (e.g. /tmp, or /tmp:size=64m), in no host folder");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
   flatux::mkimage::Options mk;
   CLI::App* mk_cmd = app.add_subcommand("mkimage", "Build an ext4 image from a folder or a tar archive, unprivileged");
