@@ -97,7 +97,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   Filesystem* root = nullptr;
   Filesystem* proc = nullptr;
   Filesystem* dev = nullptr;
-  if (hostfs_create(heap, cfg.root, &root) < 0 ||
+  if (hostfs_create(*k, cfg.root, &root) < 0 ||
       procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
       k->vfs->mount("/", root, &kHostFsType, cfg.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
                     cfg.root) < 0 ||

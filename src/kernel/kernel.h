@@ -55,6 +55,8 @@ struct KernelConfig {
   bool fsgsbase = false;
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
+  char fifo_dir[256] = "";    // host folder for the host FIFOs behind named pipes ("": /dev/shm, /tmp)
+  bool hostfs_host_owners = false;  // hostfs: guest owners, set-id bits and devices go to the host as they are
   BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
 

@@ -5,12 +5,16 @@
 #include <vector>
 
 #include "kernel/boot/boot_config.h"
+#include "launcher/sandbox/sandbox.h"
 
 namespace flatux::launcher {
 
 struct BootOptions {
   std::string strace;  // "" off, "-" stderr, else a file
   bool help = false;
+  SandboxOptions sandbox;
+  bool net_none = false;     // --net=none
+  bool host_owners = false;  // --hostfs-owners=host
 };
 
 // Parses argv[1..]. Returns false with a message in *error.

@@ -41,7 +41,7 @@ void banner(Kernel& k, const BootConfig& boot) {
 
 long mount_hostfs_root(Kernel& k, const BootConfig& boot, const char** why) {
   Filesystem* root = nullptr;
-  long r = hostfs_create(k.heap, boot.hostfs, &root);
+  long r = hostfs_create(k, boot.hostfs, &root);
   if (r < 0 || (r = k.vfs->mount("/", root, &kHostFsType, boot.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
                                  boot.hostfs)) < 0) {
     *why = "VFS: Unable to mount root fs on hostfs";

@@ -48,10 +48,8 @@ void moved_thread_main(void* arg) {
   Kernel& k = *t.kernel;
   // Its guard page, in this host process's page tables.
   host::sys(SYS_mprotect, (uintptr_t)m->kstack + 4096, 4096, PROT_NONE);
-  stack_t ss{};
-  ss.ss_sp = (char*)m->kstack + kKStackUsable;
-  ss.ss_size = kKernelStackSize - kKStackUsable;
-  host::sys(SYS_sigaltstack, &ss, nullptr);
+  // No sigaltstack yet: enter_guest arms it (SS_AUTODISARM), as for any
+  // new thread (host/entry.cpp).
   m->load_result = exec_load(t, *m->mm, m->path, m->argv, m->envp, m->res);
   m->loaded.store(1);
   futex_wake(&m->loaded, 1);

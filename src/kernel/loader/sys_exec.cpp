@@ -80,6 +80,7 @@ void kill_other_threads(Task& t) {
         if (o == &t) continue;
         o->exit_requested = true;
         o->notify.store(1);
+        interrupt_vfork_wait(*o);
         kick_task(*o);
       }
     }
@@ -146,7 +147,7 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
     if (pl) path[bl] = '/';
   }
   ExecArgs ea{k.heap};
-  ea.strings = static_cast<char*>(k.heap->alloc(kMaxStrings));
+  ea.strings = static_cast<char*>(k.heap->alloc_uninit(kMaxStrings));
   if (!ea.strings) return -ENOMEM;
   if ((r = copy_vector(ea, guest_argv, &ea.argv)) < 0) return r;
   if ((r = copy_vector(ea, guest_envp, &ea.envp)) < 0) return r;
@@ -185,7 +186,7 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   }
   {
     Guard g(k.tasks_lock);
-    release_vfork_waiter(*t.proc);
+    release_vfork_waiter(t);
   }
   reset_process_state(t, *res);
   ea.release();

@@ -49,13 +49,20 @@ long map_by_copy(Task& t, File& f, uintptr_t addr, size_t len, int prot, uint64_
   if (shared && ((prot & PROT_WRITE) || (f.flags & O_ACCMODE) != O_RDONLY)) return -ENODEV;
   if ((int64_t)off < 0 || off + len < off) return -EOVERFLOW;
   Mm& mm = *t.proc->mm;
-  Guard g(mm.lock);
-  if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len)) return -EEXIST;
-  int host_flags = MAP_PRIVATE | MAP_ANONYMOUS | (int)(flags & kPassFlags & ~MAP_NORESERVE);
-  long at = fixed_errno(flags, mm_map(mm, addr, len, PROT_READ | PROT_WRITE, host_flags, -1, 0, kRegionFile,
-                                      flags & (MAP_FIXED | MAP_FIXED_NOREPLACE), attrs));
-  if (at < 0 && at > -4096) return at;
+  long at;
+  {
+    Guard g(mm.lock);
+    if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len)) return -EEXIST;
+    int host_flags = MAP_PRIVATE | MAP_ANONYMOUS | (int)(flags & kPassFlags & ~MAP_NORESERVE);
+    at = fixed_errno(flags, mm_map(mm, addr, len, PROT_READ | PROT_WRITE, host_flags, -1, 0, kRegionFile,
+                                   flags & (MAP_FIXED | MAP_FIXED_NOREPLACE), attrs));
+    if (at < 0 && at > -4096) return at;
+  }
+  // Read without the lock: the filesystem takes its own locks, and its
+  // copy into the mapping checks the mapping is ours.
   long r = f.ops->pread(t, f, (void*)at, len, (int64_t)off);
+  Guard g(mm.lock);
+  if (!mm.regions.covers(at, at + len)) return r < 0 ? r : -EFAULT;  // unmapped meanwhile
   if (r >= 0 && prot != (PROT_READ | PROT_WRITE)) {
     r = host::sys(SYS_mprotect, at, len, prot);
     if (r == 0 && !mm.regions.set_prot(at, at + len, prot)) r = -ENOMEM;
@@ -202,7 +209,7 @@ namespace {
 // *placeholder when one was made.
 long claim_destination(Mm& mm, uintptr_t dst, size_t len, bool* placeholder) {
   *placeholder = false;
-  if (!access_ok((void*)dst, len)) return -ENOMEM;
+  if (!user_range_ok((void*)dst, len)) return -ENOMEM;
   if (mm.regions.covers(dst, dst + len)) return 0;
   if (mm.regions.overlaps(dst, dst + len)) return -ENOMEM;
   long r = host::sys(SYS_mmap, dst, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,

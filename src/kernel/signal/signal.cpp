@@ -11,6 +11,7 @@
 #include "kernel/kernel.h"
 #include "kernel/signal/frame.h"
 #include "kernel/task/exit.h"
+#include "kernel/task/process.h"
 
 namespace flatux {
 namespace {
@@ -72,6 +73,14 @@ int pick(uint64_t set) {
   return __builtin_ctzll(sync ? sync : set) + 1;
 }
 
+// Does `sig`, once t takes it, end the process? (siglock held)
+bool kills(Process& p, const Task& t, int sig) {
+  if (sig == SIGKILL) return true;
+  if (t.sigmask & sigbit(sig)) return false;
+  return p.sighand->action[sig - 1].handler == (uint64_t)SIG_DFL && !sig_default_ignore(sig) &&
+         !sig_default_stop(sig);
+}
+
 bool ignored(Process& p, int sig) {
   uint64_t h = p.sighand->action[sig - 1].handler;
   return h == (uint64_t)SIG_IGN || (h == (uint64_t)SIG_DFL && sig_default_ignore(sig));
@@ -110,6 +119,16 @@ bool sig_default_core(int sig) {
     default:
       return false;
   }
+}
+
+bool fatal_signal_pending(Task& t) {
+  Process& p = *t.proc;
+  Guard g(p.siglock);
+  if (t.exit_requested) return true;
+  uint64_t pending = t.pending.set | p.shared_pending.set;
+  for (int sig = 1; pending; sig++, pending >>= 1)
+    if ((pending & 1) && kills(p, t, sig)) return true;
+  return false;
 }
 
 bool has_deliverable_locked(Task& t) {
@@ -169,6 +188,9 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task*
     } else if (wake) {
       wake->notify.store(1);
     }
+    // A thread sleeping in vfork() wakes only to die.
+    for (Task* t = target ? target : p.threads; t; t = target ? nullptr : t->next_thread)
+      if (kills(p, *t, sig)) interrupt_vfork_wait(*t);
   }
   if (p.sig_queued_sleepers.load(std::memory_order_seq_cst)) futex_wake(&p.sig_queued, 1 << 30);
   if (wake_all) {
@@ -191,7 +213,7 @@ void kick_pinned(Task* t) {
 int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info) {
   int n = 0;
   for (Task* x : k.live_tasks()) {
-    if (!x || x->tid != x->proc->pid || x->proc->pgid != pgrp || x->proc->state != ProcState::kRunning) continue;
+    if (!x || !first_thread_of_process(*x) || x->proc->pgid != pgrp || x->proc->state != ProcState::kRunning) continue;
     send_signal(*x->proc, nullptr, sig, info);
     n++;
   }

@@ -41,6 +41,11 @@ void guest_fault(Task& t, int sig, const siginfo_t* si);
 // Recomputes t.notify from its mask and the pending sets (siglock held).
 void recalc_notify_locked(Task& t);
 
+// Will t's process die of what is pending for t (SIGKILL, a group exit,
+// an unblocked signal whose default action kills)? What a killable wait
+// asks, as Linux's fatal_signal_pending.
+bool fatal_signal_pending(Task& t);
+
 // Is `sig` deliverable to t now (pending and unblocked)? (siglock held)
 bool has_deliverable_locked(Task& t);
 

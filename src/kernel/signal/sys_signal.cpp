@@ -35,7 +35,7 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
     } else {
       int pgid = pid == 0 ? t.proc->pgid : -pid;
       for (Task* x : k.live_tasks()) {
-        if (!x || x->proc->state != ProcState::kRunning || x->tid != x->proc->pid) continue;
+        if (!x || x->proc->state != ProcState::kRunning || !first_thread_of_process(*x)) continue;
         Process* p = x->proc;
         bool hit = pid == -1 ? (p != k.init || p == t.proc) && p != nullptr : p->pgid == pgid;
         if (pid == -1 && p == t.proc) hit = false;  // kill(-1) spares the caller

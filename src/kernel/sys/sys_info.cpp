@@ -57,7 +57,7 @@ long sys_sysinfo(Task& t, SyscallArgs a) {
 
 long sys_getrandom(Task& t, SyscallArgs a) {
   if (a[2] & ~(uint64_t)(GRND_NONBLOCK | GRND_RANDOM | GRND_INSECURE)) return -EINVAL;
-  size_t n = a[1] > 0x1ffffff ? 0x1ffffff : a[1];
+  size_t n = user_buffer_len((void*)a[0], a[1] > 0x1ffffff ? 0x1ffffff : a[1]);
   if (!access_ok((void*)a[0], n)) return -EFAULT;
   return host::sys(SYS_getrandom, a[0], n, a[2]);
 }

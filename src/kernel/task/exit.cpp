@@ -107,7 +107,6 @@ void exit_process(Task& t) {
   discard_process_resources(p);
   tty_session_leader_exit_locked(p);
   timers_release_process(k, p);
-  release_vfork_waiter(p);
   if (&p == k.init) {
     k.exit_wait_status = p.wait_status;
     k.halted.store(1);
@@ -118,6 +117,7 @@ void exit_process(Task& t) {
     p.children = c->sibling;
     Process* adopter = (k.init && k.init != &p) ? k.init : nullptr;
     c->parent = adopter;
+    c->exit_signal = SIGCHLD;  // the adopter hears SIGCHLD, whatever the first parent asked (Linux's reparent_leader)
     if (adopter) {
       c->sibling = adopter->children;
       adopter->children = c;
@@ -155,12 +155,22 @@ void discard_process_resources(Process& p) {
   p.mm = nullptr;
 }
 
-void release_vfork_waiter(Process& p) {
-  if (Task* w = p.vfork_waiter) {
-    p.vfork_waiter = nullptr;
+void release_vfork_waiter(Task& t) {
+  if (Task* w = t.vfork_waiter) {
+    t.vfork_waiter = nullptr;
     w->vfork_done.store(1);
     futex_wake(&w->vfork_done, 1);
   }
+}
+
+void interrupt_vfork_wait(Task& t) {
+  uint32_t waiting = 0;
+  if (t.vfork_done.compare_exchange_strong(waiting, 2)) futex_wake(&t.vfork_done, 1);
+}
+
+void forget_vfork_child_locked(Task& t) {
+  for (Task* x : t.kernel->tasks)
+    if (x && x->vfork_waiter == &t) x->vfork_waiter = nullptr;
 }
 
 void release_zombie(Process& p) {
@@ -233,6 +243,7 @@ void exit_thread(Task& t) {
       }
       t.pending = {};
     }
+    release_vfork_waiter(t);
     p.nthreads--;
     p.cpu_ns += cpu;
     k.remove_task_locked(&t);
@@ -280,6 +291,7 @@ void do_group_exit(Task& t, int wait_status) {
       if (o == &t) continue;
       o->exit_requested = true;
       o->notify.store(1);
+      interrupt_vfork_wait(*o);
       kick_task(*o);
     }
     if (p.stopped) {  // stopped threads wake up to die

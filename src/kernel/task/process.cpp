@@ -138,7 +138,6 @@ void discard_unstarted_task_locked(Task& t) {
   kstack_release(t);
   k.heap->destroy_obj(&t);
   if (p.nthreads == 0) {
-    release_vfork_waiter(p);
     p.state = ProcState::kZombie;
     discard_process_resources(p);
     release_zombie(p);
@@ -166,7 +165,7 @@ void forward_host_signal(Kernel& k, int sig) {
   if (!k.init || k.init->state != ProcState::kRunning) return;
   int pgid = k.init->pgid;
   for (Task* t : k.live_tasks())
-    if (t && t->tid == t->proc->pid && t->proc->pgid == pgid && t->proc->state == ProcState::kRunning)
+    if (t && first_thread_of_process(*t) && t->proc->pgid == pgid && t->proc->state == ProcState::kRunning)
       send_signal(*t->proc, nullptr, sig, si);
 }
 

@@ -55,6 +55,31 @@ struct SigPending {
   SigQueued* head = nullptr;
 };
 
+// The lock of an Mm's region list. It knows which thread holds it (by its
+// stack), so that a check of guest memory made while the thread holds it
+// (a file read into a mapping being made) need not take it again.
+class MmLock {
+ public:
+  void lock() {
+    mutex_.lock();
+    holder_.store(stack_id(), std::memory_order_relaxed);
+  }
+  void unlock() {
+    holder_.store(0, std::memory_order_relaxed);
+    mutex_.unlock();
+  }
+  bool held_by_caller() const { return holder_.load(std::memory_order_relaxed) == stack_id(); }
+
+ private:
+  static uintptr_t stack_id() {
+    uintptr_t sp;
+    asm volatile("mov %%rsp, %0" : "=r"(sp));
+    return (sp & ~(uintptr_t)(kKernelStackSize - 1)) | 1;
+  }
+  KMutex mutex_;
+  std::atomic<uintptr_t> holder_{0};
+};
+
 // Memory ownership; shared by CLONE_VM (threads, and a vfork child until it
 // execs or exits).
 struct ShmAttach;
@@ -62,7 +87,7 @@ struct ShmAttach;
 struct Mm {
   explicit Mm(Heap* h) : regions(h) {}
   std::atomic<int> refs{1};
-  KMutex lock;
+  MmLock lock;
   RegionList regions;
   uintptr_t brk_start = 0, brk_cur = 0, brk_mapped = 0, brk_limit = 0;
   // The main stack: [stack_floor, stack_top) is reserved, [stack_low,
@@ -133,7 +158,6 @@ struct Process {
   std::atomic<uint32_t> cont_seq{0};     // bumped by SIGCONT / SIGKILL: wakes stopped threads
   std::atomic<uint32_t> child_event{0};  // bumped when a child changes state: wakes waiters
   std::atomic<uint32_t> threads_gone{0}; // bumped when a thread leaves: wakes execve
-  Task* vfork_waiter = nullptr;  // the parent task sleeping in vfork()
   PidFd* pidfds = nullptr;       // pidfds naming it (task/pidfd.cpp; tasks_lock)
 
   uint64_t start_ns = 0;
@@ -191,9 +215,17 @@ struct Task {
   uint64_t restart_deadline_ns = 0;
   int restart_clock = 0;
 
-  std::atomic<uint32_t> vfork_done{0};  // our vfork child has exec'd or exited
+  // The parent task sleeping in vfork() until this task execs or exits
+  // (per task, as Linux's vfork_done: CLONE_VFORK may come with
+  // CLONE_THREAD).
+  Task* vfork_waiter = nullptr;
+  // vfork(): 0 while the parent waits, 1 once the child has exec'd or
+  // exited, 2 when the parent is being killed (the wait is killable, as
+  // Linux's): exit/kill paths store 2 so no wake-up can be missed.
+  std::atomic<uint32_t> vfork_done{0};
   std::atomic<uint32_t> host_tid{0};  // cleared by the host when the thread dies
   uint64_t set_child_tid = 0;         // fork's CLONE_CHILD_SETTID: written by the child itself
+  int kernel_buffers = 0;             // > 0: user copies may name kernel buffers (KernelBuffers)
   greg_t entry_regs[NGREG]{};         // registers the thread starts guest code with
   void* entry_fpstate = nullptr;      // FPU state it starts with (kernel heap), or clean
   uint64_t start_ns = 0;

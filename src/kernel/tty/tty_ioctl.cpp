@@ -9,6 +9,7 @@
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
+#include "kernel/task/process.h"
 #include "kernel/tty/tty.h"
 #include "kernel/tty/tty_internal.h"
 
@@ -200,7 +201,7 @@ void tty_hangup(Tty& tty) {
     memset(&si, 0, sizeof si);
     si.si_code = SI_KERNEL;
     for (Task* x : k.live_tasks()) {
-      if (!x || x->tid != x->proc->pid || x->proc->ctty != &tty) continue;
+      if (!x || !first_thread_of_process(*x) || x->proc->ctty != &tty) continue;
       x->proc->ctty = nullptr;
       if (x->proc->pid != sid || x->proc->state != ProcState::kRunning) continue;
       si.si_signo = SIGHUP;

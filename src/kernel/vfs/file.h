@@ -18,6 +18,7 @@ struct Task;
 struct Filesystem;
 struct Mount;
 struct Attr;
+struct XattrOp;
 class LockTable;
 class LeaseTable;
 
@@ -55,6 +56,8 @@ struct FileOps {
   // RWF_* (known ones only). Null: one call per buffer, RWF_HIPRI at most.
   long (*readv)(Task&, File&, const struct iovec* iov, int cnt, int64_t off, int flags) = nullptr;
   long (*writev)(Task&, File&, const struct iovec* iov, int cnt, int64_t off, int flags) = nullptr;
+  // fgetxattr and kin (see FsOps::xattr); null: EOPNOTSUPP.
+  long (*xattr)(Task&, File&, struct XattrOp&) = nullptr;
 };
 
 struct File {

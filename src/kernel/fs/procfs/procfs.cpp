@@ -268,7 +268,7 @@ File* list_dir(Task& t, const ProcLookup& l) {
       add("sys", DT_DIR, 4);
       add("sysvipc", DT_DIR, 7);
       for (Task* x : k.live_tasks())
-        if (x && x->tid == x->proc->pid && x->proc->state == ProcState::kRunning) add_num(x->tid, DT_DIR);
+        if (x && first_thread_of_process(*x) && x->proc->state == ProcState::kRunning) add_num(x->proc->pid, DT_DIR);
     } else if (l.node == Node::kPidDir) {
       for (const char* name : {"exe", "cwd", "root"}) add(name, DT_LNK, 10);
       add("fd", DT_DIR, 11);
