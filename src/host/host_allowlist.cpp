@@ -73,6 +73,8 @@ constexpr Allowed kAllowed[] = {
     {SYS_mmap, Check::kNone}, {SYS_munmap, Check::kNone}, {SYS_mprotect, Check::kNone},
     {SYS_mremap, Check::kNone}, {SYS_madvise, Check::kNone}, {SYS_msync, Check::kNone},
     {SYS_brk, Check::kNone}, {SYS_mlock2, Check::kNone}, {SYS_munlock, Check::kNone},
+    // Rewritten syscall sites: every CPU must see the new code (host/code_patch.cpp)
+    {SYS_membarrier, Check::kNone},
     // Threads, signals, time (the kernel's own tasks and its launcher)
     {SYS_clone, Check::kCloneFlags}, {SYS_clone3, Check::kEnosys}, {SYS_exit, Check::kNone},
     {SYS_exit_group, Check::kNone}, {SYS_wait4, Check::kNone}, {SYS_waitid, Check::kNone},
@@ -91,6 +93,15 @@ constexpr Allowed kAllowed[] = {
     {SYS_clock_nanosleep, Check::kNone}, {SYS_nanosleep, Check::kNone}, {SYS_gettimeofday, Check::kNone},
     {SYS_time, Check::kNone}, {SYS_getrandom, Check::kNone}, {SYS_sysinfo, Check::kNone},
     {SYS_adjtimex, Check::kNone},  // the clock's state; setting it needs CAP_SYS_TIME over the host
+    // A guest thread's scheduling is its host thread's (sys/sys_sched.cpp:
+    // the kernel names only its own threads; a real-time policy needs
+    // CAP_SYS_NICE over the host, which confinement leaves out), and so is
+    // its rseq area (task/sys_rseq.cpp).
+    {SYS_sched_getscheduler, Check::kNone}, {SYS_sched_setscheduler, Check::kNone},
+    {SYS_sched_getparam, Check::kNone}, {SYS_sched_setparam, Check::kNone},
+    {SYS_sched_rr_get_interval, Check::kNone}, {SYS_getpriority, Check::kNone},
+    {SYS_setpriority, Check::kNone}, {SYS_rseq, Check::kNone},
+    {SYS_mincore, Check::kNone},  // whether the kernel heap is there, for an oops off a kernel stack
     // Who we are (answers only)
     {SYS_getpid, Check::kNone}, {SYS_gettid, Check::kNone}, {SYS_getppid, Check::kNone},
     {SYS_getuid, Check::kNone}, {SYS_geteuid, Check::kNone}, {SYS_getgid, Check::kNone},

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <span>
 
 #include "kernel/boot/boot_config.h"
 #include "kernel/heap.h"
@@ -22,6 +23,10 @@ struct NetState;
 struct LogBuffer;
 struct Console;
 struct BlockDevices;
+struct PtyTable;
+struct Dnotify;
+struct PidReservations;
+struct SiteSurvey;
 struct IpcNamespace;
 struct HostProc;
 struct GateRequest;
@@ -30,6 +35,11 @@ struct RetiredStack;
 struct TextRange {
   uintptr_t start, end;
 };
+
+// How guest syscalls enter the kernel (--syscall-entry): always by the
+// SIGSYS trap, or by rewriting each site at its first trap so later calls
+// jump in (kernel/mm/syscall_sites.h; page 0 adds zpoline's `call *%rax`).
+enum class SyscallEntryMode : uint8_t { kTrap, kRewrite, kRewritePage0 };
 
 // What the launcher hands the kernel at boot. Plain data: the launcher
 // fills it with host-libc help before anything runs in kernel mode.
@@ -49,10 +59,12 @@ struct KernelConfig {
   uint64_t vdso_base = 0;     // AT_SYSINFO_EHDR handed to guests
   uint64_t hwcap = 0, hwcap2 = 0, minsigstksz = 0;
   bool fsgsbase = false;
+  bool xsave = false;         // the OS enabled XSAVE (CPUID.1:ECX.OSXSAVE)
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
   char fifo_dir[256] = "";    // host folder for the host FIFOs behind named pipes ("": /dev/shm, /tmp)
   bool hostfs_host_owners = false;  // hostfs: guest owners, set-id bits and devices go to the host as they are
+  SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
   BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
 
@@ -93,14 +105,16 @@ struct Kernel {
   TimerService* timers = nullptr;
   NetState* net = nullptr;
   BlockDevices* blocks = nullptr;  // ubd and loop devices (kernel/block/ubd.h)
+  SiteSurvey* survey = nullptr;    // --site-survey (kernel/mm/site_survey.h)
   IpcNamespace* ipc = nullptr;     // System V IPC (kernel/ipc/ipc.h)
   Sysctl sysctl;                   // the tunables /proc/sys shows (kernel/sys/sysctl.h)
   uint64_t boot_ns = 0;
 
   KMutex tasks_lock;
   int next_pid = 1;
+  PidReservations* pid_reserve = nullptr;  // flatux run: pids apart from other instances'
   Process* init = nullptr;  // the first guest process
-  Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid
+  Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid: the first ntasks slots
   int ntasks = 0;
   Task* dead_tasks = nullptr; // exited, kernel stack freed once the host thread is gone
   int host_pid = 0;           // the first host process (the launcher's)
@@ -121,6 +135,8 @@ struct Kernel {
   bool gate_server_started = false;
   LogBuffer* log = nullptr;    // printk's ring buffer
   Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
+  PtyTable* ptys = nullptr;    // pseudo-terminals (kernel/tty/pty.h)
+  Dnotify* dnotify = nullptr;  // F_NOTIFY watches (kernel/vfs/dnotify.h)
   MemAccount mem;
   SigQueueUsers sigqueue_users;
   UtsNames uts;
@@ -131,6 +147,19 @@ struct Kernel {
   std::atomic<uint32_t> halted{0};
   int exit_wait_status = 0;  // the first process's wait status
   std::atomic<HaltReason> halt_reason{HaltReason::kNone};
+
+  // The live tasks (tasks_lock held). Kept at the front of `tasks`, so a
+  // lookup (kill, tgkill) looks at as many slots as there are tasks.
+  std::span<Task* const> live_tasks() const { return {tasks, (size_t)ntasks}; }
+  void add_task_locked(Task* t) { tasks[ntasks++] = t; }
+  void remove_task_locked(Task* t) {
+    for (int i = 0; i < ntasks; i++)
+      if (tasks[i] == t) {
+        tasks[i] = tasks[--ntasks];
+        tasks[ntasks] = nullptr;
+        return;
+      }
+  }
 
   static Kernel* create(const KernelConfig& cfg);  // also creates the heap
   void destroy();
