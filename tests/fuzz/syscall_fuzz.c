@@ -10,7 +10,7 @@
 // reported (exit 3); host-level failures are the driver's to see.
 //
 // usage: syscall_fuzz supervise SECONDS SEED THREADS [ROUND_SEED...]
-//          (pid 1 only; with ROUND_SEEDs, runs exactly those rounds)
+//          (the run's first process; with ROUND_SEEDs, runs exactly those rounds)
 //        syscall_fuzz worker ROUND_SEED THREADS
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -106,6 +106,7 @@ static const char* paths[32];
 static int npaths;
 static volatile uint64_t* counter;  // calls made, shared with the supervisor
 static pid_t worker_pid;
+static int supervisor;  // its pid (a run started beside another has no pid 1)
 
 static sigjmp_buf probe_jump;
 static void on_probe_fault(int sig) { siglongjmp(probe_jump, 1); }
@@ -377,8 +378,8 @@ static const char* arg_kinds(long nr) {
   }
 }
 
-// Calls whose pid-like arguments must never name the supervisor (pid 1)
-// or everyone (-1): ending the supervisor would end the run, not find a bug.
+// Calls whose pid-like arguments must never name the supervisor (its
+// pid, or its group), init (1) or everyone (-1): ending the supervisor would end the run, not find a bug.
 static int pid_args(long nr) {
   switch (nr) {
     case SYS_kill: case SYS_tkill: case SYS_rt_sigqueueinfo: case SYS_prlimit64:
@@ -548,7 +549,7 @@ static void one_call(struct rng* r) {
   if (nr == SYS_move_mount || nr == SYS_mount_setattr || nr == SYS_open_tree) return;
   int pids = pid_args(nr);
   for (int i = 0; i < pids + (nr == SYS_setpriority); i++)
-    if ((int)a[i] == 1 || (int)a[i] == -1) a[i] = 0;
+    if ((int)a[i] == 1 || (int)a[i] == -1 || (int)a[i] == supervisor || (int)a[i] == -supervisor) a[i] = 0;
   if (one_in(r, 4)) scribble(r);
   raw_syscall(nr, a);
   __atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
@@ -573,6 +574,7 @@ static void* fuzz_thread(void* p) {
 }
 
 static int worker(uint64_t seed, int threads) {
+  supervisor = (int)getppid();
   setsid();
   worker_pid = getpid();
   // Signals the calls send (to itself, its group) are mostly ignored, so a
@@ -751,7 +753,7 @@ int main(int argc, char** argv) {
     return worker(strtoull(argv[2], NULL, 0), atoi(argv[3]));
   // Only the first process supervises (an exec of this program by a
   // worker, with whatever arguments, must not start a second run).
-  if (argc >= 5 && strcmp(argv[1], "supervise") == 0 && getpid() == 1)
+  if (argc >= 5 && strcmp(argv[1], "supervise") == 0)
     return supervise(atoi(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]),
                      argc > 5 ? argv + 5 : NULL, argc - 5);
   return 0;
