@@ -96,7 +96,17 @@ def main():
     ap.add_argument("--flatux-arg", action="append", default=[])
     ap.add_argument("--expect-escape", action="store_true",
                     help="the harness's own check: unconfined (--no-sandbox) the attacker must get through")
+    ap.add_argument("--without", default="",
+                    help="LAYER[,LAYER]: run with --sandbox-without=...; the probes named by --escapes "
+                         "must then get through (what the layers left out hold alone)")
+    ap.add_argument("--escapes", default="", help="probe names that must escape (with --without)")
+    ap.add_argument("--needs-root", action="store_true", help="skip (77) unless run by root")
     a = ap.parse_args()
+    if a.needs_root and os.geteuid() != 0:
+        print("skipped: what this run shows needs flatux started by root")
+        return 77
+    if a.without:
+        a.flatux_arg.append("--sandbox-without=" + a.without)
 
     work = os.path.abspath(a.work)
     for m in mounted_under(work):
@@ -241,6 +251,19 @@ def main():
     victim_proc.wait()
     for f in failures:
         print("FAIL:", f)
+    if a.without:
+        # Each named probe must be seen getting through: without the layers
+        # left out, nothing else refuses it.
+        got = {l.split()[1].rstrip(":") for l in escaped}
+        want = [n for n in a.escapes.split(",") if n]
+        held = [n for n in want if n not in got]
+        for n in held:
+            print(f"FAILED: without {a.without}, probe {n} was still refused: that layer is not what holds it")
+        if not gadget or not want:
+            print("FAILED: no gadget, or no probe named")
+            return 1
+        print(f"ok: without {a.without}, {', '.join(want)} got through" if not held else "FAILED")
+        return 1 if held else 0
     if a.expect_escape:
         # Unconfined, the probes must get through and the host side must see it.
         host_seen = [f for f in failures if f.startswith(("host ", "the "))]
