@@ -26,6 +26,7 @@
 //   ATTACK_HOSTFS_AT   heap mode: where to mount hostfs when the root is not
 //   ATTACK_POWEROFF    1: power off at the end (a booted init)
 //   ATTACK_FORK        1: attack from a fork()ed child, a host process of its own
+//   ATTACK_RO_IMAGE    host path of an image flatux was given read-only (ubd1r=)
 //
 // Output: "GADGET host_pid=N host_ppid=M", then one line per probe: "denied NAME: ..."
 // or "ESCAPED NAME: ...". Exit 0 when every probe was refused, 1 when one
@@ -93,12 +94,12 @@ static const char* err_name(long r) {
 
 // Which refusals count: the sandbox answers EPERM (seccomp) or EACCES
 // (Landlock); a path that does not exist in the host process's own mount
-// namespace is ENOENT.
-enum { kPerm = 1, kAcces = 2, kNoent = 4 };
+// namespace is ENOENT; a read-only mount of it there, EROFS.
+enum { kPerm = 1, kAcces = 2, kNoent = 4, kRofs = 8 };
 
 static int refused(long r, int how) {
   return (r == -EPERM && (how & kPerm)) || (r == -EACCES && (how & kAcces)) ||
-         (r == -ENOENT && (how & kNoent));
+         (r == -ENOENT && (how & kNoent)) || (r == -EROFS && (how & kRofs));
 }
 
 __attribute__((format(printf, 4, 5))) static int verdict(const char* name, long r, int how,
@@ -188,6 +189,18 @@ static void probe_files(void) {
   path_in(p, sizeof p, outside, "fifo");
   verdict("mknod-fifo", gadget_sys(SYS_mknodat, AT_FDCWD, p, S_IFIFO | 0600, 0), how, NULL);
   verdict("unlink", gadget_sys(SYS_unlinkat, AT_FDCWD, victim, 0), how, NULL);
+
+  // An image granted read-only: readable, never writable.
+  const char* image = env("ATTACK_RO_IMAGE");
+  if (*image) {
+    int ro = kPerm | kAcces | kRofs;
+    fd = gadget_sys(SYS_openat, AT_FDCWD, image, O_RDWR | O_CLOEXEC);
+    if (fd >= 0) gadget_sys(SYS_pwrite64, fd, "ESCAPED\n", 8, 0);
+    gclose(fd);
+    verdict("ro-image-open-write", fd, ro, NULL);
+    verdict("ro-image-truncate", gadget_sys(SYS_truncate, image, 0), ro, NULL);
+    verdict("ro-image-chmod", gadget_sys(SYS_fchmodat, AT_FDCWD, image, 0777), ro, NULL);
+  }
 
   // Another process's view of the host's root.
   snprintf(q, sizeof q, "/proc/%s/root%s", env("ATTACK_VICTIM_PID"), marker);
