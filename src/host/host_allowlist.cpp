@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <linux/filter.h>
+#include <linux/membarrier.h>
 #include <linux/netlink.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <linux/sockios.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
@@ -28,6 +30,8 @@ enum class Check : uint8_t {
   kFcntl,         // no signal ownership, leases or notifications
   kPrctl,         // a child subreaper (forked host processes), no_new_privs
   kOwnPid,        // the first argument is the first host process's pid
+  kPrioProcess,   // get/setpriority of one thread (PRIO_PROCESS), never a whole user's
+  kMembarrier,    // this process's own barriers only (no system-wide RCU waits)
   kEnosys,        // refused as "no such call", so a caller falls back
 };
 
@@ -84,6 +88,14 @@ constexpr Allowed kAllowed[] = {
     // process's own descendants, as it does signals).
     {SYS_pidfd_open, Check::kOwnPid}, {SYS_pidfd_send_signal, Check::kNone},
     {SYS_process_vm_readv, Check::kNone},
+    // Scheduling of the kernel's own threads (a guest's sched_* and nice
+    // act on its thread's host thread); rseq registered for a guest thread.
+    {SYS_sched_getscheduler, Check::kNone}, {SYS_sched_setscheduler, Check::kNone},
+    {SYS_sched_getparam, Check::kNone}, {SYS_sched_setparam, Check::kNone},
+    {SYS_sched_rr_get_interval, Check::kNone}, {SYS_getpriority, Check::kPrioProcess},
+    {SYS_setpriority, Check::kPrioProcess}, {SYS_rseq, Check::kNone},
+    // Rewritten guest code: every CPU must see new instructions.
+    {SYS_membarrier, Check::kMembarrier},
     {SYS_rt_sigprocmask, Check::kNone}, {SYS_rt_sigreturn, Check::kNone}, {SYS_sigaltstack, Check::kNone},
     {SYS_restart_syscall, Check::kNone}, {SYS_arch_prctl, Check::kNone}, {SYS_sched_yield, Check::kNone},
     {SYS_sched_getaffinity, Check::kNone}, {SYS_sched_setaffinity, Check::kNone},
@@ -119,6 +131,13 @@ constexpr uint32_t kFcntls[] = {
 };
 
 constexpr uint32_t kPrctls[] = {PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS};
+
+constexpr uint32_t kPrioProcessOnly[] = {PRIO_PROCESS};
+
+constexpr uint32_t kMembarriers[] = {
+    MEMBARRIER_CMD_QUERY, MEMBARRIER_CMD_PRIVATE_EXPEDITED, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+    MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE,
+};
 
 constexpr uint32_t kRetAllow = SECCOMP_RET_ALLOW;
 constexpr uint32_t kRetDeny = SECCOMP_RET_ERRNO | EPERM;
@@ -179,6 +198,8 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
     case Check::kIoctl: emit_one_of(p, 1, kIoctls); return;
     case Check::kFcntl: emit_one_of(p, 1, kFcntls); return;
     case Check::kPrctl: emit_one_of(p, 0, kPrctls); return;
+    case Check::kPrioProcess: emit_one_of(p, 0, kPrioProcessOnly); return;
+    case Check::kMembarrier: emit_one_of(p, 0, kMembarriers); return;
     case Check::kOwnPid: {
       p.load(seccomp_arg_lo(0));
       p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_pid, 1, 0);

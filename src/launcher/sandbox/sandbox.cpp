@@ -213,7 +213,8 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   if (listed) {
     s->applied.push_back("seccomp: guest calls trap; the kernel's own host calls are held to an allowlist of " +
                          std::to_string(ncalls) +
-                         " (clone, socket, socketpair, ioctl, fcntl, prctl and pidfd_open arguments checked), "
+                         " (clone, socket, socketpair, ioctl, fcntl, prctl, pidfd_open, get/setpriority and membarrier "
+                         "arguments checked), "
                          "others fail with EPERM");
   } else {
     s->applied.push_back("seccomp: guest calls trap");
