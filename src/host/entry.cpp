@@ -101,8 +101,10 @@ void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr
   KFmt f(buf, sizeof buf);
   const greg_t* g = uc->uc_mcontext.gregs;
   // Off a kernel stack (the launcher's or the timer's thread) there is no
-  // task to find the kernel by; the heap's fixed address still has it.
-  if (!k) k = static_cast<Kernel*>(Heap::root_of_this_process());
+  // task to find the kernel by; the heap's fixed address still has it, once
+  // the heap is mapped (msync says ENOMEM before: reading would fault again).
+  if (!k && host::sys(SYS_msync, kHeapBase, 4096, MS_ASYNC) == 0)
+    k = static_cast<Kernel*>(Heap::root_of_this_process());
   uintptr_t image = k ? k->cfg.image_base : 0;
   uintptr_t rip = g[REG_RIP];
   f.str("flatux: kernel oops: ").str(signal_abbrev(sig)).str(" at rip=").hex(rip);
