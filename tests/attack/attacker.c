@@ -48,6 +48,7 @@
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/reboot.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -289,6 +290,18 @@ static void probe_processes(void) {
   struct iovec lv = {&local, 1}, rv = {(void*)0x1000, 1};
   // A permitted call reaches the address and says EFAULT.
   verdict("process_vm_readv", gadget_sys(SYS_process_vm_readv, victim, &lv, 1, &rv, 1, 0), how, NULL);
+  // Known open (no layer scopes them): a host process of the same user
+  // holding no capability flatux lacks can be reniced (only downwards) or
+  // pinned. (The victim here is root's, with every capability: the user
+  // namespace keeps it out of reach.) Said, not counted; each is set to
+  // what it is, so nothing changes.
+  long prio = gadget_sys(SYS_getpriority, PRIO_PROCESS, victim);
+  long set = prio >= 0 ? gadget_sys(SYS_setpriority, PRIO_PROCESS, victim, 20 - prio) : prio;
+  printf("info setpriority of a host process: %s (getpriority %s)\n", err_name(set), prio >= 0 ? "allowed" : err_name(prio));
+  unsigned long mask[16];
+  long n = gadget_sys(SYS_sched_getaffinity, victim, sizeof mask, mask);
+  set = n > 0 ? gadget_sys(SYS_sched_setaffinity, victim, n, mask) : n;
+  printf("info sched_setaffinity of a host process: %s\n", err_name(set));
   char p[64];
   snprintf(p, sizeof p, "/proc/%ld/mem", victim);
   long fd = gadget_sys(SYS_openat, AT_FDCWD, p, O_RDWR | O_CLOEXEC);
