@@ -101,9 +101,10 @@ void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr
   KFmt f(buf, sizeof buf);
   const greg_t* g = uc->uc_mcontext.gregs;
   // Off a kernel stack (the launcher's or the timer's thread) there is no
-  // task to find the kernel by; the heap's fixed address still has it, once
-  // the heap is mapped (msync says ENOMEM before: reading would fault again).
-  if (!k && host::sys(SYS_msync, kHeapBase, 4096, MS_ASYNC) == 0)
+  // task to find the kernel by; the heap's fixed address still has it.
+  // (A process with no kernel heap at all, as a unit test's, has none.)
+  unsigned char resident;
+  if (!k && host::sys(SYS_mincore, kHeapBase, 4096, &resident) == 0)
     k = static_cast<Kernel*>(Heap::root_of_this_process());
   uintptr_t image = k ? k->cfg.image_base : 0;
   uintptr_t rip = g[REG_RIP];
@@ -252,9 +253,15 @@ long install_host_handlers() {
 }
 
 void kick_task(Task& t) {
+  if (&t == current_task_or_null()) return;
+  // A task asleep on its notify word (wait_for_notify) needs no host
+  // signal: a futex wake is much cheaper. The caller set notify first.
+  if (t.waits_on_notify.load(std::memory_order_seq_cst)) {
+    futex_wake(&t.notify, 1);
+    return;
+  }
   uint32_t tid = t.host_tid.load();
-  if (tid > 1 && &t != current_task_or_null())
-    host::sys(SYS_tgkill, task_host_pid(t), tid, kKickSignal);
+  if (tid > 1) host::sys(SYS_tgkill, task_host_pid(t), tid, kKickSignal);
 }
 
 size_t fpstate_size(const void* fpstate) {

@@ -88,8 +88,10 @@ constexpr Allowed kAllowed[] = {
     // process's own descendants, as it does signals).
     {SYS_pidfd_open, Check::kOwnPid}, {SYS_pidfd_send_signal, Check::kNone},
     {SYS_process_vm_readv, Check::kNone},
-    // Scheduling of the kernel's own threads (a guest's sched_* and nice
-    // act on its thread's host thread); rseq registered for a guest thread.
+    // A guest thread's scheduling is its host thread's (sys/sys_sched.cpp:
+    // the kernel names only its own threads; a real-time policy needs
+    // CAP_SYS_NICE over the host, which confinement leaves out), and so is
+    // its rseq area (task/sys_rseq.cpp). Priorities of one thread only.
     {SYS_sched_getscheduler, Check::kNone}, {SYS_sched_setscheduler, Check::kNone},
     {SYS_sched_getparam, Check::kNone}, {SYS_sched_setparam, Check::kNone},
     {SYS_sched_rr_get_interval, Check::kNone}, {SYS_getpriority, Check::kPrioProcess},
@@ -103,12 +105,23 @@ constexpr Allowed kAllowed[] = {
     {SYS_clock_nanosleep, Check::kNone}, {SYS_nanosleep, Check::kNone}, {SYS_gettimeofday, Check::kNone},
     {SYS_time, Check::kNone}, {SYS_getrandom, Check::kNone}, {SYS_sysinfo, Check::kNone},
     {SYS_adjtimex, Check::kNone},  // the clock's state; setting it needs CAP_SYS_TIME over the host
+    {SYS_mincore, Check::kNone},  // whether the kernel heap is there, for an oops off a kernel stack
     // Who we are (answers only)
     {SYS_getpid, Check::kNone}, {SYS_gettid, Check::kNone}, {SYS_getppid, Check::kNone},
     {SYS_getuid, Check::kNone}, {SYS_geteuid, Check::kNone}, {SYS_getgid, Check::kNone},
     {SYS_getegid, Check::kNone},
 };
 constexpr int kNumAllowed = sizeof kAllowed / sizeof kAllowed[0];
+
+// Merges that both add a call must not list it twice (the search would
+// find either entry, and their checks may differ).
+constexpr bool each_call_once() {
+  for (int i = 0; i < kNumAllowed; i++)
+    for (int j = i + 1; j < kNumAllowed; j++)
+      if (kAllowed[i].nr == kAllowed[j].nr) return false;
+  return true;
+}
+static_assert(each_call_once(), "a host call is listed twice");
 
 // Namespaces and tracing are never the kernel's business; a thread, a
 // vfork-like child or a child process sharing descriptors all pass.

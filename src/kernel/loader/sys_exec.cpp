@@ -15,6 +15,7 @@
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/exit.h"
+#include "kernel/task/rseq.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -91,6 +92,7 @@ void kill_other_threads(Task& t) {
 void reset_process_state(Task& t, const ExecResult& res) {
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
+  rseq_drop(t);
   if (p.files->refs.load() > 1) {
     if (FdTable* own = p.files->clone()) {
       p.files->refs.fetch_sub(1);

@@ -20,6 +20,7 @@ struct Process;
 struct Task;
 struct Tty;
 struct MemAccount;
+struct PidFd;
 struct SemUndoList;
 struct HostProc;
 
@@ -146,6 +147,7 @@ struct Process {
   // Bumped whenever a signal is queued for the process or one of its
   // threads, blocked or not: wakes signalfd readers.
   std::atomic<uint32_t> sig_queued{0};
+  std::atomic<uint32_t> sig_queued_sleepers{0};  // signalfd readers asleep on sig_queued
 
   // Exit, stop and wait bookkeeping (under tasks_lock).
   bool group_exit = false;
@@ -156,6 +158,7 @@ struct Process {
   std::atomic<uint32_t> cont_seq{0};     // bumped by SIGCONT / SIGKILL: wakes stopped threads
   std::atomic<uint32_t> child_event{0};  // bumped when a child changes state: wakes waiters
   std::atomic<uint32_t> threads_gone{0}; // bumped when a thread leaves: wakes execve
+  PidFd* pidfds = nullptr;       // pidfds naming it (task/pidfd.cpp; tasks_lock)
 
   uint64_t start_ns = 0;
   uint64_t cpu_ns = 0;           // CPU time of threads that have exited
@@ -173,6 +176,9 @@ struct Task {
   uint64_t guest_fs = 0;
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0, robust_len = 0;
+  int nice = 0;                       // getpriority/setpriority (sys/sys_sched.cpp; tasks_lock)
+  uint64_t rseq_addr = 0;             // registered with the host thread (task/sys_rseq.cpp)
+  uint32_t rseq_len = 0, rseq_sig = 0;
 
   // Signal state; the mask and pending set are guarded by proc->siglock.
   uint64_t sigmask = 0;
@@ -186,6 +192,13 @@ struct Task {
   // code: a deliverable signal, or a request to exit. Blocking waits in the
   // kernel watch it too (host/entry.h: interruptible host calls).
   std::atomic<uint32_t> notify{0};
+  // Set while the task sleeps on `notify` itself (sigsuspend, pause,
+  // sigtimedwait): a sender then wakes it with a futex wake instead of a
+  // kick, which would cost a host signal delivery (signal/signal.cpp).
+  std::atomic<uint32_t> waits_on_notify{0};
+  // Held by a sender that kicks the task after letting go of tasks_lock:
+  // its memory stays until then (reap_dead_tasks).
+  std::atomic<int> pins{0};
   bool exit_requested = false;   // group exit or exec in another thread
   // While the task waits in poll/select/epoll on a file without a host
   // descriptor (signalfd), `virtual_waiting` is set and send_signal writes

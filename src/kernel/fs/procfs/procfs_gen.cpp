@@ -231,7 +231,7 @@ void gen_global_stat(SynthText& o, Kernel& k) {
   host::sys(SYS_clock_gettime, CLOCK_REALTIME, &rt);
   o.udec((uint64_t)rt.tv_sec - (monotonic_ns() - k.boot_ns) / 1000000000ull);
   int procs = 0;
-  for (Task* t : k.tasks) procs += t != nullptr;
+  for (Task* t : k.live_tasks()) procs += t != nullptr;
   o.str("\nprocesses ").dec(k.next_pid - 1).str("\nprocs_running ").dec(procs).str("\nprocs_blocked 0\n");
 }
 
