@@ -15,6 +15,8 @@ import subprocess
 import sys
 import tempfile
 
+from verdict import finish
+
 HELLO_ARGS = ["5", "FLATUX_GREETING=x", "a", "a"]
 HELLO_ENV = {"FLATUX_GREETING": "x"}
 
@@ -72,10 +74,7 @@ def main():
                     failures.append(f"{name}: {line!r} said {n} times, want once")
     finally:
         shutil.rmtree(jail, ignore_errors=True)
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else "FAILED")
-    return 1 if failures else 0
+    return finish(failures)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import stat
 import subprocess
 import sys
 
+from verdict import finish
+
 
 def snapshot(path):
     st = os.lstat(path)
@@ -154,10 +156,7 @@ def main():
         failures = race(a, work, jail, outside)
     else:
         failures = plant(a, work, jail)
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else "FAILED")
-    return 1 if failures else 0
+    return finish(failures)
 
 
 if __name__ == "__main__":

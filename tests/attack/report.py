@@ -13,6 +13,8 @@ import os
 import subprocess
 import sys
 
+from verdict import finish
+
 
 # hello.c's contract: its argc, its one environment variable, its arguments.
 HELLO_ARGS = ["5", "FLATUX_GREETING=x", "a", "a"]
@@ -54,10 +56,7 @@ def main():
                        capture_output=True, text=True, env=HELLO_ENV)
     if "off (--no-sandbox)" not in r.stderr:
         failures.append("--no-sandbox does not say the sandbox is off")
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else "FAILED")
-    return 1 if failures else 0
+    return finish(failures)
 
 
 if __name__ == "__main__":
