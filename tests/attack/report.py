@@ -7,11 +7,14 @@ PROG is tests/guest/hello.c's static build.
 
 Started by root (as CI is), flatux enters a user namespace, and with
 --keep-root it keeps root; an ordinary user gets neither line (skipped,
-77). --require-sandbox must run here: this kernel has every layer.
+77). --require-sandbox must run here: this kernel has every layer. Then
+the host's own view of a running flatux: /proc/PID/status and its user
+namespace must show what the report says.
 """
 import os
 import subprocess
 import sys
+import time
 
 from verdict import finish
 
@@ -27,6 +30,40 @@ def run(flatux, args, prog):
     print("$ flatux run --security --require-sandbox", " ".join(args), "--", prog)
     print(r.stderr, end="")
     return r.returncode, r.stderr
+
+
+def status_fields(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def host_view(flatux):
+    """What the host sees of a running, confined flatux: what --security
+    says must be so (no_new_privs, the filter, a user namespace of its own
+    holding only the file server's capabilities)."""
+    failures = []
+    p = subprocess.Popen([flatux, "run", "--", "/bin/sleep", "5"], stdin=subprocess.DEVNULL)
+    try:
+        fields = {}
+        for _ in range(100):  # until the filter is in (sealed before the guest runs)
+            fields = status_fields(p.pid)
+            if fields.get("Seccomp") == "2":
+                break
+            time.sleep(0.05)
+        print("host view:", {k: fields.get(k) for k in ("NoNewPrivs", "Seccomp", "CapEff", "CapPrm", "CapBnd")})
+        if fields.get("Seccomp") != "2":
+            failures.append(f"host view: Seccomp {fields.get('Seccomp')}, want 2 (filter)")
+        if fields.get("NoNewPrivs") != "1":
+            failures.append(f"host view: NoNewPrivs {fields.get('NoNewPrivs')}, want 1")
+        # chown, dac_override, dac_read_search, fowner, fsetid
+        if int(fields.get("CapEff", "ff"), 16) & ~0x1f or int(fields.get("CapPrm", "ff"), 16) & ~0x1f:
+            failures.append(f"host view: capabilities beyond the file server's: {fields.get('CapEff')}")
+        if os.readlink(f"/proc/{p.pid}/ns/user") == os.readlink("/proc/self/ns/user"):
+            failures.append("host view: flatux is in the host's own user namespace")
+    finally:
+        p.kill()
+        p.wait()
+    return failures
 
 
 def main():
@@ -56,6 +93,7 @@ def main():
                        capture_output=True, text=True, env=HELLO_ENV)
     if "off (--no-sandbox)" not in r.stderr:
         failures.append("--no-sandbox does not say the sandbox is off")
+    failures += host_view(flatux)
     return finish(failures)
 
 
