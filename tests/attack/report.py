@@ -14,6 +14,7 @@ namespace must show what the report says.
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 from verdict import finish
@@ -93,6 +94,13 @@ def main():
                        capture_output=True, text=True, env=HELLO_ENV)
     if "off (--no-sandbox)" not in r.stderr:
         failures.append("--no-sandbox does not say the sandbox is off")
+    # --strace's output starts with the same lines.
+    with tempfile.NamedTemporaryFile("r", prefix="flatux-strace-") as trace:
+        subprocess.run([flatux, "run", f"--strace={trace.name}", "--net=none", "--", prog] + HELLO_ARGS,
+                       capture_output=True, env=HELLO_ENV)
+        head = trace.read().split("\n")[:6]
+        if not any("TCP bind and connect refused" in l for l in head) or not head[0].startswith("flatux: sandbox:"):
+            failures.append(f"--strace does not start with what was applied: {head[:2]}")
     failures += host_view(flatux)
     return finish(failures)
 
