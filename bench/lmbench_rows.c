@@ -99,11 +99,15 @@ static int wait_child(pid_t pid, const char* what) {
 
 // ---------------------------------------------------------------- helpers
 
-static inline long raw_syscall0(long nr) {
-  long ret;
-  __asm__ volatile("syscall" : "=a"(ret) : "a"(nr) : "rcx", "r11", "memory");
-  return ret;
-}
+// `mov $NR,%eax; syscall`, spelled out: the shape libc wrappers have; left
+// to itself the compiler may keep the number in another register and move
+// it into RAX before each call (a site flatux's rewriting does not take).
+#define raw_syscall0(nr)                                                                 \
+  ({                                                                                     \
+    long ret_;                                                                           \
+    __asm__ volatile("mov %1, %%eax\n\tsyscall" : "=a"(ret_) : "i"(nr) : "rcx", "r11", "memory"); \
+    ret_;                                                                                \
+  })
 
 static int read_full(int fd, void* buf, size_t n) {
   char* p = buf;

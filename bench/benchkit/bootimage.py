@@ -118,18 +118,19 @@ def uml_command(workdir, image, init="/init"):
     return argv, env
 
 
-def flatux_boot_command(flatux, image, init="/init-idle-flatux"):
+def flatux_boot_command(flatux, image, init="/init-idle-flatux", syscall_entry=None):
     """argv of one boot of the image by flatux, its console on stdio."""
-    return [str(flatux), f"ubd0={image}", "rw", "mem=512M", f"init={init}", "quiet"]
+    entry = [f"syscall_entry={syscall_entry}"] if syscall_entry else []
+    return [str(flatux), f"ubd0={image}", "rw", "mem=512M", f"init={init}", "quiet"] + entry
 
 
-def run_boot(target, workdir, image, timeout, flatux=None):
+def run_boot(target, workdir, image, timeout, flatux=None, syscall_entry=None):
     """Boots the image with /init, which runs the rows; returns its console
     output and the seconds the boot took."""
     if target == "uml":
         argv, env = uml_command(workdir, image)
     else:
-        argv, env = flatux_boot_command(flatux, image, "/init"), None
+        argv, env = flatux_boot_command(flatux, image, "/init", syscall_entry), None
     t0 = time.monotonic()
     out = run_capture(argv, timeout, env=env)
     shutil.rmtree(workdir / "run", ignore_errors=True)

@@ -11,8 +11,8 @@ def fmt_num(v):
     return f"{v:.2f}"
 
 
-COLORS = {"native": "#4c72b0", "flatux": "#dd8452", "flatux-img": "#8172b3", "uml": "#55a868",
-          "proot": "#c44e52"}
+COLORS = {"native": "#4c72b0", "flatux": "#dd8452", "flatux-rw": "#e5ae38", "flatux-p0": "#937860",
+          "flatux-img": "#8172b3", "flatux-img-rw": "#da8bc3", "uml": "#55a868", "proot": "#c44e52"}
 
 
 def esc(s):

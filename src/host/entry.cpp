@@ -7,11 +7,14 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "host/fast_entry.h"
 #include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/lib/kfmt.h"
+#include "kernel/mm/site_survey.h"
+#include "kernel/mm/syscall_sites.h"
 #include "kernel/printk.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscall.h"
@@ -118,8 +121,8 @@ void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr
   if (h && h->task) f.str(" task=").dec(h->task->tid);
   f.str("\nbacktrace:\n");
   if (h) {
-    uintptr_t lo = (uintptr_t)h + kKStackUsable;
-    print_backtrace(f, g[REG_RBP], lo, lo - kKStackUsable + kKernelStackSize, image);
+    uintptr_t lo = (uintptr_t)h + kFastStackBottom;
+    print_backtrace(f, g[REG_RBP], lo, (uintptr_t)h + kKernelStackSize, image);
   } else {
     // No frame pointers to follow in host libraries: the code addresses
     // among the words above the stack pointer show the way it came.
@@ -141,9 +144,9 @@ void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr
   __builtin_unreachable();
 }
 
-extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
-  Task* t = current_task();
-  auto* uc = static_cast<ucontext_t*>(ctx);
+// Serves the guest syscall described by the host frame uc (the trap path,
+// and a fast entry turned into a trap) and delivers what is pending.
+void serve_trapped_syscall(Task* t, ucontext_t* uc) {
   greg_t* g = uc->uc_mcontext.gregs;
   const uint64_t a[6] = {(uint64_t)g[REG_RDI], (uint64_t)g[REG_RSI], (uint64_t)g[REG_RDX],
                          (uint64_t)g[REG_R10], (uint64_t)g[REG_R8],  (uint64_t)g[REG_R9]};
@@ -157,6 +160,101 @@ extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
   t->regs = nullptr;
 }
 
+extern "C" void flatux_on_sigsys(int, siginfo_t*, void* ctx) {
+  Task* t = current_task();
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  // The first call from a site may rewrite it, so later ones take the fast
+  // entry (kernel/mm/syscall_sites.h); the call itself is served here.
+  if (t->kernel->survey) [[unlikely]] site_survey_call(*t, uc);
+  if (t->kernel->cfg.syscall_entry != SyscallEntryMode::kTrap) rewrite_syscall_site(*t, uc);
+  serve_trapped_syscall(t, uc);
+}
+
+// A fast entry that needs a host frame reached the ud2 at
+// flatux_fast_convert: this SIGILL frame becomes the guest's context (its
+// FPU state is the guest's: kernel code never touched it) and the call is
+// finished as on the trap path. The fast-entry stack is simply left.
+void fast_entry_to_trap(Task* t, KStackHeader* h, ucontext_t* uc) {
+  int why = (int)uc->uc_mcontext.gregs[REG_RDI];
+  FastFrame* f = h->fast_frame;
+  fast_frame_to_host(*f, uc);
+  reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] = guest_mode_mask();
+  if (why == FLATUX_FAST_TRAP_BEFORE) {
+    serve_trapped_syscall(t, uc);
+    return;
+  }
+  t->regs = uc;
+  if (why == FLATUX_FAST_NOT_A_SITE) {
+    // A call into page 0 from something other than a rewritten site (a
+    // null function pointer): the fault it would be with page 0 unmapped.
+    greg_t* g = uc->uc_mcontext.gregs;
+    g[REG_RSP] -= 8;  // the call's return address stays pushed
+    g[REG_RIP] = 0;
+    siginfo_t si{};
+    si.si_signo = SIGSEGV;
+    si.si_code = SEGV_MAPERR;
+    guest_fault(*t, SIGSEGV, &si);
+    handle_signals(*t, -1);
+  } else {
+    handle_signals(*t, (long)f->nr);
+  }
+  t->regs = nullptr;
+}
+
+// rewrite-page0: the guest jumped (not called) into page 0 with an RSP
+// that points nowhere, so the entry could not pop a return address: the
+// guest takes SIGSEGV at the trampoline's jump, with its own RSP and flags.
+void fast_page0_bad_stack(Task* t, KStackHeader* h, ucontext_t* uc) {
+  greg_t* g = uc->uc_mcontext.gregs;
+  g[REG_RSP] = (greg_t)h->guest_rsp;
+  g[REG_EFL] = h->fast_frame->uc.uc_mcontext.gregs[REG_EFL];
+  g[REG_RIP] = (greg_t)kPage0Jump;
+  reinterpret_cast<uint64_t*>(&uc->uc_sigmask)[0] = guest_mode_mask();
+  siginfo_t si{};
+  si.si_signo = SIGSEGV;
+  si.si_code = SEGV_MAPERR;
+  si.si_addr = (void*)h->guest_rsp;
+  t->regs = uc;
+  guest_fault(*t, SIGSEGV, &si);
+  handle_signals(*t, -1);
+  t->regs = nullptr;
+}
+
+// A host signal (sig) stopped the fast entry's own code at uc's RIP.
+// True when it was one the entry expects (the guest's doing, or a call
+// becoming a trap) and is now handled; false for a kernel fault.
+bool fast_entry_fault(Task* t, KStackHeader* h, int sig, const siginfo_t* si, ucontext_t* uc) {
+  greg_t* g = uc->uc_mcontext.gregs;
+  uintptr_t rip = g[REG_RIP];
+  if (rip == (uintptr_t)flatux_fast_convert && sig == SIGILL) {
+    fast_entry_to_trap(t, h, uc);
+    return true;
+  }
+  if (in_fast_entry_gs_window(rip)) {
+    // The entry's read of the header through %gs faulted: the guest
+    // changed its GS base (wrgsbase). Point it back and retry.
+    fast_entry_thread_init(*t->kernel, h);
+    return true;
+  }
+  if (const char* entry = fast_entry_restart_for(rip); entry && sig == SIGILL) {
+    // %gs:8 held no kernel stack's magic (a GS base the guest set to its
+    // own memory): nothing was written yet, so restart the entry.
+    fast_entry_thread_init(*t->kernel, h);
+    g[REG_RIP] = (greg_t)entry;
+    return true;
+  }
+  if (rip == (uintptr_t)flatux_fast_page0_pop && (sig == SIGSEGV || sig == SIGBUS)) {
+    fast_page0_bad_stack(t, h, uc);
+    return true;
+  }
+  if (sig == SIGTRAP && si->si_code == TRAP_TRACE) {
+    // A guest single-stepping itself (TF) through a rewritten site: the
+    // fast entry clears TF at its start and sets it again at its end.
+    return true;
+  }
+  return false;
+}
+
 extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
   KStackHeader* h = current_kstack_checked();
   if (!h || !h->task) return;
@@ -166,6 +264,20 @@ extern "C" void flatux_on_kick(int, siginfo_t*, void* ctx) {
   uintptr_t rip = g[REG_RIP];
   if (rip >= (uintptr_t)flatux_isyscall_window && rip < (uintptr_t)flatux_isyscall_done) {
     g[REG_RIP] = (greg_t)flatux_isyscall_eintr;  // not yet blocked: don't
+    return;
+  }
+  if (rip >= (uintptr_t)flatux_fast_exit_window && rip < (uintptr_t)flatux_fast_exit_window_end) {
+    // A fast entry on its way out, past its look at `notify`: finish the
+    // return here and deliver, as if the thread were back in guest code.
+    fast_frame_to_host(*h->fast_frame, uc);
+    t->regs = uc;
+    handle_signals(*t, -1);
+    t->regs = nullptr;
+    return;
+  }
+  if (in_fast_entry_text(rip) || (in_kernel_text(t->kernel, rip) && on_fast_stack(h, g[REG_RSP]))) {
+    // Kernel code of a fast entry: it looks at `notify` on its way out.
+    // (Not re-raised blocked as below: no host sigreturn would unblock it.)
     return;
   }
   if (in_kernel_text(t->kernel, rip)) {
@@ -192,6 +304,12 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
   KStackHeader* h = current_kstack_checked();
   if (!h || !h->task || h->in_oops) oops(nullptr, h, sig, si, uc);
   Task* t = h->task;
+  if (in_fast_entry_text(rip) && fast_entry_fault(t, h, sig, si, uc)) return;
+  if (sig == SIGTRAP && syscall_site_trap(*t, uc)) return;  // a site being rewritten
+  if (syscall_site_call_fault(*t, sig, uc)) {  // rewrite-page0: a number past the sled
+    serve_trapped_syscall(t, uc);
+    return;
+  }
   if (in_kernel_text(t->kernel, rip)) {
     h->in_oops = 1;
     oops(t->kernel, h, sig, si, uc);
@@ -211,6 +329,7 @@ constexpr size_t kMaxFpstate = 16384;
 // SS_AUTODISARM stack is never "the one in use").
 void task_thread_main(void* arg) {
   Task* t = static_cast<Task*>(arg);
+  kstack_thread_start(*t->kernel, t->kstack);
   // A forked child's own tid goes into its own copy of the memory only.
   if (t->set_child_tid) put_user((void*)t->set_child_tid, (int)t->tid);
   alignas(64) char fpbuf[kMaxFpstate];
@@ -272,14 +391,31 @@ size_t fpstate_size(const void* fpstate) {
   return ext > kMaxFpstate ? kMaxFpstate : ext;
 }
 
-bool kstack_setup(Task& t) {
-  void* base = t.kernel->heap->alloc_kstack();
-  if (!base) return false;
+void kstack_header_init(void* base, Task& t) {
   auto* h = static_cast<KStackHeader*>(base);
   h->task = &t;
   h->magic = kKStackMagic;
   h->in_oops = 0;
+  fast_entry_setup(*h, t);
+}
+
+void kstack_guard(void* base) {
   host::sys(SYS_mprotect, (uintptr_t)base + 4096, 4096, PROT_NONE);
+  host::sys(SYS_mprotect, (uintptr_t)base + kFastStackTop, 4096, PROT_NONE);
+}
+
+void kstack_thread_start(const Kernel& k, void* base) {
+  // No sigaltstack here: enter_guest's sigreturn arms it (SS_AUTODISARM).
+  // Armed any earlier, a kick arriving before that would be written over
+  // the very stack this thread runs on.
+  fast_entry_thread_init(k, base);
+}
+
+bool kstack_setup(Task& t) {
+  void* base = t.kernel->heap->alloc_kstack();
+  if (!base) return false;
+  kstack_header_init(base, t);
+  kstack_guard(base);
   t.kstack = base;
   return true;
 }
@@ -287,6 +423,7 @@ bool kstack_setup(Task& t) {
 void kstack_release(Task& t) {
   if (!t.kstack) return;
   host::sys(SYS_mprotect, (uintptr_t)t.kstack + 4096, 4096, PROT_READ | PROT_WRITE);
+  host::sys(SYS_mprotect, (uintptr_t)t.kstack + kFastStackTop, 4096, PROT_READ | PROT_WRITE);
   t.kernel->heap->free_kstack(t.kstack);
   t.kstack = nullptr;
 }
@@ -331,15 +468,16 @@ void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {
     uc.uc_flags |= 0x1;  // UC_FP_XSTATE
   }
   uc.uc_flags |= kUcSigcontextSS | kUcStrictRestoreSS;
-  // The kernel stack is the thread's sigaltstack, armed by this sigreturn
-  // and disarmed by the host as each handler starts (SS_AUTODISARM), and
-  // re-armed by the handler's sigreturn. So the host never takes the
-  // guest's RSP for "already on the alternate stack", wherever it points
-  // (into this very stack, say): a trap from guest code always starts at
-  // the stack's top. A fault or kick taken while kernel code runs finds it
-  // disarmed and lands on the current stack, below the running handler.
-  uc.uc_stack.ss_sp = (char*)t.kstack + kKStackUsable;
-  uc.uc_stack.ss_size = kKernelStackSize - kKStackUsable;
+  // The kernel stack's signal part is the thread's sigaltstack, armed by
+  // this sigreturn and disarmed by the host as each handler starts
+  // (SS_AUTODISARM), and re-armed by the handler's sigreturn. So the host
+  // never takes the guest's RSP for "already on the alternate stack",
+  // wherever it points (into this very stack, say): a trap from guest code
+  // (or a host signal during a fast entry) always starts at the stack's
+  // top. A fault or kick taken while a handler runs finds it disarmed and
+  // lands on the current stack, below the running handler.
+  uc.uc_stack.ss_sp = (char*)t.kstack + kSignalStackBottom;
+  uc.uc_stack.ss_size = kKernelStackSize - kSignalStackBottom;
   uc.uc_stack.ss_flags = kSsAutodisarm;
   memcpy(uc.uc_mcontext.gregs, regs, sizeof uc.uc_mcontext.gregs);
   uc.uc_mcontext.gregs[REG_CSGSFS] = 0x33 | (0x2bll << 48);

@@ -27,6 +27,14 @@ long install_host_handlers();
 bool kstack_setup(Task& t);
 // Returns t's kernel stack to the heap; its thread must be gone.
 void kstack_release(Task& t);
+// The parts of kstack_setup and of a task thread's start, for a kernel
+// stack made elsewhere (a task moving to another host process): the
+// header for task t; the guard pages (in the calling host process's page
+// tables); and, on the thread that will run the task, its
+// GS base (host/kstack.h).
+void kstack_header_init(void* base, Task& t);
+void kstack_guard(void* base);
+void kstack_thread_start(const Kernel& k, void* base);
 
 // Starts a new host thread for t that enters guest mode with t.entry_regs
 // (and t.entry_fpstate, or a clean FPU). Returns 0 or -errno.

@@ -1,6 +1,7 @@
 #include "host/foreign_gate.h"
 
 #include <asm/prctl.h>
+#include <cstring>
 #include <sys/syscall.h>
 
 #include "host/entry.h"
@@ -37,6 +38,40 @@ void write_fs(bool fsgsbase, uint64_t v) {
 uintptr_t caller_id() {
   if (KStackHeader* h = current_kstack_checked()) return reinterpret_cast<uintptr_t>(h);
   return (uintptr_t)host::sys(SYS_gettid) << 1 | 1;
+}
+
+// Foreign code is ordinary host code and uses the vector registers. Inside
+// a fast entry (a rewritten guest syscall, host/fast_entry.S) they still
+// hold the guest's values, which nothing else saves, so they are kept
+// around the call: x87, SSE, AVX and AVX-512 state (XSAVE's standard form;
+// FXSAVE where the host has no XSAVE). On the trap path the host's signal
+// frame holds them already.
+class GuestFpu {
+ public:
+  GuestFpu(const Kernel& k) : xsave_(k.cfg.xsave) {
+    memset(area_ + 512, 0, 64);  // the XSAVE header XRSTOR checks
+    if (xsave_) asm volatile("xsave64 (%0)" ::"r"(area_), "a"(kMask), "d"(0) : "memory");
+    else asm volatile("fxsave64 (%0)" ::"r"(area_) : "memory");
+  }
+  ~GuestFpu() {
+    if (xsave_) asm volatile("xrstor64 (%0)" ::"r"(area_), "a"(kMask), "d"(0) : "memory");
+    else asm volatile("fxrstor64 (%0)" ::"r"(area_) : "memory");
+  }
+
+ private:
+  static constexpr uint32_t kMask = 0xe7;  // x87, SSE, AVX, opmask, ZMM_Hi256, Hi16_ZMM
+  bool xsave_;
+  alignas(64) uint8_t area_[4096];  // the standard form ends at 2688 bytes with these
+};
+
+long call_keeping_guest_fpu(const Kernel& k, long (*fn)(void*), void* arg) {
+  GuestFpu keep(k);
+  return fn(arg);
+}
+
+bool in_fast_entry() {
+  KStackHeader* h = current_kstack_checked();
+  return h && on_fast_stack(h, current_sp());
 }
 
 // Asked of the host, not of the task: during an execve into a fresh host
@@ -100,7 +135,7 @@ long foreign_call(Kernel& k, long (*fn)(void*), void* arg) {
   bool fast = k.cfg.fsgsbase;
   uint64_t guest_fs = read_fs(fast);
   write_fs(fast, k.cfg.host_fs);
-  long r = fn(arg);
+  long r = in_fast_entry() ? call_keeping_guest_fpu(k, fn, arg) : fn(arg);
   write_fs(fast, guest_fs);
   k.gate_owner.store(0, std::memory_order_relaxed);
   return r;

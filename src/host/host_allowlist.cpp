@@ -96,7 +96,8 @@ constexpr Allowed kAllowed[] = {
     {SYS_sched_getparam, Check::kNone}, {SYS_sched_setparam, Check::kNone},
     {SYS_sched_rr_get_interval, Check::kNone}, {SYS_getpriority, Check::kPrioProcess},
     {SYS_setpriority, Check::kPrioProcess}, {SYS_rseq, Check::kNone},
-    // Rewritten guest code: every CPU must see new instructions.
+    // Rewritten syscall sites: every CPU must see the new code
+    // (host/code_patch.cpp); this process's own barriers only.
     {SYS_membarrier, Check::kMembarrier},
     {SYS_rt_sigprocmask, Check::kNone}, {SYS_rt_sigreturn, Check::kNone}, {SYS_sigaltstack, Check::kNone},
     {SYS_restart_syscall, Check::kNone}, {SYS_arch_prctl, Check::kNone}, {SYS_sched_yield, Check::kNone},

@@ -5,6 +5,7 @@
 #include <linux/errno.h>
 #include <linux/futex.h>
 #include <linux/prctl.h>
+#include <linux/rseq.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -15,6 +16,7 @@
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/syscall_sites.h"
 #include "kernel/timer/timer.h"
 
 extern "C" long flatux_clone_process(unsigned long flags, void* stack_top, int* pidfd,
@@ -45,19 +47,29 @@ struct Keep {
 };
 
 // The child of a fork keeps the host's own mappings from boot (flatux, its
-// libraries, the vDSO), the kernel heap and its guest process's regions;
-// everything else it inherited (the other guests' memory, the launcher's
-// later allocations) is unmapped, so it holds no copy of them.
+// libraries, the vDSO), the kernel heap, its guest process's regions and
+// the stub areas its rewritten syscall sites jump to; everything else it
+// inherited (the other guests' memory, the launcher's later allocations)
+// is unmapped, so it holds no copy of them.
 void drop_inherited_memory(Kernel& k, const Mm& own) {
   if (k.cfg.nhost_maps == 0) return;  // the boot mappings were not all recorded
-  size_t n = (size_t)k.cfg.nhost_maps + 1;
+  size_t areas = syscall_sites_areas(own, nullptr, 0);
+  size_t n = (size_t)k.cfg.nhost_maps + 1 + areas;
   for (const Region* r = own.regions.first(); r; r = r->next) n++;
   Keep* keep = static_cast<Keep*>(k.heap->alloc(n * sizeof(Keep)));
-  if (!keep) return;
+  auto* area = static_cast<uintptr_t(*)[2]>(k.heap->alloc((areas ? areas : 1) * sizeof(uintptr_t[2])));
+  if (!keep || !area) {
+    k.heap->free(keep);
+    k.heap->free(area);
+    return;
+  }
   size_t i = 0;
   for (int m = 0; m < k.cfg.nhost_maps; m++) keep[i++] = {k.cfg.host_maps[m].start, k.cfg.host_maps[m].end};
   keep[i++] = {kHeapBase, kHeapBase + kHeapReserve};
   for (const Region* r = own.regions.first(); r; r = r->next) keep[i++] = {r->start, r->end};
+  syscall_sites_areas(own, area, areas);
+  for (size_t a = 0; a < areas; a++) keep[i++] = {area[a][0], area[a][1]};
+  k.heap->free(area);
   std::sort(keep, keep + i, [](const Keep& a, const Keep& b) { return a.start < b.start; });
   uintptr_t cursor = 0;
   for (size_t j = 0; j < i && cursor < kUserTop; j++) {
@@ -96,6 +108,7 @@ void keeper_main(void* arg) {
   host::sys(SYS_sigaltstack, &ss, nullptr);
   uint64_t mask = kAllButFaults;
   host::sys(SYS_rt_sigprocmask, SIG_SETMASK, &mask, nullptr, 8);
+  if (hp.rseq_addr) host::sys(SYS_rseq, hp.rseq_addr, hp.rseq_len, RSEQ_FLAG_UNREGISTER, hp.rseq_sig);
   hp.pid = (int)host::sys(SYS_getpid);
   hp.keeper_tid.store((uint32_t)host::sys(SYS_gettid));
   drop_inherited_memory(k, *hp.keep_mm);
@@ -170,6 +183,9 @@ long fork_host_process(Task& caller, HostProc& hp) {
     hp.making.store(false);
     return -EAGAIN;
   }
+  hp.rseq_addr = caller.rseq_addr;
+  hp.rseq_len = caller.rseq_len;
+  hp.rseq_sig = caller.rseq_sig;
   auto* h = static_cast<KStackHeader*>(hp.keeper_stack);
   h->task = nullptr;  // a kernel thread: kicks that reach it are ignored
   h->magic = kKStackMagic;

@@ -26,6 +26,7 @@ struct BlockDevices;
 struct PtyTable;
 struct Dnotify;
 struct PidReservations;
+struct SiteSurvey;
 struct IpcNamespace;
 struct HostProc;
 struct GateRequest;
@@ -34,6 +35,11 @@ struct RetiredStack;
 struct TextRange {
   uintptr_t start, end;
 };
+
+// How guest syscalls enter the kernel (--syscall-entry): always by the
+// SIGSYS trap, or by rewriting each site at its first trap so later calls
+// jump in (kernel/mm/syscall_sites.h; page 0 adds zpoline's `call *%rax`).
+enum class SyscallEntryMode : uint8_t { kTrap, kRewrite, kRewritePage0 };
 
 // What the launcher hands the kernel at boot. Plain data: the launcher
 // fills it with host-libc help before anything runs in kernel mode.
@@ -53,10 +59,12 @@ struct KernelConfig {
   uint64_t vdso_base = 0;     // AT_SYSINFO_EHDR handed to guests
   uint64_t hwcap = 0, hwcap2 = 0, minsigstksz = 0;
   bool fsgsbase = false;
+  bool xsave = false;         // the OS enabled XSAVE (CPUID.1:ECX.OSXSAVE)
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
   char fifo_dir[256] = "";    // host folder for the host FIFOs behind named pipes ("": /dev/shm, /tmp)
   bool hostfs_host_owners = false;  // hostfs: guest owners, set-id bits and devices go to the host as they are
+  SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
   BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
 
@@ -88,6 +96,7 @@ struct Kernel {
   TimerService* timers = nullptr;
   NetState* net = nullptr;
   BlockDevices* blocks = nullptr;  // ubd and loop devices (kernel/block/ubd.h)
+  SiteSurvey* survey = nullptr;    // --site-survey (kernel/mm/site_survey.h)
   IpcNamespace* ipc = nullptr;     // System V IPC (kernel/ipc/ipc.h)
   Sysctl sysctl;                   // the tunables /proc/sys shows (kernel/sys/sysctl.h)
   uint64_t boot_ns = 0;

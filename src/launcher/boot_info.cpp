@@ -1,6 +1,7 @@
 #include "launcher/boot_info.h"
 
 #include <asm/prctl.h>
+#include <cpuid.h>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -42,7 +43,8 @@ bool gather_boot_info(KernelConfig& cfg) {
     if (!cfg.image_base && el > 0 && strcmp(p, exe) == 0 && off == 0) cfg.image_base = start;
     // Executable host code at boot is the kernel's (flatux, libc, libstdc++,
     // ld.so); the vDSO is left out so guest vDSO fallbacks trap to us.
-    if (perms[2] != 'x' || strcmp(p, "[vdso]") == 0 || strcmp(p, "[vsyscall]") == 0) continue;
+    // Page 0 (rewrite-page0's trampoline) is guest-facing too, and holds no syscall.
+    if (perms[2] != 'x' || strcmp(p, "[vdso]") == 0 || strcmp(p, "[vsyscall]") == 0 || start == 0) continue;
     if (cfg.ntext > 0 && cfg.text[cfg.ntext - 1].end == start) {
       cfg.text[cfg.ntext - 1].end = end;
     } else if (cfg.ntext < (int)(sizeof cfg.text / sizeof cfg.text[0])) {
@@ -56,6 +58,8 @@ bool gather_boot_info(KernelConfig& cfg) {
   cfg.hwcap2 = getauxval(AT_HWCAP2);
   cfg.minsigstksz = getauxval(AT_MINSIGSTKSZ);
   cfg.fsgsbase = cfg.hwcap2 & (1 << 1);  // HWCAP2_FSGSBASE
+  unsigned eax, ebx, ecx, edx;
+  cfg.xsave = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 27));  // OSXSAVE
   unsigned long fs = 0;
   syscall(SYS_arch_prctl, ARCH_GET_FS, &fs);
   cfg.host_fs = fs;

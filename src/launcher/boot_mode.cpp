@@ -145,7 +145,9 @@ int boot_main(int argc, char** argv) {
   }
   KernelConfig* cfg = new KernelConfig;
   Sandbox* sb = new Sandbox;
-  if (!fill_config(*boot, opts, *cfg, *sb) || !open_strace(*cfg, opts.strace)) return kExitPanic;
+  if (!fill_config(*boot, opts, *cfg, *sb) || !open_strace(*cfg, opts.strace) ||
+      !choose_syscall_entry(*cfg, opts.syscall_entry))
+    return kExitPanic;
   Kernel* k = start_kernel(*cfg, *sb);
   if (!k) return kExitPanic;
   install_handlers();

@@ -159,6 +159,8 @@ bool parse_boot_command_line(const std::vector<std::string>& args, BootConfig* b
     if (a == "-h" || a == "--help") { opts->help = true; continue; }
     if (a == "--strace") { opts->strace = "-"; continue; }
     if (a.compare(0, 9, "--strace=") == 0) { opts->strace = a.substr(9); continue; }
+    if (a.compare(0, 16, "--syscall-entry=") == 0) { opts->syscall_entry = a.substr(16); continue; }
+    if (a.compare(0, 14, "syscall_entry=") == 0) { opts->syscall_entry = a.substr(14); continue; }
     SandboxGrant g;
     g.net_none = opts->net_none;
     g.host_owners = opts->host_owners;
@@ -181,7 +183,7 @@ std::string boot_help() {
   return R"(flatux: a user-mode no-MMU Linux kernel for unmodified x86_64 programs
 
 Usage: flatux [OPTIONS] [PARAM...] [-- INIT-ARGS...]   boot a system, Linux/UML style
-       flatux run [--root DIR] [--ro] [--strace[=FILE]] [--] PROG [ARGS...]
+       flatux run [--root DIR] [--ro] [--strace[=FILE]] [--syscall-entry=MODE] [--] PROG [ARGS...]
        flatux mkimage SRC -o IMAGE [--size SIZE] [--label LABEL]
 
 Boot parameters (as on Linux and UML):
@@ -199,12 +201,18 @@ Boot parameters (as on Linux and UML):
   init=PATH        program run as PID 1 (default: /sbin/init, /etc/init,
                    /bin/init, /bin/sh, the first that exists)
   console=NAME     accepted for compatibility; the console is the host terminal
+  syscall_entry=MODE  how guest syscalls enter the kernel (as --syscall-entry)
 Anything else goes to init: NAME=VALUE in its environment, other words (and
 everything after --) as its arguments. Module parameters (a.b=c) are ignored.
 
 Options:
   -h, --help       this text
   --strace[=FILE]  one line per guest syscall (to FILE, default stderr)
+  --syscall-entry=MODE  auto (default: rewrite where the host allows, else
+                   trap), trap (SIGSYS every call), rewrite (each syscall site
+                   rewritten at its first trap to jump into the kernel),
+                   rewrite-page0 (also zpoline's call *%rax; needs page 0).
+                   The default comes from $FLATUX_SYSCALL_ENTRY when set.
   --net=none|host  none: no IPv4/IPv6 sockets; host (default): the host's network
   --hostfs-owners=guest|host
                    guest (default): owners, set-id bits and device nodes a guest

@@ -11,6 +11,7 @@ namespace flatux::launcher {
 
 struct BootOptions {
   std::string strace;  // "" off, "-" stderr, else a file
+  std::string syscall_entry;  // --syscall-entry= or syscall_entry=; "" = the default
   bool help = false;
   SandboxOptions sandbox;
   bool net_none = false;     // --net=none

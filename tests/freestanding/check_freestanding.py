@@ -23,7 +23,10 @@ The check fails when:
       except .data.rel.ro*, .bss*, .tdata*, .tbss*, .ldata*, .lbss*) or
       a COMMON symbol;
   (c) an object other than the gate's disassembles to an %fs: memory
-      operand (host TLS, errno, the stack protector's canary).
+      operand (host TLS, errno, the stack protector's canary);
+  (d) an object disassembles to a vector, mask or x87 register operand
+      (%xmm/%ymm/%zmm, %k0-7, %mm, %st): kernel code runs inside rewritten
+      guest syscalls with the guest's FPU state live in those registers.
 
 Each finding names the object (and function, for (c)). Exit status: 0 clean,
 1 findings, 2 bad usage, a missing input or a failing tool.
@@ -44,6 +47,7 @@ READ_ONLY_AFTER_RELOCATION = re.compile(r"^\.data\.rel\.ro(\..*)?$")
 SECTION_LINE = re.compile(
     r"^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+[0-9a-fA-F]+\s+[0-9a-fA-F]+\s+([0-9a-fA-F]+)\s")
 FUNCTION_LINE = re.compile(r"^[0-9a-fA-F]+ <(.+)>:$")
+FPU_REGISTER = re.compile(r"%(?:[xyz]mm\d+|k[0-7]\b|mm\d\b|st\b|st\(\d\))")
 
 
 class ToolError(Exception):
@@ -231,19 +235,20 @@ def check(objects, anywhere, gate_only, args):
             if size and WRITABLE_SECTION.match(section) and not READ_ONLY_AFTER_RELOCATION.match(section):
                 findings.append(f"mutable state: section {section} ({size} bytes) in {obj.shown}")
 
-    # (c) host TLS through %fs.
+    # (c) host TLS through %fs; (d) vector and x87 registers.
     for obj in objects:
-        if obj.is_gate:
-            continue
         function = "?"
         for line in tool([args.objdump, "-d", "-w", "-C", "--no-show-raw-insn",
                           str(obj.path)]).splitlines():
             m = FUNCTION_LINE.match(line)
             if m:
                 function = m.group(1)
-            elif "%fs:" in line:
-                insn = line.split(":", 1)[1].strip()
+                continue
+            insn = line.split(":", 1)[1].strip() if ":" in line else line
+            if "%fs:" in line and not obj.is_gate:
                 findings.append(f"host TLS access: '{insn}' in {function} in {obj.shown}")
+            if FPU_REGISTER.search(line):
+                findings.append(f"vector register: '{insn}' in {function} in {obj.shown}")
     return findings
 
 

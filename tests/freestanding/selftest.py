@@ -46,7 +46,8 @@ def main():
         return str(out)
 
     obj = {stem: compile_sample(stem) for stem in
-           ("good_a", "good_b", "bad_libc", "bad_new", "bad_state", "foreign_gate", "leaky")}
+           ("good_a", "good_b", "bad_libc", "bad_new", "bad_state", "bad_vector", "foreign_gate",
+            "leaky")}
     # The kernel flags carry -fno-stack-protector; this one turns it back on.
     obj["bad_canary"] = compile_sample("bad_canary", ["-fstack-protector-all"])
 
@@ -92,6 +93,8 @@ def main():
           "host TLS access: ", f"in bump() in {obj['bad_state']}"]),
         ("stack protector fails", [obj["bad_canary"]], [], 1,
          ["__stack_chk_fail", "%fs:0x28"]),
+        ("vector and x87 registers fail", [obj["bad_vector"]], [], 1,
+         ["vector register: ", "%xmm0", "%ymm1", "%st", f"in spill_to_xmm(unsigned long) in {obj['bad_vector']}"]),
         ("the gate may call the foreign library and touch %fs",
          [obj["foreign_gate"], obj["good_a"]], [gate_allow], 0, ["0 finding(s)"]),
         ("anyone else calling the foreign library fails",
@@ -102,7 +105,7 @@ def main():
         ("a missing input is an error, not a pass", [str(work / "absent.o")], [], 2, ["missing"]),
     ]
     # Offences a clean case must not report.
-    never_in_clean = ["undefined symbol", "mutable state", "host TLS access"]
+    never_in_clean = ["undefined symbol", "mutable state", "host TLS access", "vector register"]
 
     failed = 0
     for name, inputs, extra, want_status, want_text in cases:

@@ -46,10 +46,10 @@ void moved_thread_main(void* arg) {
   ExecMove* m = static_cast<ExecMove*>(arg);
   Task& t = *m->task;
   Kernel& k = *t.kernel;
-  // Its guard page, in this host process's page tables.
-  host::sys(SYS_mprotect, (uintptr_t)m->kstack + 4096, 4096, PROT_NONE);
-  // No sigaltstack yet: enter_guest arms it (SS_AUTODISARM), as for any
-  // new thread (host/entry.cpp).
+  // Its guard pages, in this host process's page tables. No sigaltstack
+  // yet: enter_guest arms it (SS_AUTODISARM), as for any new thread.
+  kstack_guard(m->kstack);
+  kstack_thread_start(k, m->kstack);
   m->load_result = exec_load(t, *m->mm, m->path, m->argv, m->envp, m->res);
   m->loaded.store(1);
   futex_wake(&m->loaded, 1);
@@ -93,10 +93,7 @@ long exec_move_load(Task& t, Mm& mm, const char* path, const char* const* argv,
     k.heap->destroy_obj(m);
     return -ENOMEM;
   }
-  auto* h = static_cast<KStackHeader*>(stack);
-  h->task = &t;
-  h->magic = kKStackMagic;
-  h->in_oops = 0;
+  kstack_header_init(stack, t);
   m->task = &t;
   m->mm = &mm;
   m->path = path;

@@ -9,6 +9,8 @@
 #include "host/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/site_survey.h"
+#include "kernel/mm/syscall_sites.h"
 
 namespace flatux {
 
@@ -40,6 +42,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
     if (!user_range_ok((void*)hint, len)) return -ENOMEM;
     if (mm.regions.covers(hint, hint + len)) {
       host_flags |= MAP_FIXED;  // replacing our own mapping is safe
+      syscall_sites_forget(mm, hint, hint + len);
     } else if (mm.regions.overlaps(hint, hint + len)) {
       return -ENOMEM;           // part ours, part someone else's
     } else {
@@ -64,6 +67,7 @@ long mm_unmap(Mm& mm, uintptr_t addr, size_t len) {
   uintptr_t end = addr + len;
   // Cutting a hole in one region makes two: not past vm.max_map_count.
   if (mm.regions.splits(addr, end) && mm_too_many_maps(mm, 1)) return -ENOMEM;
+  syscall_sites_forget(mm, addr, end);
   for (const Region* r = mm.regions.first(); r; r = r->next) {
     uintptr_t s = r->start > addr ? r->start : addr;
     uintptr_t e = r->end < end ? r->end : end;
@@ -131,6 +135,8 @@ void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp) {
 
 void mm_release(Mm& mm) {
   Guard g(mm.lock);
+  site_survey_fold(mm);
+  syscall_sites_release(mm);
   shm_detach_all(mm);
   for (const Region* r = mm.regions.first(); r; r = r->next)
     host::sys(SYS_munmap, r->start, r->end - r->start);
@@ -157,14 +163,17 @@ Mm* mm_fork(Heap* heap, Mm& parent) {
   mm->env_start = parent.env_start;
   mm->env_end = parent.env_end;
   mm->acct = parent.acct;
+  if (!syscall_sites_fork(parent, *mm)) {
+    mm_forget(heap, mm);
+    return nullptr;
+  }
   // Linux's strict overcommit charges a forked child for its private
   // writable memory (dup_mmap); shared mappings stay charged once.
   uint64_t charge = 0;
   for (const Region* r = mm->regions.first(); r; r = r->next)
     if (!(r->flags & kRegionUncharged) && mm_chargeable(r->prot, r->kind)) charge += r->end - r->start;
   if (!mm_charge_fits(*mm, charge)) {
-    mm->regions.clear();
-    heap->destroy_obj(mm);
+    mm_forget(heap, mm);
     return nullptr;
   }
   mm_recharge(*mm);
@@ -178,6 +187,7 @@ Mm* mm_fork(Heap* heap, Mm& parent) {
 
 void mm_forget(Heap* heap, Mm* mm) {
   if (!mm) return;
+  syscall_sites_release(*mm, false);
   shm_detach_all(*mm);  // the records and counts only: nothing is unmapped
   mm->regions.clear();
   mm_recharge(*mm);

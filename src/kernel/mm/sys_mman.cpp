@@ -10,6 +10,7 @@
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"
+#include "kernel/mm/syscall_sites.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/rseq.h"
 #include "kernel/vfs/fdref.h"
@@ -194,6 +195,7 @@ long sys_mprotect(Task& t, SyscallArgs a) {
   if (mm_too_many_maps(mm, mm_splits_for(mm, a[0], a[0] + len))) return -ENOMEM;  // vm.max_map_count
   if ((prot & PROT_WRITE) && !mm_charge_fits(mm, len)) return -ENOMEM;
   if (!(prot & PROT_WRITE)) rseq_range_going(t, a[0], len);
+  syscall_sites_protect(mm, a[0], a[0] + len, prot & kProtMask);
   long r = host::sys(SYS_mprotect, a[0], len, prot & kProtMask);
   if (r < 0) return r;
   bool ok = mm.regions.set_prot(a[0], a[0] + len, prot & kProtMask);
@@ -250,6 +252,9 @@ long sys_mremap(Task& t, SyscallArgs a) {
   size_t more = dontunmap ? new_len : new_len - old_len;
   long res = grows && mm_chargeable(prot, kind) && !mm_charge_fits(mm, more) ? -ENOMEM : 0;
   bool placeholder = false;
+  // Rewritten sites' jumps are relative: the code moves with its original bytes.
+  if (res == 0) syscall_sites_revert(mm, old, old + old_len);
+  if (res == 0 && fixed) syscall_sites_forget(mm, new_addr, new_addr + new_len);
   if (res == 0 && fixed) res = claim_destination(mm, new_addr, new_len, &placeholder);
   if (res == 0 && (flags & MREMAP_MAYMOVE)) rseq_range_going(t, old, old_len);
   if (res == 0) res = host::sys(SYS_mremap, old, old_len, new_len, flags, new_addr);
@@ -259,6 +264,7 @@ long sys_mremap(Task& t, SyscallArgs a) {
     return res;
   }
   uintptr_t n = (uintptr_t)res;
+  if (n != old || new_len < old_len) syscall_sites_forget(mm, old, old + old_len);
   if (!dontunmap) mm.regions.remove(old, old + old_len);
   bool ok = mm.regions.add(n, n + new_len, prot, kind, rflags, attrs);
   region_name_put(mm.regions.heap(), attrs.name);

@@ -21,6 +21,7 @@ struct Task;
 struct Tty;
 struct MemAccount;
 struct PidFd;
+struct SyscallSites;
 struct SemUndoList;
 struct HostProc;
 
@@ -97,6 +98,7 @@ struct Mm {
   uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
   MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
   uint64_t charged = 0;        // what this Mm has charged to it
+  SyscallSites* sites = nullptr;  // rewritten syscall sites and their stubs (mm/syscall_sites.h)
   ShmAttach* shm = nullptr;    // System V shared memory attached here (ipc/shm.cpp)
   int lock_future = 0;         // mlockall(MCL_FUTURE): new mappings are locked (MCL_* bits)
 };

@@ -63,10 +63,15 @@ bool parse_octal(std::string_view v, uint32_t* out) {
 }
 
 // Options mount(8) turns into flags, but which may also reach us as text.
+// A named constant table: GCC may place a braced list's backing array in
+// writable .data (it did once vector stores were no longer allowed).
+constexpr std::string_view kGenericOptions[] = {
+    "rw",       "ro",         "defaults", "nosuid", "suid",        "nodev", "dev",
+    "noexec",   "exec",       "relatime", "norelatime", "noatime", "atime", "strictatime",
+    "sync",     "async",      "nodiratime", "diratime", "lazytime", "silent", "inode64"};
+
 bool generic_option(std::string_view k) {
-  for (std::string_view g : {"rw", "ro", "defaults", "nosuid", "suid", "nodev", "dev", "noexec", "exec",
-                             "relatime", "norelatime", "noatime", "atime", "strictatime", "sync",
-                             "async", "nodiratime", "diratime", "lazytime", "silent", "inode64"})
+  for (std::string_view g : kGenericOptions)
     if (k == g) return true;
   return false;
 }

@@ -1,0 +1,103 @@
+// The C memory and string functions kernel code uses (and the compiler
+// calls on its own for copies and clears), defined here instead of taken
+// from the host C library.
+//
+// Why: kernel code is built with -mgeneral-regs-only, so that a rewritten
+// syscall site (host/fast_entry.S) can run it without saving the guest's
+// vector and x87 registers, which a real syscall preserves. The host
+// library's versions use SSE/AVX (and on AVX-512 machines ymm16-31), which
+// would silently corrupt the guest's registers. Everything here touches
+// general-purpose registers only: `rep movsb`/`rep stosb` (fast on every
+// CPU with ERMS/FSRM) and plain byte loops.
+//
+// These are the flatux executable's definitions of the standard names, so
+// the launcher and the host libraries use them too; they are exact
+// implementations of the C semantics. <cstring> is not included: its C++
+// overloads of strchr/strrchr would clash with the C definitions.
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+void* memcpy(void* __restrict dst, const void* __restrict src, size_t n) noexcept {
+  void* ret = dst;
+  asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+  return ret;
+}
+
+void* memmove(void* dst, const void* src, size_t n) noexcept {
+  auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
+  if (d - s >= n) return memcpy(dst, src, n);  // no overlap that a forward copy would clobber
+  // Overlapping with dst above src: copy backwards, from the last byte.
+  void* last_d = static_cast<char*>(dst) + n - 1;
+  const void* last_s = static_cast<const char*>(src) + n - 1;
+  asm volatile("std\n\trep movsb\n\tcld" : "+D"(last_d), "+S"(last_s), "+c"(n) : : "memory", "cc");
+  return dst;
+}
+
+void* memset(void* dst, int c, size_t n) noexcept {
+  void* ret = dst;
+  asm volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(c) : "memory");
+  return ret;
+}
+
+int memcmp(const void* a, const void* b, size_t n) noexcept {
+  auto* p = static_cast<const unsigned char*>(a);
+  auto* q = static_cast<const unsigned char*>(b);
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != q[i]) return p[i] < q[i] ? -1 : 1;
+  return 0;
+}
+
+void* memchr(const void* s, int c, size_t n) noexcept {
+  auto* p = static_cast<const unsigned char*>(s);
+  for (size_t i = 0; i < n; i++)
+    if (p[i] == (unsigned char)c) return const_cast<unsigned char*>(p + i);
+  return nullptr;
+}
+
+size_t strlen(const char* s) noexcept {
+  const char* p = s;
+  while (*p) p++;
+  return (size_t)(p - s);
+}
+
+size_t strnlen(const char* s, size_t max) noexcept {
+  size_t n = 0;
+  while (n < max && s[n]) n++;
+  return n;
+}
+
+int strcmp(const char* a, const char* b) noexcept {
+  auto* p = reinterpret_cast<const unsigned char*>(a);
+  auto* q = reinterpret_cast<const unsigned char*>(b);
+  while (*p && *p == *q) p++, q++;
+  return *p == *q ? 0 : (*p < *q ? -1 : 1);
+}
+
+int strncmp(const char* a, const char* b, size_t n) noexcept {
+  auto* p = reinterpret_cast<const unsigned char*>(a);
+  auto* q = reinterpret_cast<const unsigned char*>(b);
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] != q[i]) return p[i] < q[i] ? -1 : 1;
+    if (!p[i]) return 0;
+  }
+  return 0;
+}
+
+char* strchr(const char* s, int c) noexcept {
+  for (;; s++) {
+    if (*s == (char)c) return const_cast<char*>(s);
+    if (!*s) return nullptr;
+  }
+}
+
+char* strrchr(const char* s, int c) noexcept {
+  const char* found = nullptr;
+  for (;; s++) {
+    if (*s == (char)c) found = s;
+    if (!*s) return const_cast<char*>(found);
+  }
+}
+
+}  // extern "C"
