@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <linux/filter.h>
+#include <linux/membarrier.h>
 #include <linux/netlink.h>
 #include <linux/prctl.h>
 #include <linux/seccomp.h>
 #include <linux/sockios.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
@@ -28,6 +30,8 @@ enum class Check : uint8_t {
   kFcntl,         // no signal ownership, leases or notifications
   kPrctl,         // a child subreaper (forked host processes), no_new_privs
   kOwnPid,        // the first argument is the first host process's pid
+  kPrioProcess,   // get/setpriority of one thread (PRIO_PROCESS), never a whole user's
+  kMembarrier,    // this process's own barriers only (no system-wide RCU waits)
   kEnosys,        // refused as "no such call", so a caller falls back
 };
 
@@ -73,8 +77,6 @@ constexpr Allowed kAllowed[] = {
     {SYS_mmap, Check::kNone}, {SYS_munmap, Check::kNone}, {SYS_mprotect, Check::kNone},
     {SYS_mremap, Check::kNone}, {SYS_madvise, Check::kNone}, {SYS_msync, Check::kNone},
     {SYS_brk, Check::kNone}, {SYS_mlock2, Check::kNone}, {SYS_munlock, Check::kNone},
-    // Rewritten syscall sites: every CPU must see the new code (host/code_patch.cpp)
-    {SYS_membarrier, Check::kNone},
     // Threads, signals, time (the kernel's own tasks and its launcher)
     {SYS_clone, Check::kCloneFlags}, {SYS_clone3, Check::kEnosys}, {SYS_exit, Check::kNone},
     {SYS_exit_group, Check::kNone}, {SYS_wait4, Check::kNone}, {SYS_waitid, Check::kNone},
@@ -86,6 +88,17 @@ constexpr Allowed kAllowed[] = {
     // process's own descendants, as it does signals).
     {SYS_pidfd_open, Check::kOwnPid}, {SYS_pidfd_send_signal, Check::kNone},
     {SYS_process_vm_readv, Check::kNone},
+    // A guest thread's scheduling is its host thread's (sys/sys_sched.cpp:
+    // the kernel names only its own threads; a real-time policy needs
+    // CAP_SYS_NICE over the host, which confinement leaves out), and so is
+    // its rseq area (task/sys_rseq.cpp). Priorities of one thread only.
+    {SYS_sched_getscheduler, Check::kNone}, {SYS_sched_setscheduler, Check::kNone},
+    {SYS_sched_getparam, Check::kNone}, {SYS_sched_setparam, Check::kNone},
+    {SYS_sched_rr_get_interval, Check::kNone}, {SYS_getpriority, Check::kPrioProcess},
+    {SYS_setpriority, Check::kPrioProcess}, {SYS_rseq, Check::kNone},
+    // Rewritten syscall sites: every CPU must see the new code
+    // (host/code_patch.cpp); this process's own barriers only.
+    {SYS_membarrier, Check::kMembarrier},
     {SYS_rt_sigprocmask, Check::kNone}, {SYS_rt_sigreturn, Check::kNone}, {SYS_sigaltstack, Check::kNone},
     {SYS_restart_syscall, Check::kNone}, {SYS_arch_prctl, Check::kNone}, {SYS_sched_yield, Check::kNone},
     {SYS_sched_getaffinity, Check::kNone}, {SYS_sched_setaffinity, Check::kNone},
@@ -93,14 +106,6 @@ constexpr Allowed kAllowed[] = {
     {SYS_clock_nanosleep, Check::kNone}, {SYS_nanosleep, Check::kNone}, {SYS_gettimeofday, Check::kNone},
     {SYS_time, Check::kNone}, {SYS_getrandom, Check::kNone}, {SYS_sysinfo, Check::kNone},
     {SYS_adjtimex, Check::kNone},  // the clock's state; setting it needs CAP_SYS_TIME over the host
-    // A guest thread's scheduling is its host thread's (sys/sys_sched.cpp:
-    // the kernel names only its own threads; a real-time policy needs
-    // CAP_SYS_NICE over the host, which confinement leaves out), and so is
-    // its rseq area (task/sys_rseq.cpp).
-    {SYS_sched_getscheduler, Check::kNone}, {SYS_sched_setscheduler, Check::kNone},
-    {SYS_sched_getparam, Check::kNone}, {SYS_sched_setparam, Check::kNone},
-    {SYS_sched_rr_get_interval, Check::kNone}, {SYS_getpriority, Check::kNone},
-    {SYS_setpriority, Check::kNone}, {SYS_rseq, Check::kNone},
     {SYS_mincore, Check::kNone},  // whether the kernel heap is there, for an oops off a kernel stack
     // Who we are (answers only)
     {SYS_getpid, Check::kNone}, {SYS_gettid, Check::kNone}, {SYS_getppid, Check::kNone},
@@ -108,6 +113,16 @@ constexpr Allowed kAllowed[] = {
     {SYS_getegid, Check::kNone},
 };
 constexpr int kNumAllowed = sizeof kAllowed / sizeof kAllowed[0];
+
+// Merges that both add a call must not list it twice (the search would
+// find either entry, and their checks may differ).
+constexpr bool each_call_once() {
+  for (int i = 0; i < kNumAllowed; i++)
+    for (int j = i + 1; j < kNumAllowed; j++)
+      if (kAllowed[i].nr == kAllowed[j].nr) return false;
+  return true;
+}
+static_assert(each_call_once(), "a host call is listed twice");
 
 // Namespaces and tracing are never the kernel's business; a thread, a
 // vfork-like child or a child process sharing descriptors all pass.
@@ -130,6 +145,13 @@ constexpr uint32_t kFcntls[] = {
 };
 
 constexpr uint32_t kPrctls[] = {PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS};
+
+constexpr uint32_t kPrioProcessOnly[] = {PRIO_PROCESS};
+
+constexpr uint32_t kMembarriers[] = {
+    MEMBARRIER_CMD_QUERY, MEMBARRIER_CMD_PRIVATE_EXPEDITED, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+    MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE,
+};
 
 constexpr uint32_t kRetAllow = SECCOMP_RET_ALLOW;
 constexpr uint32_t kRetDeny = SECCOMP_RET_ERRNO | EPERM;
@@ -190,6 +212,8 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
     case Check::kIoctl: emit_one_of(p, 1, kIoctls); return;
     case Check::kFcntl: emit_one_of(p, 1, kFcntls); return;
     case Check::kPrctl: emit_one_of(p, 0, kPrctls); return;
+    case Check::kPrioProcess: emit_one_of(p, 0, kPrioProcessOnly); return;
+    case Check::kMembarrier: emit_one_of(p, 0, kMembarriers); return;
     case Check::kOwnPid: {
       p.load(seccomp_arg_lo(0));
       p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_pid, 1, 0);

@@ -223,6 +223,9 @@ Options:
                    what the command line grants (the images, hostfs=)
   --no-sandbox     do not confine the host process (trusted guests only)
   --keep-root      started by root: keep root's host capabilities
+  --sandbox-without=LAYER[,LAYER]
+                   leave out identity, mounts, landlock or allowlist (each
+                   is then reported missing; to see what each one holds)
 
 Exit status: 0 after power-off or halt, 3 after a restart request (reboot -r,
 Ctrl-Alt-Del), 125 when the kernel panics (e.g. init exited).

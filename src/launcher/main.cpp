@@ -63,6 +63,7 @@ struct RunOptions {
   std::vector<std::string> argv;
   flatux::launcher::SandboxOptions sandbox;
   std::string hostfs_owners = "guest";
+  std::string sandbox_without;  // layers left out, "landlock,allowlist"
 };
 
 // PROG without a slash is looked up in the guest's PATH, inside the root.
@@ -340,6 +341,8 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--keep-root", o.sandbox.keep_root,
                     "Started by root: keep root's host capabilities instead of a user namespace");
   run_cmd->add_flag("--security", o.sandbox.report, "Print what confines the host process");
+  run_cmd->add_option("--sandbox-without", o.sandbox_without,
+                      "LAYER[,LAYER]: leave out identity, mounts, landlock or allowlist (to see what each holds)");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
   flatux::mkimage::Options mk;
   CLI::App* mk_cmd = app.add_subcommand("mkimage", "Build an ext4 image from a folder or a tar archive, unprivileged");
@@ -359,6 +362,11 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (run_cmd->parsed()) {
+    std::string error;
+    if (!o.sandbox_without.empty() && !flatux::launcher::parse_sandbox_without(o.sandbox_without, &o.sandbox, &error)) {
+      fprintf(stderr, "flatux run: %s\n", error.c_str());
+      return 2;
+    }
     if (o.argv.empty()) {
       fprintf(stderr, "flatux run: no program given\n%s", app.help("", CLI::AppFormatMode::All).c_str());
       return 2;

@@ -96,7 +96,17 @@ def main():
     ap.add_argument("--flatux-arg", action="append", default=[])
     ap.add_argument("--expect-escape", action="store_true",
                     help="the harness's own check: unconfined (--no-sandbox) the attacker must get through")
+    ap.add_argument("--without", default="",
+                    help="LAYER[,LAYER]: run with --sandbox-without=...; the probes named by --escapes "
+                         "must then get through (what the layers left out hold alone)")
+    ap.add_argument("--escapes", default="", help="probe names that must escape (with --without)")
+    ap.add_argument("--needs-root", action="store_true", help="skip (77) unless run by root")
     a = ap.parse_args()
+    if a.needs_root and os.geteuid() != 0:
+        print("skipped: what this run shows needs flatux started by root")
+        return 77
+    if a.without:
+        a.flatux_arg.append("--sandbox-without=" + a.without)
 
     work = os.path.abspath(a.work)
     for m in mounted_under(work):
@@ -136,7 +146,13 @@ def main():
     abstract.bind("\0" + abstract_name)
     abstract.listen(8)
     abstract.setblocking(False)
+    # An image granted read-only (ubd1r=), beside the folders.
+    ro_image = os.path.join(work, "ro-image")
+    with open(ro_image, "wb") as f:
+        f.write(b"read-only image\n" * 4096)
+    os.chmod(ro_image, 0o644)
     before = {name: snapshot(os.path.join(outside, name)) for name in ("marker", "victim")}
+    before_image = snapshot(ro_image)
     listing = sorted(os.listdir(outside))
 
     env = {
@@ -153,10 +169,12 @@ def main():
         "ATTACK_NET_NONE": "1" if a.net_none else "0",
         "ATTACK_LAYOUT": open(a.layout_file).read().strip() if a.layout_file else "",
         "ATTACK_FORK": "1" if a.fork else "0",
+        "ATTACK_RO_IMAGE": ro_image,
     }
     net = ["--net=none"] if a.net_none else []
     if a.how == "run":
-        argv = [a.flatux, "run", "--root", jail] + (["--ro"] if a.ro else []) + net + a.flatux_arg
+        argv = [a.flatux, "run", "--root", jail, "--ubd", f"1r={ro_image}"] + (["--ro"] if a.ro else []) + net
+        argv += a.flatux_arg
         argv += ["--", "/attacker"]
         run_env = dict(os.environ, **env)
     else:
@@ -166,7 +184,7 @@ def main():
         subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-d", image_root, image, "64M"], check=True)
         env["ATTACK_HOSTFS_AT"] = "/mnt"
         env["ATTACK_POWEROFF"] = "1"
-        argv = [a.flatux] + net + a.flatux_arg + [f"ubd0={image}", "rw", f"hostfs={jail}",
+        argv = [a.flatux] + net + a.flatux_arg + [f"ubd0={image}", f"ubd1r={ro_image}", "rw", f"hostfs={jail}",
                                                    "init=/attacker", "loglevel=3"]
         argv += [f"{k}={v}" for k, v in env.items()]
         run_env = dict(os.environ)
@@ -212,6 +230,8 @@ def main():
             failures.append(f"host file {path} is gone")
         elif snapshot(path) != snap:
             failures.append(f"host file {path} changed: {snap[:5]} -> {snapshot(path)[:5]}")
+    if snapshot(ro_image) != before_image:
+        failures.append(f"the read-only image {ro_image} changed: {before_image[:5]} -> {snapshot(ro_image)[:5]}")
     now = sorted(os.listdir(outside))
     if now != listing:
         failures.append(f"the folder outside the root changed: {listing} -> {now}")
@@ -241,6 +261,19 @@ def main():
     victim_proc.wait()
     for f in failures:
         print("FAIL:", f)
+    if a.without:
+        # Each named probe must be seen getting through: without the layers
+        # left out, nothing else refuses it.
+        got = {l.split()[1].rstrip(":") for l in escaped}
+        want = [n for n in a.escapes.split(",") if n]
+        held = [n for n in want if n not in got]
+        for n in held:
+            print(f"FAILED: without {a.without}, probe {n} was still refused: that layer is not what holds it")
+        if not gadget or not want:
+            print("FAILED: no gadget, or no probe named")
+            return 1
+        print(f"ok: without {a.without}, {', '.join(want)} got through" if not held else "FAILED")
+        return 1 if held else 0
     if a.expect_escape:
         # Unconfined, the probes must get through and the host side must see it.
         host_seen = [f for f in failures if f.startswith(("host ", "the "))]

@@ -26,6 +26,7 @@
 //   ATTACK_HOSTFS_AT   heap mode: where to mount hostfs when the root is not
 //   ATTACK_POWEROFF    1: power off at the end (a booted init)
 //   ATTACK_FORK        1: attack from a fork()ed child, a host process of its own
+//   ATTACK_RO_IMAGE    host path of an image flatux was given read-only (ubd1r=)
 //
 // Output: "GADGET host_pid=N host_ppid=M", then one line per probe: "denied NAME: ..."
 // or "ESCAPED NAME: ...". Exit 0 when every probe was refused, 1 when one
@@ -47,6 +48,7 @@
 #include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/reboot.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -93,12 +95,12 @@ static const char* err_name(long r) {
 
 // Which refusals count: the sandbox answers EPERM (seccomp) or EACCES
 // (Landlock); a path that does not exist in the host process's own mount
-// namespace is ENOENT.
-enum { kPerm = 1, kAcces = 2, kNoent = 4 };
+// namespace is ENOENT; a read-only mount of it there, EROFS.
+enum { kPerm = 1, kAcces = 2, kNoent = 4, kRofs = 8 };
 
 static int refused(long r, int how) {
   return (r == -EPERM && (how & kPerm)) || (r == -EACCES && (how & kAcces)) ||
-         (r == -ENOENT && (how & kNoent));
+         (r == -ENOENT && (how & kNoent)) || (r == -EROFS && (how & kRofs));
 }
 
 __attribute__((format(printf, 4, 5))) static int verdict(const char* name, long r, int how,
@@ -189,6 +191,18 @@ static void probe_files(void) {
   verdict("mknod-fifo", gadget_sys(SYS_mknodat, AT_FDCWD, p, S_IFIFO | 0600, 0), how, NULL);
   verdict("unlink", gadget_sys(SYS_unlinkat, AT_FDCWD, victim, 0), how, NULL);
 
+  // An image granted read-only: readable, never writable.
+  const char* image = env("ATTACK_RO_IMAGE");
+  if (*image) {
+    int ro = kPerm | kAcces | kRofs;
+    fd = gadget_sys(SYS_openat, AT_FDCWD, image, O_RDWR | O_CLOEXEC);
+    if (fd >= 0) gadget_sys(SYS_pwrite64, fd, "ESCAPED\n", 8, 0);
+    gclose(fd);
+    verdict("ro-image-open-write", fd, ro, NULL);
+    verdict("ro-image-truncate", gadget_sys(SYS_truncate, image, 0), ro, NULL);
+    verdict("ro-image-chmod", gadget_sys(SYS_fchmodat, AT_FDCWD, image, 0777), ro, NULL);
+  }
+
   // Another process's view of the host's root.
   snprintf(q, sizeof q, "/proc/%s/root%s", env("ATTACK_VICTIM_PID"), marker);
   fd = gadget_sys(SYS_openat, AT_FDCWD, q, O_RDONLY | O_CLOEXEC);
@@ -276,6 +290,18 @@ static void probe_processes(void) {
   struct iovec lv = {&local, 1}, rv = {(void*)0x1000, 1};
   // A permitted call reaches the address and says EFAULT.
   verdict("process_vm_readv", gadget_sys(SYS_process_vm_readv, victim, &lv, 1, &rv, 1, 0), how, NULL);
+  // Known open (no layer scopes them): a host process of the same user
+  // holding no capability flatux lacks can be reniced (only downwards) or
+  // pinned. (The victim here is root's, with every capability: the user
+  // namespace keeps it out of reach.) Said, not counted; each is set to
+  // what it is, so nothing changes.
+  long prio = gadget_sys(SYS_getpriority, PRIO_PROCESS, victim);
+  long set = prio >= 0 ? gadget_sys(SYS_setpriority, PRIO_PROCESS, victim, 20 - prio) : prio;
+  printf("info setpriority of a host process: %s (getpriority %s)\n", err_name(set), prio >= 0 ? "allowed" : err_name(prio));
+  unsigned long mask[16];
+  long n = gadget_sys(SYS_sched_getaffinity, victim, sizeof mask, mask);
+  set = n > 0 ? gadget_sys(SYS_sched_setaffinity, victim, n, mask) : n;
+  printf("info sched_setaffinity of a host process: %s\n", err_name(set));
   char p[64];
   snprintf(p, sizeof p, "/proc/%ld/mem", victim);
   long fd = gadget_sys(SYS_openat, AT_FDCWD, p, O_RDWR | O_CLOEXEC);

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """hostfs attacked with ordinary system calls, checked from the host.
 
-    hostfs_attack.py --flatux FLATUX --prog PROG --work DIR race mount|chmod SECONDS
-    hostfs_attack.py --flatux FLATUX --prog PROG --work DIR plant [--host-owners]
+    hostfs_attack.py --flatux FLATUX --prog PROG --work DIR [--boot] race mount|chmod SECONDS
+    hostfs_attack.py --flatux FLATUX --prog PROG --work DIR [--boot] plant [--host-owners]
+
+--boot: the program is init of a booted ext4 image whose kernel has
+hostfs=JAIL; it mounts the jail and makes it its root (boot_init.h).
 
 race: race.c runs as root of a writable guest root (the jail) with a
 folder next to it (outside) holding a secret and a file that must not
@@ -23,12 +26,35 @@ import stat
 import subprocess
 import sys
 
+from verdict import finish
+
 
 def snapshot(path):
     st = os.lstat(path)
     with open(path, "rb") as f:
         data = f.read()
     return (st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, st.st_size, data, tuple(sorted(os.listxattr(path))))
+
+
+def guest(a, work, jail, flatux_args, prog_args):
+    """flatux's argv running the program in the jail, as `flatux run` or booted."""
+    if not a.boot:
+        return [a.flatux, "run"] + flatux_args + ["--root", jail, "--", "/prog"] + prog_args
+    image_root = os.path.join(work, "image-root")
+    os.makedirs(os.path.join(image_root, "mnt"), exist_ok=True)
+    shutil.copy2(a.prog, os.path.join(image_root, "prog"))
+    image = os.path.join(work, "root.ext4")
+    subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-d", image_root, image, "32M"], check=True)
+    return [a.flatux] + flatux_args + [f"ubd0={image}", "rw", f"hostfs={jail}", "init=/prog", "loglevel=3",
+                                       "--", "--boot", jail] + prog_args
+
+
+def guest_status(a, status, out):
+    """The program's exit status: booted, what it said before powering off."""
+    if not a.boot:
+        return status
+    said = [l for l in out.splitlines() if l.startswith("ATTACK_STATUS=")]
+    return int(said[-1].split("=")[1]) if said and status == 0 else 100 + status
 
 
 def run(argv, timeout):
@@ -40,7 +66,7 @@ def run(argv, timeout):
     return r.returncode, out
 
 
-def race(a, jail, outside):
+def race(a, work, jail, outside):
     kind, seconds = a.args[0], a.args[1]
     marker = os.path.join(outside, "marker")
     victim = os.path.join(outside, "victim")
@@ -50,8 +76,9 @@ def race(a, jail, outside):
         f.write("must not change\n")
     os.chmod(victim, 0o644)
     before = {p: snapshot(p) for p in (marker, victim)}
-    status, out = run([a.flatux, "run", "--no-sandbox", "--root", jail, "--", "/prog", kind, seconds, jail, outside],
+    status, out = run(guest(a, work, jail, ["--no-sandbox"], [kind, seconds, jail, outside]),
                       timeout=float(seconds) + 120)
+    status = guest_status(a, status, out)
     failures = []
     if status != 0 or "ESCAPED" in out:
         failures.append(f"the guest reached the folder outside (status {status})")
@@ -65,10 +92,12 @@ def race(a, jail, outside):
     return failures
 
 
-def plant(a, jail):
-    shutil.copy2(a.prog, os.path.join(jail, "prog"))
+def plant(a, work, jail):
+    if not a.boot:
+        shutil.copy2(a.prog, os.path.join(jail, "prog"))
     owners = ["--hostfs-owners=host", "--keep-root"] if a.host_owners else []
-    status, out = run([a.flatux, "run"] + owners + ["--root", jail, "--", "/prog"], timeout=120)
+    status, out = run(guest(a, work, jail, owners, []), timeout=120)
+    status = guest_status(a, status, out)
     failures = []
     if status != 0:
         failures.append(f"the guest did not see what it made (status {status})")
@@ -108,6 +137,7 @@ def main():
     ap.add_argument("--prog", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--host-owners", action="store_true")
+    ap.add_argument("--boot", action="store_true", help="init of a booted image with hostfs=JAIL")
     ap.add_argument("what", choices=["race", "plant"])
     ap.add_argument("args", nargs="*")
     a = ap.parse_args()
@@ -121,14 +151,12 @@ def main():
     os.makedirs(jail)
     os.makedirs(outside)
     if a.what == "race":
-        shutil.copy2(a.prog, os.path.join(jail, "prog"))
-        failures = race(a, jail, outside)
+        if not a.boot:
+            shutil.copy2(a.prog, os.path.join(jail, "prog"))
+        failures = race(a, work, jail, outside)
     else:
-        failures = plant(a, jail)
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else "FAILED")
-    return 1 if failures else 0
+        failures = plant(a, work, jail)
+    return finish(failures)
 
 
 if __name__ == "__main__":

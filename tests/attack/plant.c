@@ -4,7 +4,8 @@
 // asked; attack.py then checks from the host that no host file is set-id,
 // a device node or owned by anyone but the invoking user.
 //
-// usage: plant   (inside the guest root of `flatux run --root JAIL`)
+// usage: plant [--boot JAIL]  (inside the guest root of `flatux run --root
+// JAIL`, or booted: boot_init.h)
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,8 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+#include "boot_init.h"
 
 static int failures;
 
@@ -46,8 +49,9 @@ static struct stat look(const char* path) {
   return st;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  boot_enter(&argc, &argv);
   CHECK(geteuid() == 0, "the guest must start as root (euid %d)", (int)geteuid());
   umask(0);
 
@@ -125,5 +129,5 @@ int main(void) {
         (int)d.st_gid);
 
   printf("%s: %d failure(s)\n", failures ? "FAILED" : "planted", failures);
-  return failures ? 1 : 0;
+  return boot_exit(failures ? 1 : 0);
 }

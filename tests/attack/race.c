@@ -6,7 +6,7 @@
 //   chmod  RENAME_EXCHANGE of a file and a link to a host file outside
 //          while chmod, chown, utimensat, truncate and setxattr work on it
 //
-// usage: race mount|chmod SECONDS JAIL OUTSIDE
+// usage: race [--boot JAIL] mount|chmod SECONDS JAIL OUTSIDE  (boot_init.h)
 //   JAIL     the host path of the guest's root
 //   OUTSIDE  a host folder next to it holding `marker` and `victim`
 // Prints counts and "ESCAPED ..." for anything seen of OUTSIDE; attack.py
@@ -25,6 +25,8 @@
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "boot_init.h"
 
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
@@ -109,12 +111,13 @@ static int race_chmod(double seconds, const char* outside) {
 
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  boot_enter(&argc, &argv);
   if (argc != 5) {
-    fprintf(stderr, "usage: race mount|chmod SECONDS JAIL OUTSIDE\n");
-    return 2;
+    fprintf(stderr, "usage: race [--boot JAIL] mount|chmod SECONDS JAIL OUTSIDE\n");
+    return boot_exit(2);
   }
   double seconds = atof(argv[2]);
-  if (!strcmp(argv[1], "mount")) return race_mount(seconds, argv[3], argv[4]);
-  if (!strcmp(argv[1], "chmod")) return race_chmod(seconds, argv[4]);
-  return 2;
+  if (!strcmp(argv[1], "mount")) return boot_exit(race_mount(seconds, argv[3], argv[4]));
+  if (!strcmp(argv[1], "chmod")) return boot_exit(race_chmod(seconds, argv[4]));
+  return boot_exit(2);
 }

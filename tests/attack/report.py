@@ -7,11 +7,17 @@ PROG is tests/guest/hello.c's static build.
 
 Started by root (as CI is), flatux enters a user namespace, and with
 --keep-root it keeps root; an ordinary user gets neither line (skipped,
-77). --require-sandbox must run here: this kernel has every layer.
+77). --require-sandbox must run here: this kernel has every layer. Then
+the host's own view of a running flatux: /proc/PID/status and its user
+namespace must show what the report says.
 """
 import os
 import subprocess
 import sys
+import tempfile
+import time
+
+from verdict import finish
 
 
 # hello.c's contract: its argc, its one environment variable, its arguments.
@@ -25,6 +31,40 @@ def run(flatux, args, prog):
     print("$ flatux run --security --require-sandbox", " ".join(args), "--", prog)
     print(r.stderr, end="")
     return r.returncode, r.stderr
+
+
+def status_fields(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def host_view(flatux):
+    """What the host sees of a running, confined flatux: what --security
+    says must be so (no_new_privs, the filter, a user namespace of its own
+    holding only the file server's capabilities)."""
+    failures = []
+    p = subprocess.Popen([flatux, "run", "--", "/bin/sleep", "5"], stdin=subprocess.DEVNULL)
+    try:
+        fields = {}
+        for _ in range(100):  # until the filter is in (sealed before the guest runs)
+            fields = status_fields(p.pid)
+            if fields.get("Seccomp") == "2":
+                break
+            time.sleep(0.05)
+        print("host view:", {k: fields.get(k) for k in ("NoNewPrivs", "Seccomp", "CapEff", "CapPrm", "CapBnd")})
+        if fields.get("Seccomp") != "2":
+            failures.append(f"host view: Seccomp {fields.get('Seccomp')}, want 2 (filter)")
+        if fields.get("NoNewPrivs") != "1":
+            failures.append(f"host view: NoNewPrivs {fields.get('NoNewPrivs')}, want 1")
+        # chown, dac_override, dac_read_search, fowner, fsetid
+        if int(fields.get("CapEff", "ff"), 16) & ~0x1f or int(fields.get("CapPrm", "ff"), 16) & ~0x1f:
+            failures.append(f"host view: capabilities beyond the file server's: {fields.get('CapEff')}")
+        if os.readlink(f"/proc/{p.pid}/ns/user") == os.readlink("/proc/self/ns/user"):
+            failures.append("host view: flatux is in the host's own user namespace")
+    finally:
+        p.kill()
+        p.wait()
+    return failures
 
 
 def main():
@@ -54,10 +94,15 @@ def main():
                        capture_output=True, text=True, env=HELLO_ENV)
     if "off (--no-sandbox)" not in r.stderr:
         failures.append("--no-sandbox does not say the sandbox is off")
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else "FAILED")
-    return 1 if failures else 0
+    # --strace's output starts with the same lines.
+    with tempfile.NamedTemporaryFile("r", prefix="flatux-strace-") as trace:
+        subprocess.run([flatux, "run", f"--strace={trace.name}", "--net=none", "--", prog] + HELLO_ARGS,
+                       capture_output=True, env=HELLO_ENV)
+        head = trace.read().split("\n")[:6]
+        if not any("TCP bind and connect refused" in l for l in head) or not head[0].startswith("flatux: sandbox:"):
+            failures.append(f"--strace does not start with what was applied: {head[:2]}")
+    failures += host_view(flatux)
+    return finish(failures)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@
 
 #include <cerrno>
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -121,4 +123,18 @@ TEST(HostAllowlist, ChecksArguments) {
   EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0), EPERM); }),
             0);
   EXPECT_EQ(under_allowlist(false, [] { return syscall(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : 1; }), 0);
+  // One thread's priority, never every process of the user.
+  EXPECT_EQ(under_allowlist(false, [] { return syscall(SYS_getpriority, PRIO_PROCESS, 0) >= 0 ? 0 : 1; }), 0);
+  EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_setpriority, PRIO_USER, 0, 19), EPERM); }), 0);
+  EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_getpriority, PRIO_PGRP, 0), EPERM); }), 0);
+  // This process's own memory barriers; not the system-wide one.
+  EXPECT_EQ(under_allowlist(false, [] {
+              return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+                             syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0
+                         ? 0
+                         : 1;
+            }),
+            0);
+  EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0), EPERM); }),
+            0);
 }

@@ -107,6 +107,10 @@ void enter_mount_namespace(const SandboxGrant& g, bool unshared, SandboxState* s
                        ", /proc, /dev/{null,zero,full,random,urandom} and an empty /dev/shm");
 }
 
+std::string left_out(const char* layer) {
+  return std::string(layer) + " (left out: --sandbox-without=" + layer + ")";
+}
+
 }  // namespace
 
 bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState* s) {
@@ -120,10 +124,15 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   }
   bool root = geteuid() == 0;
   bool jail = g.root != "/";
-  int ns = jail ? CLONE_NEWNS : 0;
+  bool mounts = jail && !(o.without & kLayerMounts);
+  int ns = mounts ? CLONE_NEWNS : 0;
   std::string why;
   bool unshared = false;
-  if (root && !o.keep_root) {
+  bool drop_to_file_server = false;  // root without a user namespace, once its mounts are made
+  if (o.without & kLayerIdentity) {
+    s->missing.push_back(left_out("identity"));
+    unshared = mounts && unshare(CLONE_NEWNS) == 0;
+  } else if (root && !o.keep_root) {
     if (enter_identity_namespace(ns, &why)) {
       s->in_user_namespace = unshared = true;
       s->applied.push_back(
@@ -131,13 +140,12 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
           "to serve files (chown, dac_override, dac_read_search, fowner, fsetid), none over the host");
     } else {
       s->missing.push_back("user namespace (" + why + "): running as root with only the capabilities to serve files");
-      std::string err;
-      if (!set_capabilities(file_server_capabilities(), &err)) s->missing.push_back("capabilities: " + err);
-      unshared = jail && unshare(CLONE_NEWNS) == 0;
+      unshared = mounts && unshare(CLONE_NEWNS) == 0;
+      drop_to_file_server = true;
     }
   } else if (root) {
     s->applied.push_back("identity: root, as asked (--keep-root)");
-    unshared = jail && unshare(CLONE_NEWNS) == 0;
+    unshared = mounts && unshare(CLONE_NEWNS) == 0;
   } else if (!jail) {
     s->applied.push_back("identity: uid " + std::to_string(getuid()) + ", no capability to give up");
   } else {
@@ -147,7 +155,10 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
                            " in a user namespace of its own (other users' files show as nobody)");
     }
   }
-  if (jail) enter_mount_namespace(g, unshared, s);
+  if (mounts) enter_mount_namespace(g, unshared, s);
+  else if (jail) s->missing.push_back(left_out("mounts"));
+  if (drop_to_file_server && !set_capabilities(file_server_capabilities(), &why))
+    s->missing.push_back("capabilities: " + why);
   // The whole host read-write: /dev/shm as it is (nothing is confined).
   bool whole_host = !jail && !g.root_readonly;
   if (s->fifo_dir.empty() && !whole_host) s->fifo_dir = private_fifo_dir();
@@ -173,7 +184,9 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   }
   LandlockApplied ll;
   std::string why;
-  if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
+  if (o.without & kLayerLandlock) {
+    s->missing.push_back(left_out("landlock"));
+  } else if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
     std::string line = "landlock ABI " + std::to_string(ll.abi) + ": ";
     line += ll.files ? "files beneath " + describe_root(g) + images(g) +
                            ", the five character devices, /proc/cpuinfo, FIFOs in " +
@@ -192,14 +205,21 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   }
   int ncalls = 0;
   HostAllowlistOptions allow{.net_none = g.net_none, .own_pid = (uint32_t)getpid()};
-  if (long r = install_syscall_filter(text, ntext, &allow, &ncalls); r < 0) {
+  bool listed = !(o.without & kLayerAllowlist);
+  if (long r = install_syscall_filter(text, ntext, listed ? &allow : nullptr, &ncalls); r < 0) {
     fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
     return false;
   }
-  s->applied.push_back("seccomp: guest calls trap; the kernel's own host calls are held to an allowlist of " +
-                       std::to_string(ncalls) +
-                       " (clone, socket, socketpair, ioctl, fcntl, prctl and pidfd_open arguments checked), "
-                       "others fail with EPERM");
+  if (listed) {
+    s->applied.push_back("seccomp: guest calls trap; the kernel's own host calls are held to an allowlist of " +
+                         std::to_string(ncalls) +
+                         " (clone, socket, socketpair, ioctl, fcntl, prctl, pidfd_open, get/setpriority and membarrier "
+                         "arguments checked), "
+                         "others fail with EPERM");
+  } else {
+    s->applied.push_back("seccomp: guest calls trap");
+    s->missing.push_back(left_out("allowlist"));
+  }
   s->applied.push_back("no_new_privs");
   for (const std::string& m : s->missing) fprintf(stderr, "flatux: sandbox: missing %s\n", m.c_str());
   if (o.require && !s->missing.empty()) {
@@ -211,7 +231,34 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
 
 void sandbox_write_report(const SandboxState& s, int fd) {
   for (const std::string& a : s.applied) dprintf(fd, "flatux: sandbox: %s\n", a.c_str());
-  for (const std::string& m : s.missing) dprintf(fd, "flatux: sandbox: missing %s\n", m.c_str());
+  // sandbox_seal has told stderr what is missing already: once is enough.
+  if (fd != 2)
+    for (const std::string& m : s.missing) dprintf(fd, "flatux: sandbox: missing %s\n", m.c_str());
+}
+
+bool parse_sandbox_without(const std::string& list, SandboxOptions* o, std::string* error) {
+  static const struct {
+    const char* name;
+    SandboxLayer bit;
+  } kLayers[] = {{"identity", kLayerIdentity}, {"mounts", kLayerMounts}, {"landlock", kLayerLandlock},
+                 {"allowlist", kLayerAllowlist}};
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    std::string name = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? list.size() + 1 : comma + 1;
+    bool known = false;
+    for (const auto& l : kLayers)
+      if (name == l.name) {
+        o->without |= l.bit;
+        known = true;
+      }
+    if (!known) {
+      *error = "--sandbox-without: unknown layer '" + name + "' (identity, mounts, landlock, allowlist)";
+      return false;
+    }
+  }
+  return true;
 }
 
 bool sandbox_parse_option(const std::string& arg, SandboxOptions* o, SandboxGrant* g, std::string* error) {
@@ -219,6 +266,7 @@ bool sandbox_parse_option(const std::string& arg, SandboxOptions* o, SandboxGran
   else if (arg == "--require-sandbox") o->require = true;
   else if (arg == "--keep-root") o->keep_root = true;
   else if (arg == "--security") o->report = true;
+  else if (arg.compare(0, 18, "--sandbox-without=") == 0) parse_sandbox_without(arg.substr(18), o, error);
   else if (arg == "--net=none") g->net_none = true;
   else if (arg == "--net=host") g->net_none = false;
   else if (arg == "--hostfs-owners=host") g->host_owners = true;

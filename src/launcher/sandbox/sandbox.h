@@ -39,8 +39,18 @@ struct SandboxGrant {
   bool host_owners = false;      // --hostfs-owners=host: ownership and device nodes pass through
 };
 
+// The layers above, each of which --sandbox-without=LAYER[,LAYER] can
+// leave out (to see what each one holds alone; the attack tests do).
+enum SandboxLayer : unsigned {
+  kLayerIdentity = 1u << 0,
+  kLayerMounts = 1u << 1,
+  kLayerLandlock = 1u << 2,
+  kLayerAllowlist = 1u << 3,
+};
+
 struct SandboxOptions {
   bool off = false;              // --no-sandbox: no confinement at all (trusted guests)
+  unsigned without = 0;          // SandboxLayer bits left out (--sandbox-without=)
   bool require = false;          // --require-sandbox: refuse to run when a layer is missing
   bool keep_root = false;        // --keep-root: started by root, keep root's host identity
   bool report = false;           // --security: say what was applied
@@ -71,8 +81,12 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
 // Writes the report: one line per layer, "flatux: sandbox: ...".
 void sandbox_write_report(const SandboxState& s, int fd);
 
+// --sandbox-without's value: "identity,mounts,landlock,allowlist", any of
+// them. False with *error set on an unknown name.
+bool parse_sandbox_without(const std::string& list, SandboxOptions* o, std::string* error);
+
 // Options shared by `flatux run` and a boot: --no-sandbox, --require-sandbox,
-// --keep-root, --security, --hostfs-owners=guest|host. True when `arg` is
+// --keep-root, --security, --sandbox-without=LIST, --hostfs-owners=guest|host. True when `arg` is
 // one (consumed); false otherwise. *error is set on a bad value.
 bool sandbox_parse_option(const std::string& arg, SandboxOptions* o, SandboxGrant* g, std::string* error);
 
