@@ -412,12 +412,15 @@ static int start_partner(const char* mode, const int* serve, int nserve, const i
   return 0;
 }
 
+static int signal_partner(void);
+
 static int partner_main(int argc, char** argv) {
   int fds[4], n = 0, i = 2;
   for (; i < argc && strcmp(argv[i], "--") != 0 && n < 4; i++) fds[n++] = atoi(argv[i]);
   for (i++; i < argc; i++) close(atoi(argv[i]));
   if (strcmp(argv[1], "partner-echo") == 0 && n == 2) return echo_loop(fds[0], fds[1]);
   if (strcmp(argv[1], "partner-write") == 0 && n == 1) return write_loop(fds[0]);
+  if (strcmp(argv[1], "partner-signal") == 0 && n == 0) return signal_partner();
   return 2;
 }
 
@@ -531,6 +534,85 @@ static int teardown_pipe_bw(void) {
   return 0;
 }
 
+// --- signals: delivery cost. sig-self is lmbench's lat_sig "catch": a
+// signal sent to oneself, its handler run and returned from. sig-pingpong
+// is a round trip between two processes: SIGUSR1 there, SIGUSR2 back, each
+// side waiting in sigsuspend with the signal otherwise blocked.
+
+static volatile sig_atomic_t sig_seen;
+static void on_sig(int s) {
+  (void)s;
+  sig_seen++;
+}
+
+static int catch_signal(int sig) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sig;
+  sigemptyset(&sa.sa_mask);
+  return sigaction(sig, &sa, NULL) ? fail("sigaction") : 0;
+}
+
+static int setup_sig_self(void) { return catch_signal(SIGUSR1); }
+
+static int run_sig_self(long iters) {
+  pid_t me = getpid();
+  for (long i = 0; i < iters; i++)
+    if (kill(me, SIGUSR1)) return fail("kill");
+  return 0;
+}
+
+static sigset_t sig_wait_mask;  // what sigsuspend waits with: all but the answer blocked
+
+static int block_usr_signals(int answer) {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR1);
+  sigaddset(&block, SIGUSR2);
+  if (sigprocmask(SIG_BLOCK, &block, &sig_wait_mask)) return fail("sigprocmask");
+  sigdelset(&sig_wait_mask, answer);
+  return catch_signal(answer);
+}
+
+static int setup_sig_pingpong(void) {
+  if (block_usr_signals(SIGUSR2)) return -1;
+  if (start_partner("partner-signal", NULL, 0, NULL, 0)) return -1;
+  sigsuspend(&sig_wait_mask);  // the partner is ready
+  return 0;
+}
+
+static int run_sig_pingpong(long iters) {
+  for (long i = 0; i < iters; i++) {
+    if (kill(partner, SIGUSR1)) return fail("kill");
+    sigsuspend(&sig_wait_mask);
+  }
+  return 0;
+}
+
+static int signal_partner(void) {
+  if (block_usr_signals(SIGUSR1)) return 1;
+  pid_t parent = getppid();
+  for (;;) {
+    if (kill(parent, SIGUSR2)) return 1;
+    sigsuspend(&sig_wait_mask);
+  }
+}
+
+static int teardown_sig_pingpong(void) {
+  pid_t p = partner;
+  partner = -1;
+  kill(p, SIGKILL);
+  int st;
+  while (waitpid(p, &st, 0) < 0 && errno == EINTR) {
+  }
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, SIGUSR1);
+  sigaddset(&unblock, SIGUSR2);
+  sigprocmask(SIG_UNBLOCK, &unblock, NULL);
+  return 0;
+}
+
 // --- thread create + join.
 
 static void* thread_body(void* arg) { return arg; }
@@ -591,6 +673,8 @@ static const struct row rows[] = {
     {"unix-lat", 10000, setup_unix_lat, run_ping_pong, teardown_partner},
     {"unix-bw", 2000, setup_unix_bw, run_pipe_bw, teardown_pipe_bw},
     {"tcp-lat", 10000, setup_tcp_lat, run_ping_pong, teardown_partner},
+    {"sig-self", 50000, setup_sig_self, run_sig_self, NULL},
+    {"sig-pingpong", 10000, setup_sig_pingpong, run_sig_pingpong, teardown_sig_pingpong},
     {"thread", 2000, NULL, run_thread, NULL},
     {"mmap", 300, NULL, run_mmap, NULL},
 };

@@ -13,6 +13,25 @@ flatux_sigreturn_to:
 	ud2
 	.size flatux_sigreturn_to, .-flatux_sigreturn_to
 
+/* Entries of the kernel's host signal handlers. The host hands a handler
+ * the interrupted EFLAGS as they were, but for DF, TF and RF: a guest that
+ * set AC (alignment check, which Linux enables for user mode) would make
+ * the first misaligned access in kernel code a SIGBUS, so AC goes first.
+ * The guest gets its own flags back from the frame at sigreturn. */
+	.macro handler_entry name, target
+	.globl \name
+	.type \name, @function
+\name:
+	pushfq
+	andl $~0x40000, (%rsp)
+	popfq
+	jmp \target
+	.size \name, .-\name
+	.endm
+	handler_entry flatux_sigsys_entry, flatux_on_sigsys
+	handler_entry flatux_kick_entry, flatux_on_kick
+	handler_entry flatux_fault_entry, flatux_on_fault
+
 /* Restorer for the kernel's own host signal handlers (SA_RESTORER). */
 	.globl flatux_restorer
 	.type flatux_restorer, @function
@@ -25,16 +44,18 @@ flatux_restorer:
 /* long flatux_clone_thread(unsigned long flags, void *stack_top, int *ctid,
  *                          unsigned long tls, void (*fn)(void *), void *arg)
  * A raw clone: the child runs fn(arg) on stack_top and then exits the host
- * thread. No libc thread state is created, on purpose. */
+ * thread. No libc thread state is created, on purpose. ctid is also the
+ * parent_tid word, for CLONE_PARENT_SETTID: the host stores the new tid
+ * there before the child runs, so the child's CLONE_CHILD_CLEARTID at exit
+ * always comes after it. */
 	.globl flatux_clone_thread
 	.type flatux_clone_thread, @function
 flatux_clone_thread:
 	sub $16, %rsi
 	mov %r8, 0(%rsi)
 	mov %r9, 8(%rsi)
-	mov %rdx, %r10         /* child_tid */
+	mov %rdx, %r10         /* child_tid; %rdx stays: parent_tid */
 	mov %rcx, %r8          /* tls */
-	xor %edx, %edx         /* parent_tid */
 .Lclone:
 	mov $56, %eax          /* clone */
 	syscall

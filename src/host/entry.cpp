@@ -23,6 +23,9 @@ extern "C" {
 extern const char flatux_isyscall_window[], flatux_isyscall_done[], flatux_isyscall_eintr[];
 void flatux_sigreturn_to(ucontext_t* uc) __attribute__((noreturn));
 void flatux_restorer();
+void flatux_sigsys_entry(int, siginfo_t*, void*);
+void flatux_kick_entry(int, siginfo_t*, void*);
+void flatux_fault_entry(int, siginfo_t*, void*);
 long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid, unsigned long tls,
                          void (*fn)(void*), void* arg);
 }
@@ -39,6 +42,7 @@ struct HostSigaction {
 };
 constexpr unsigned long kSaRestorer = 0x04000000;
 constexpr unsigned long kUcSigcontextSS = 0x2, kUcStrictRestoreSS = 0x4;
+constexpr int kSsAutodisarm = 1 << 31;  // SS_AUTODISARM (linux/signal.h)
 
 uint64_t bit(int sig) { return 1ull << (sig - 1); }
 constexpr int kSyncSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
@@ -99,17 +103,40 @@ void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr
   char buf[2048];
   KFmt f(buf, sizeof buf);
   const greg_t* g = uc->uc_mcontext.gregs;
+  // Off a kernel stack (the launcher's or the timer's thread) there is no
+  // task to find the kernel by; the heap's fixed address still has it.
+  // (A process with no kernel heap at all, as a unit test's, has none.)
+  unsigned char resident;
+  if (!k && host::sys(SYS_mincore, kHeapBase, 4096, &resident) == 0)
+    k = static_cast<Kernel*>(Heap::root_of_this_process());
   uintptr_t image = k ? k->cfg.image_base : 0;
-  f.str("flatux: kernel oops: ").str(signal_abbrev(sig)).str(" at rip=").hex(g[REG_RIP]);
-  if (image && (uintptr_t)g[REG_RIP] > image) f.str(" (flatux+").hex(g[REG_RIP] - image).ch(')');
-  f.str(" fault address=").hex((uintptr_t)si->si_addr);
+  uintptr_t rip = g[REG_RIP];
+  f.str("flatux: kernel oops: ").str(signal_abbrev(sig)).str(" at rip=").hex(rip);
+  if (image && rip > image && in_kernel_text(k, rip)) f.str(" (flatux+").hex(rip - image).ch(')');
+  for (int i = 0; k && i < k->cfg.ntext; i++)
+    if (rip >= k->cfg.text[i].start && rip < k->cfg.text[i].end)
+      f.str(" (text range ").hex(k->cfg.text[i].start).str("+").hex(rip - k->cfg.text[i].start).ch(')');
+  f.str(" fault address=").hex((uintptr_t)si->si_addr).str(" rsp=").hex(g[REG_RSP]);
+  f.str(" host thread ").dec(host::sys(SYS_gettid));
   if (h && h->task) f.str(" task=").dec(h->task->tid);
   f.str("\nbacktrace:\n");
   if (h) {
     uintptr_t lo = (uintptr_t)h + kFastStackBottom;
     print_backtrace(f, g[REG_RBP], lo, (uintptr_t)h + kKernelStackSize, image);
   } else {
-    f.str("  (not on a kernel stack)\n");
+    // No frame pointers to follow in host libraries: the code addresses
+    // among the words above the stack pointer show the way it came.
+    f.str("  (not on a kernel stack; code addresses on the stack:)\n");
+    const uintptr_t* sp = reinterpret_cast<const uintptr_t*>(g[REG_RSP]);
+    for (int i = 0, shown = 0; k && i < 256 && shown < 16; i++) {
+      uintptr_t w = sp[i];
+      for (int j = 0; j < k->cfg.ntext; j++)
+        if (w >= k->cfg.text[j].start && w < k->cfg.text[j].end) {
+          f.str("  [rsp+").hex(8 * i).str("] ").hex(w).str(" (text range ").hex(k->cfg.text[j].start)
+              .str("+").hex(w - k->cfg.text[j].start).str(")\n");
+          shown++;
+        }
+    }
   }
   f.str("flatux: halting.\n");
   write_stderr(f.view());
@@ -293,18 +320,28 @@ extern "C" void flatux_on_fault(int sig, siginfo_t* si, void* ctx) {
   t->regs = nullptr;
 }
 
-void task_thread_main(void* arg) {
-  Task* t = static_cast<Task*>(arg);
-  kstack_thread_start(*t->kernel, t->kstack);
-  // A forked child's own tid goes into its own copy of the memory only.
-  if (t->set_child_tid) put_user((void*)t->set_child_tid, (int)t->tid);
-  void* fp = t->entry_fpstate;
-  t->entry_fpstate = nullptr;
-  enter_guest(*t, t->entry_regs, fp);
-}
-
 // Room for the host's largest xstate (AVX-512 is ~2.7 KiB, AMX ~11 KiB).
 constexpr size_t kMaxFpstate = 16384;
+
+// The thread starts on its kernel stack with no sigaltstack: enter_guest's
+// sigreturn installs it as it enters guest code. Set any earlier, a kick
+// arriving before that would be written over this very stack (an
+// SS_AUTODISARM stack is never "the one in use").
+void task_thread_main(void* arg) {
+  Task* t = static_cast<Task*>(arg);
+  fast_entry_thread_init(*t->kernel, t->kstack);
+  // A forked child's own tid goes into its own copy of the memory only.
+  if (t->set_child_tid) put_user((void*)t->set_child_tid, (int)t->tid);
+  alignas(64) char fpbuf[kMaxFpstate];
+  const void* fp = nullptr;
+  if (void* heap_fp = t->entry_fpstate) {
+    memcpy(fpbuf, heap_fp, fpstate_size(heap_fp));
+    t->entry_fpstate = nullptr;
+    t->kernel->heap->free(heap_fp);
+    fp = fpbuf;
+  }
+  enter_guest(*t, t->entry_regs, fp);
+}
 
 }  // namespace
 
@@ -313,20 +350,20 @@ long install_host_handlers() {
   sa.flags = SA_SIGINFO | SA_ONSTACK | kSaRestorer;
   sa.restorer = flatux_restorer;
   sa.mask = kernel_mode_mask();
-  sa.handler = flatux_on_sigsys;
+  sa.handler = flatux_sigsys_entry;
   long r = host::sys(SYS_rt_sigaction, SIGSYS, &sa, nullptr, 8);
   if (r < 0) return r;
   // A guest's broken pipe is the guest's SIGPIPE, never the host process's.
   HostSigaction ign{};
   ign.handler = reinterpret_cast<void (*)(int, siginfo_t*, void*)>(SIG_IGN);
   if ((r = host::sys(SYS_rt_sigaction, SIGPIPE, &ign, nullptr, 8)) < 0) return r;
-  sa.handler = flatux_on_fault;
+  sa.handler = flatux_fault_entry;
   sa.flags |= SA_NODEFER;  // a fault while reporting a fault must still reach us
   for (int s : kSyncSignals)
     if ((r = host::sys(SYS_rt_sigaction, s, &sa, nullptr, 8)) < 0) return r;
   // No SA_RESTART: a kicked blocking host call must return EINTR.
   HostSigaction kick{};
-  kick.handler = flatux_on_kick;
+  kick.handler = flatux_kick_entry;
   kick.flags = SA_SIGINFO | SA_ONSTACK | kSaRestorer;
   kick.restorer = flatux_restorer;
   kick.mask = ~0ull & ~bit(SIGSYS);
@@ -335,9 +372,15 @@ long install_host_handlers() {
 }
 
 void kick_task(Task& t) {
+  if (&t == current_task_or_null()) return;
+  // A task asleep on its notify word (wait_for_notify) needs no host
+  // signal: a futex wake is much cheaper. The caller set notify first.
+  if (t.waits_on_notify.load(std::memory_order_seq_cst)) {
+    futex_wake(&t.notify, 1);
+    return;
+  }
   uint32_t tid = t.host_tid.load();
-  if (tid > 1 && &t != current_task_or_null())
-    host::sys(SYS_tgkill, task_host_pid(t), tid, kKickSignal);
+  if (tid > 1) host::sys(SYS_tgkill, task_host_pid(t), tid, kKickSignal);
 }
 
 size_t fpstate_size(const void* fpstate) {
@@ -361,13 +404,6 @@ void kstack_guard(void* base) {
   host::sys(SYS_mprotect, (uintptr_t)base + kFastStackTop, 4096, PROT_NONE);
 }
 
-void kstack_thread_start(const Kernel& k, void* base) {
-  stack_t ss{};
-  ss.ss_sp = (char*)base + kSignalStackBottom;
-  ss.ss_size = kKernelStackSize - kSignalStackBottom;
-  host::sys(SYS_sigaltstack, &ss, nullptr);
-  fast_entry_thread_init(k, base);
-}
 
 bool kstack_setup(Task& t) {
   void* base = t.kernel->heap->alloc_kstack();
@@ -387,13 +423,17 @@ void kstack_release(Task& t) {
 }
 
 long start_task_thread(Task& t) {
+  // The host writes the thread id into host_tid at clone (PARENT_SETTID)
+  // and clears it when the thread is gone (CHILD_CLEARTID), which is when
+  // its kernel stack may be reused. Stored by us after clone returned, the
+  // id could land after a quick thread (a vfork child that execs and
+  // exits) had already cleared it, and the stack would never be freed.
   unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_CHILD_CLEARTID;
+                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
   t.host_tid.store(1);
   long r = flatux_clone_thread(flags, (void*)kstack_top(t.kstack), &t.host_tid, t.guest_fs,
                                task_thread_main, &t);
   if (r < 0) t.host_tid.store(0);
-  else t.host_tid.store((uint32_t)r);
   return r < 0 ? r : 0;
 }
 
@@ -422,8 +462,18 @@ void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {
     uc.uc_flags |= 0x1;  // UC_FP_XSTATE
   }
   uc.uc_flags |= kUcSigcontextSS | kUcStrictRestoreSS;
+  // The kernel stack is the thread's sigaltstack, armed by this sigreturn
+  // and disarmed by the host as each handler starts (SS_AUTODISARM), and
+  // re-armed by the handler's sigreturn. So the host never takes the
+  // guest's RSP for "already on the alternate stack", wherever it points
+  // (into this very stack, say): a trap from guest code always starts at
+  // the stack's top. A fault or kick taken while kernel code runs finds it
+  // disarmed and lands on the current stack, below the running handler;
+  // one taken in a fast entry (kernel code outside any handler) finds it
+  // armed and lands at its top, apart from the fast-entry stack.
   uc.uc_stack.ss_sp = (char*)t.kstack + kSignalStackBottom;
   uc.uc_stack.ss_size = kKernelStackSize - kSignalStackBottom;
+  uc.uc_stack.ss_flags = kSsAutodisarm;
   memcpy(uc.uc_mcontext.gregs, regs, sizeof uc.uc_mcontext.gregs);
   uc.uc_mcontext.gregs[REG_CSGSFS] = 0x33 | (0x2bll << 48);
   // Without an FPU state the host gives the thread a clean one.

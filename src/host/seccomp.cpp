@@ -8,6 +8,7 @@
 #include <linux/seccomp.h>
 #include <sys/syscall.h>
 
+#include "host/bpf.h"
 #include "host/raw_syscall.h"
 
 namespace flatux {
@@ -17,16 +18,12 @@ constexpr uint32_t kIpLo = offsetof(seccomp_data, instruction_pointer);
 constexpr uint32_t kIpHi = kIpLo + 4;
 // Per range: ld hi; jeq; ld lo; jge; jge  (see below)
 constexpr int kInsnsPerRange = 5;
-// BPF jumps are 8-bit: every block must reach the final 'allow' within 255.
+// BPF jumps are 8-bit: every block must reach the kernel's part within 255.
 constexpr int kMaxSplit = 48;
-constexpr int kMaxInsns = 4 + kMaxSplit * kInsnsPerRange + 2;
-
-sock_filter stmt(uint16_t code, uint32_t k) { return {code, 0, 0, k}; }
-sock_filter jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) { return {code, jt, jf, k}; }
 
 }  // namespace
 
-long install_syscall_filter(const TextRange* ranges, int n) {
+long install_syscall_filter(const TextRange* ranges, int n, const HostAllowlistOptions* allowlist, int* ncalls) {
   // Ranges are split at 4 GiB boundaries so each compares one high word.
   TextRange split[kMaxSplit];
   int m = 0;
@@ -39,36 +36,42 @@ long install_syscall_filter(const TextRange* ranges, int n) {
       s = pe;
     }
   }
-  sock_filter f[kMaxInsns];
-  int pc = 0;
-  f[pc++] = stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
-  f[pc++] = jump(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
-  f[pc++] = stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
-  // Block layout (5 insns): if (hi == H && lo >= L && lo < U) goto allow.
+  static_assert(sizeof(BpfProg) < 16384, "built on the launcher's stack");
+  BpfProg p;
+  p.load(kSeccompArch);
+  p.emit(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+  p.ret(SECCOMP_RET_KILL_PROCESS);
+  // Block layout (5 insns): if (hi == H && lo >= L && lo < U) goto kernel.
   // An x32 or out-of-range number from guest code traps like any other.
-  const int trap_at = pc + m * kInsnsPerRange;
-  const int allow_at = trap_at + 1;
+  const int trap_at = p.n + m * kInsnsPerRange;
+  const int kernel_at = trap_at + 1;
   for (int i = 0; i < m; i++) {
     uint32_t hi = (uint32_t)(split[i].start >> 32);
     uint32_t lo = (uint32_t)split[i].start;
     uint64_t end_lo = split[i].end - ((uint64_t)hi << 32);  // may be 2^32
-    int next = pc + kInsnsPerRange;
-    f[pc++] = stmt(BPF_LD | BPF_W | BPF_ABS, kIpHi);
-    f[pc] = jump(BPF_JMP | BPF_JEQ | BPF_K, hi, 0, (uint8_t)(next - pc - 1)); pc++;
-    f[pc++] = stmt(BPF_LD | BPF_W | BPF_ABS, kIpLo);
-    f[pc] = jump(BPF_JMP | BPF_JGE | BPF_K, lo, 0, (uint8_t)(next - pc - 1)); pc++;
+    int next = p.n + kInsnsPerRange;
+    p.load(kIpHi);
+    p.emit(BPF_JMP | BPF_JEQ | BPF_K, hi, 0, (uint8_t)(next - p.n - 1));
+    p.load(kIpLo);
+    p.emit(BPF_JMP | BPF_JGE | BPF_K, lo, 0, (uint8_t)(next - p.n - 1));
     if (end_lo > 0xffffffffull) {  // range reaches the top of this 4 GiB window
-      f[pc] = jump(BPF_JMP | BPF_JA, (uint32_t)(allow_at - pc - 1), 0, 0); pc++;
+      p.emit(BPF_JMP | BPF_JA, (uint32_t)(kernel_at - p.n - 1));
     } else {
-      f[pc] = jump(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)end_lo, (uint8_t)(next - pc - 1),
-                   (uint8_t)(allow_at - pc - 1));
-      pc++;
+      p.emit(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)end_lo, (uint8_t)(next - p.n - 1),
+             (uint8_t)(kernel_at - p.n - 1));
     }
   }
-  f[pc++] = stmt(BPF_RET | BPF_K, SECCOMP_RET_TRAP);
-  f[pc++] = stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  p.ret(SECCOMP_RET_TRAP);
+  // The kernel's own call: allowed, or held to the host-call allowlist.
+  if (!allowlist) {
+    p.ret(SECCOMP_RET_ALLOW);
+    if (ncalls) *ncalls = 0;
+  } else if (!emit_host_allowlist(p, *allowlist, ncalls)) {
+    return -E2BIG;
+  }
+  if (p.overflow) return -E2BIG;
 
-  sock_fprog prog{(unsigned short)pc, f};
+  sock_fprog prog{(unsigned short)p.n, p.f};
   long r = host::sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
   if (r < 0) return r;
   r = host::sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);

@@ -83,7 +83,10 @@ void* Heap::bump(size_t n, size_t align) {
   return (void*)p;
 }
 
-void* Heap::alloc(size_t n) {
+void* Heap::alloc(size_t n) { return alloc_block(n, true); }
+void* Heap::alloc_uninit(size_t n) { return alloc_block(n, false); }
+
+void* Heap::alloc_block(size_t n, bool zero) {
   if (n == 0) n = 1;
   if (n > kHeapReserve) return nullptr;
   Guard g(lock_);
@@ -122,7 +125,7 @@ void* Heap::alloc(size_t n) {
   h->cls = c;
   in_use_ += size;
   void* p = h + 1;
-  memset(p, 0, n);  // what was asked for: a reused large block may be bigger
+  if (zero) memset(p, 0, n);  // what was asked for: a reused large block may be bigger
   hide(h, sizeof *h);
   hide(static_cast<char*>(p) + n, size - n);
   return p;
@@ -195,6 +198,7 @@ void* Heap::alloc_kstack() {
     if (!p) return nullptr;
   }
   in_use_ += kKernelStackSize;
+  kstack_bytes_ += kKernelStackSize;
   return p;
 }
 
@@ -202,6 +206,7 @@ void Heap::free_kstack(void* p) {
   if (!p) return;
   Guard g(lock_);
   in_use_ -= kKernelStackSize;
+  kstack_bytes_ -= kKernelStackSize;
   auto* f = static_cast<FreeBlock*>(p);
   f->next = kstacks_;
   kstacks_ = f;

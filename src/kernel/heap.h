@@ -31,11 +31,18 @@ class Heap {
   void destroy();
 
   void* alloc(size_t n);  // 16-byte aligned, zeroed; nullptr when exhausted
+  // Not zeroed: for a large buffer only ever read up to where it was
+  // filled (exec's copy of argv and envp reserves 2 MiB and uses a few
+  // hundred bytes; zeroing it was a fifth of a vfork+exec).
+  void* alloc_uninit(size_t n);
   void free(void* p);
   void* alloc_kstack();   // kKernelStackSize bytes, aligned to that size
   void free_kstack(void* p);
 
+  // Bytes handed out and not yet freed, kernel stacks included, and the
+  // part of it that is kernel stacks (/proc/meminfo's Slab, KernelStack).
   size_t bytes_in_use() const { return in_use_; }
+  size_t kstack_bytes() const { return kstack_bytes_; }
 
   // The object all other state hangs off (the Kernel), found through the
   // heap's fixed address by code that is handed no pointer to it (a
@@ -61,6 +68,7 @@ class Heap {
   struct LargeFree { LargeFree* next; size_t size; };
 
   void* bump(size_t n, size_t align);
+  void* alloc_block(size_t n, bool zero);
   LargeFree** best_large_fit(size_t want);
   size_t split_large(void* payload, size_t size, size_t want);
   static int class_of(size_t n);
@@ -70,6 +78,7 @@ class Heap {
   uintptr_t top_ = 0;   // first unused byte
   uintptr_t limit_ = 0;
   size_t in_use_ = 0;
+  size_t kstack_bytes_ = 0;
   FreeBlock* small_[kClasses]{};
   LargeFree* large_ = nullptr;
   FreeBlock* kstacks_ = nullptr;

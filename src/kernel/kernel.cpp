@@ -9,6 +9,7 @@
 
 #include "kernel/block/ubd.h"
 #include "kernel/fs/devfs/devfs.h"
+#include "kernel/fs/devpts/devpts.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
@@ -17,12 +18,37 @@
 #include "kernel/net/net.h"
 #include "kernel/printk.h"
 #include "kernel/time.h"
+#include "kernel/task/pid_reserve.h"
 #include "kernel/timer/timer.h"
+#include "kernel/tty/pty.h"
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
+namespace {
+
+// A folder root gets its own /dev; the host's whole root keeps the host's
+// /dev (with its shm and the rest), but the terminals are the kernel's:
+// its devpts on /dev/pts, and /dev/ptmx and /dev/tty bound from devpts
+// and devfs (the host's would reach the host's ptys and terminal).
+long mount_run_dev(Kernel& k, Filesystem* dev, const KernelConfig& cfg) {
+  bool whole_host = cfg.root[0] == '/' && cfg.root[1] == 0;
+  Filesystem* pts = nullptr;
+  long r = devpts_create(k.heap, &pts);
+  if (r < 0) return r;
+  if (!whole_host) {
+    if ((r = k.vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs")) < 0) return r;
+    return k.vfs->mount("/dev/pts", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts");
+  }
+  if ((r = k.vfs->mount("/dev/pts", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts")) < 0 ||
+      (r = k.vfs->mount("/dev/ptmx", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts", "/ptmx")) < 0)
+    return r;
+  return k.vfs->mount("/dev/tty", dev, &kDevFsType, MS_NOSUID, "devtmpfs", "/tty");
+}
+
+}  // namespace
 
 Kernel* Kernel::create(const KernelConfig& cfg) {
   Heap* heap = Heap::create();
@@ -50,23 +76,28 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->log = log_buffer_create(heap);
   k->blocks = heap->make<BlockDevices>();
   k->ipc = ipc_namespace_create(heap);
+  k->ptys = pty_table_create(heap);
+  k->dnotify = dnotify_create(heap);
   if (!k->hproc0 || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net ||
-      !k->log) {
+      !k->log || !k->ptys || !k->dnotify) {
     heap->destroy();
     return nullptr;
   }
   for (const FsType* type :
-       {&kHostFsType, &kProcFsType, &kDevFsType, &kTmpFsType, &kExt4Type, &kExt3Type, &kExt2Type})
+       {&kHostFsType, &kProcFsType, &kDevFsType, &kDevPtsType, &kTmpFsType, &kExt4Type, &kExt3Type,
+        &kExt2Type})
     k->vfs->register_type(type);
   k->log->console_loglevel = cfg.boot.loglevel;
   k->log->time = cfg.boot.printk_time;
   k->mem.limit = cfg.boot.mem_bytes;
-  // Booting mounts what the command line asks for (kernel/boot/boot.cpp).
+  // Booting mounts what the command line asks for (kernel/boot/boot.cpp),
+  // and numbers its processes from init's 1 on its own.
   if (cfg.boot.enabled) return k;
+  k->pid_reserve = pid_reservations_create(heap);
   Filesystem* root = nullptr;
   Filesystem* proc = nullptr;
   Filesystem* dev = nullptr;
-  if (hostfs_create(heap, cfg.root, &root) < 0 ||
+  if (hostfs_create(*k, cfg.root, &root) < 0 ||
       procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
       k->vfs->mount("/", root, &kHostFsType, cfg.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
                     cfg.root) < 0 ||
@@ -74,10 +105,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
     heap->destroy();
     return nullptr;
   }
-  // A folder root gets its own /dev; the host's whole root keeps the host's
-  // /dev (with its pts, shm and the rest) as it is.
-  bool whole_host = cfg.root[0] == '/' && cfg.root[1] == 0;
-  if (!whole_host && k->vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs") < 0) {
+  if (mount_run_dev(*k, dev, cfg) < 0) {
     heap->destroy();
     return nullptr;
   }

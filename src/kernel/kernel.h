@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <span>
 
 #include "kernel/boot/boot_config.h"
 #include "kernel/heap.h"
@@ -23,6 +24,9 @@ struct LogBuffer;
 struct Console;
 struct BlockDevices;
 struct SiteSurvey;
+struct PtyTable;
+struct Dnotify;
+struct PidReservations;
 struct IpcNamespace;
 struct HostProc;
 struct GateRequest;
@@ -59,6 +63,8 @@ struct KernelConfig {
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
   SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
+  char fifo_dir[256] = "";    // host folder for the host FIFOs behind named pipes ("": /dev/shm, /tmp)
+  bool hostfs_host_owners = false;  // hostfs: guest owners, set-id bits and devices go to the host as they are
   BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
 
@@ -97,8 +103,9 @@ struct Kernel {
 
   KMutex tasks_lock;
   int next_pid = 1;
+  PidReservations* pid_reserve = nullptr;  // flatux run: pids apart from other instances'
   Process* init = nullptr;  // the first guest process
-  Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid
+  Task* tasks[kMaxTasks]{};   // every live task, for lookup by tid: the first ntasks slots
   int ntasks = 0;
   Task* dead_tasks = nullptr; // exited, kernel stack freed once the host thread is gone
   int host_pid = 0;           // the first host process (the launcher's)
@@ -119,6 +126,8 @@ struct Kernel {
   bool gate_server_started = false;
   LogBuffer* log = nullptr;    // printk's ring buffer
   Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
+  PtyTable* ptys = nullptr;    // pseudo-terminals (kernel/tty/pty.h)
+  Dnotify* dnotify = nullptr;  // F_NOTIFY watches (kernel/vfs/dnotify.h)
   MemAccount mem;
   UtsNames uts;
   bool cad_enabled = true;     // reboot(2) CAD_ON/CAD_OFF
@@ -128,6 +137,19 @@ struct Kernel {
   std::atomic<uint32_t> halted{0};
   int exit_wait_status = 0;  // the first process's wait status
   std::atomic<HaltReason> halt_reason{HaltReason::kNone};
+
+  // The live tasks (tasks_lock held). Kept at the front of `tasks`, so a
+  // lookup (kill, tgkill) looks at as many slots as there are tasks.
+  std::span<Task* const> live_tasks() const { return {tasks, (size_t)ntasks}; }
+  void add_task_locked(Task* t) { tasks[ntasks++] = t; }
+  void remove_task_locked(Task* t) {
+    for (int i = 0; i < ntasks; i++)
+      if (tasks[i] == t) {
+        tasks[i] = tasks[--ntasks];
+        tasks[ntasks] = nullptr;
+        return;
+      }
+  }
 
   static Kernel* create(const KernelConfig& cfg);  // also creates the heap
   void destroy();

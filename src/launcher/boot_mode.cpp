@@ -52,15 +52,40 @@ double now_s() {
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-bool fill_config(BootConfig& boot, KernelConfig& cfg) {
+// Canonical paths for the kernel and the sandbox: hostfs= is the host
+// folder the guest is granted (its root, or what it may mount as hostfs),
+// the ubd files are its images.
+bool fill_config(BootConfig& boot, const BootOptions& opts, KernelConfig& cfg, Sandbox& sb) {
   char dir[PATH_MAX];
   struct stat st;
+  errno = 0;
   if (!realpath(boot.hostfs, dir) || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
     fprintf(stderr, "flatux: hostfs=%s: %s\n", boot.hostfs, errno ? strerror(errno) : "Not a directory");
     return false;
   }
   snprintf(boot.hostfs, sizeof boot.hostfs, "%s", dir);
+  for (int i = 0; i < boot.nubd; i++) {
+    UbdParam& u = boot.ubd[i];
+    char file[PATH_MAX];
+    if (!realpath(u.path, file)) {
+      fprintf(stderr, "flatux: ubd%d=%s: %s\n", u.index, u.path, strerror(errno));
+      return false;
+    }
+    snprintf(u.path, sizeof u.path, "%s", file);
+    sb.grant.images.push_back({file, u.readonly});
+  }
   cfg.boot = boot;
+  snprintf(cfg.root, sizeof cfg.root, "%s", boot.hostfs);
+  cfg.net_none = opts.net_none;
+  sb.options = opts.sandbox;
+  sb.grant.root = boot.hostfs;
+  // As kernel/boot/boot.cpp chooses the root: hostfs unless a device is named.
+  const char* root = boot.root[0] ? boot.root : boot.nubd ? "/dev/ubda" : "";
+  bool hostfs_root = (!root[0] || strcmp(root, "/dev/root") == 0 || strcmp(root, "hostfs") == 0) &&
+                     (!boot.rootfstype[0] || strcmp(boot.rootfstype, "hostfs") == 0);
+  sb.grant.root_readonly = hostfs_root && boot.root_readonly;
+  sb.grant.net_none = opts.net_none;
+  sb.grant.host_owners = opts.host_owners;
   return true;
 }
 
@@ -119,10 +144,11 @@ int boot_main(int argc, char** argv) {
     return 0;
   }
   KernelConfig* cfg = new KernelConfig;
-  if (!fill_config(*boot, *cfg) || !open_strace(*cfg, opts.strace) ||
+  Sandbox* sb = new Sandbox;
+  if (!fill_config(*boot, opts, *cfg, *sb) || !open_strace(*cfg, opts.strace) ||
       !choose_syscall_entry(*cfg, opts.syscall_entry))
     return kExitPanic;
-  Kernel* k = start_kernel(*cfg);
+  Kernel* k = start_kernel(*cfg, *sb);
   if (!k) return kExitPanic;
   install_handlers();
   bool terminal = isatty(0) && host_terminal_make_raw(0);

@@ -161,6 +161,15 @@ bool parse_boot_command_line(const std::vector<std::string>& args, BootConfig* b
     if (a.compare(0, 9, "--strace=") == 0) { opts->strace = a.substr(9); continue; }
     if (a.compare(0, 16, "--syscall-entry=") == 0) { opts->syscall_entry = a.substr(16); continue; }
     if (a.compare(0, 14, "syscall_entry=") == 0) { opts->syscall_entry = a.substr(14); continue; }
+    SandboxGrant g;
+    g.net_none = opts->net_none;
+    g.host_owners = opts->host_owners;
+    if (sandbox_parse_option(a, &opts->sandbox, &g, error)) {
+      if (!error->empty()) return false;
+      opts->net_none = g.net_none;
+      opts->host_owners = g.host_owners;
+      continue;
+    }
     if (!a.empty() && a[0] == '-') {
       *error = "unknown option " + a + " (kernel parameters have no leading '-'; see --help)";
       return false;
@@ -204,6 +213,16 @@ Options:
                    rewritten at its first trap to jump into the kernel),
                    rewrite-page0 (also zpoline's call *%rax; needs page 0).
                    The default comes from $FLATUX_SYSCALL_ENTRY when set.
+  --net=none|host  none: no IPv4/IPv6 sockets; host (default): the host's network
+  --hostfs-owners=guest|host
+                   guest (default): owners, set-id bits and device nodes a guest
+                   gives hostfs files are kept by flatux, not the host; host:
+                   they go to the host files as they are (trusted guests)
+  --security       print what confines the host process
+  --require-sandbox  refuse to run when the host cannot confine flatux to
+                   what the command line grants (the images, hostfs=)
+  --no-sandbox     do not confine the host process (trusted guests only)
+  --keep-root      started by root: keep root's host capabilities
 
 Exit status: 0 after power-off or halt, 3 after a restart request (reboot -r,
 Ctrl-Alt-Del), 125 when the kernel panics (e.g. init exited).

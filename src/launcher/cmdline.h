@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernel/boot/boot_config.h"
+#include "launcher/sandbox/sandbox.h"
 
 namespace flatux::launcher {
 
@@ -12,6 +13,9 @@ struct BootOptions {
   std::string strace;  // "" off, "-" stderr, else a file
   std::string syscall_entry;  // --syscall-entry= or syscall_entry=; "" = the default
   bool help = false;
+  SandboxOptions sandbox;
+  bool net_none = false;     // --net=none
+  bool host_owners = false;  // --hostfs-owners=host
 };
 
 // Parses argv[1..]. Returns false with a message in *error.

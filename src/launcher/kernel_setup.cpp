@@ -13,7 +13,6 @@
 
 #include "host/entry.h"
 #include "host/fast_entry.h"
-#include "host/seccomp.h"
 #include "launcher/boot_info.h"
 
 namespace flatux::launcher {
@@ -99,8 +98,12 @@ bool choose_syscall_entry(KernelConfig& cfg, const std::string& requested) {
   return true;
 }
 
-Kernel* start_kernel(KernelConfig& cfg) {
+Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb) {
   if (!gather_boot_info(cfg)) return nullptr;
+  // Identity and mounts first: the kernel opens its root where it will see it.
+  if (!sandbox_enter(sb.grant, sb.options, &sb.state)) return nullptr;
+  snprintf(cfg.fifo_dir, sizeof cfg.fifo_dir, "%s", sb.state.fifo_dir.c_str());
+  cfg.hostfs_host_owners = sb.grant.host_owners;
   umask(0);  // the guest's umask is applied by the kernel
   Kernel* k = Kernel::create(cfg);
   if (!k) {
@@ -111,10 +114,9 @@ Kernel* start_kernel(KernelConfig& cfg) {
     fprintf(stderr, "flatux: installing signal handlers: %s\n", strerror((int)-r));
     return nullptr;
   }
-  if (long r = install_syscall_filter(k->cfg.text, k->cfg.ntext); r < 0) {
-    fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
-    return nullptr;
-  }
+  if (!sandbox_seal(sb.grant, sb.options, k->cfg.text, k->cfg.ntext, &sb.state)) return nullptr;
+  if (sb.options.report) sandbox_write_report(sb.state, 2);
+  else if (cfg.strace_fd >= 0) sandbox_write_report(sb.state, cfg.strace_fd);
   return k;
 }
 

@@ -25,6 +25,7 @@
 #include "kernel/task/process.h"
 #include "launcher/boot_mode.h"
 #include "launcher/kernel_setup.h"
+#include "launcher/sandbox/sandbox.h"
 #include "tools/mkimage/mkimage.h"
 
 extern char** environ;
@@ -52,9 +53,11 @@ struct RunOptions {
   std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
   std::string syscall_entry;  // auto|trap|rewrite|rewrite-page0; "" = $FLATUX_SYSCALL_ENTRY or auto
   std::string site_survey;    // --site-survey=FILE: syscall sites by shape, written at the end
-  std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file
+  std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file (FILE canonical once parsed)
   std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
   std::vector<std::string> argv;
+  flatux::launcher::SandboxOptions sandbox;
+  std::string hostfs_owners = "guest";
 };
 
 // PROG without a slash is looked up in the guest's PATH, inside the root.
@@ -85,8 +88,15 @@ const char* signal_report(int sig) {
   }
 }
 
-// --ubd N[r]=FILE (UML's ubdN[r]=FILE) and --mount-ext4 DEV:DIR.
-bool attach_devices(flatux::Kernel& k, const RunOptions& o) {
+struct UbdSpec {
+  int index;
+  bool readonly;
+  std::string given, file;  // as typed, canonical
+};
+
+// --ubd N[r]=FILE (UML's ubdN[r]=FILE), parsed before the sandbox is built:
+// the files are part of what the guest is granted.
+bool parse_ubd_specs(const RunOptions& o, std::vector<UbdSpec>* out) {
   for (const std::string& spec : o.ubd) {
     size_t eq = spec.find('=');
     char* end = nullptr;
@@ -96,9 +106,22 @@ bool attach_devices(flatux::Kernel& k, const RunOptions& o) {
       fprintf(stderr, "flatux: --ubd %s: expected N=FILE or Nr=FILE\n", spec.c_str());
       return false;
     }
-    std::string file = spec.substr(eq + 1);
-    if (long r = flatux::ubd_attach(k, (int)idx, file.c_str(), ro); r < 0) {
-      fprintf(stderr, "flatux: ubd%ld=%s: %s\n", idx, file.c_str(), strerror((int)-r));
+    std::string given = spec.substr(eq + 1);
+    char canon[PATH_MAX];
+    if (!realpath(given.c_str(), canon)) {
+      fprintf(stderr, "flatux: ubd%ld=%s: %s\n", idx, given.c_str(), strerror(errno));
+      return false;
+    }
+    out->push_back({(int)idx, ro, given, canon});
+  }
+  return true;
+}
+
+// The ubd devices and --mount-ext4 DEV:DIR.
+bool attach_devices(flatux::Kernel& k, const RunOptions& o, const std::vector<UbdSpec>& ubds) {
+  for (const UbdSpec& u : ubds) {
+    if (long r = flatux::ubd_attach(k, u.index, u.file.c_str(), u.readonly); r < 0) {
+      fprintf(stderr, "flatux: ubd%d=%s: %s\n", u.index, u.given.c_str(), strerror((int)-r));
       return false;
     }
   }
@@ -140,11 +163,21 @@ int run(const RunOptions& o) {
   }
   cfg.root_readonly = o.readonly;
   cfg.net_none = o.net == "none";
+  std::vector<UbdSpec> ubds;
+  if (!parse_ubd_specs(o, &ubds)) return 125;
+  flatux::launcher::Sandbox sb;
+  sb.options = o.sandbox;
+  sb.grant.root = root;
+  sb.grant.root_readonly = o.readonly;
+  sb.grant.net_none = cfg.net_none;
+  sb.grant.host_owners = o.hostfs_owners == "host";
+  for (const UbdSpec& u : ubds) sb.grant.images.push_back({u.file, u.readonly});
+  std::string prog = find_program(o);  // looked up before the host's view narrows
   if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
   if (!flatux::launcher::choose_syscall_entry(cfg, o.syscall_entry)) return 125;
-  flatux::Kernel* k = flatux::launcher::start_kernel(cfg);
+  flatux::Kernel* k = flatux::launcher::start_kernel(cfg, sb);
   if (!k) return 125;
-  if (!attach_devices(*k, o)) return 125;
+  if (!attach_devices(*k, o, ubds)) return 125;
   int survey_fd = -1;
   if (!o.site_survey.empty()) {
     survey_fd = open(o.site_survey.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -155,7 +188,6 @@ int run(const RunOptions& o) {
   }
 
   install_forwarding();
-  std::string prog = find_program(o);
   std::vector<const char*> argv;
   for (const auto& a : o.argv) argv.push_back(a.c_str());
   argv.push_back(nullptr);
@@ -197,8 +229,8 @@ int guest_argv_start(int argc, char** argv) {
   for (int i = 2; i < argc; i++) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
-    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--syscall-entry" ||
-        a == "--site-survey") {
+    if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--hostfs-owners" ||
+        a == "--syscall-entry" || a == "--site-survey") {
       i++;  // takes the next word
       continue;
     }
@@ -233,6 +265,16 @@ int main(int argc, char** argv) {
                       "--syscall-entry=trap)");
   run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
   run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
+  run_cmd->add_option("--hostfs-owners", o.hostfs_owners,
+                      "guest (default): owners, set-id bits and device nodes a guest gives hostfs files are "
+                      "kept by flatux; host: they go to the host files as they are (trusted guests)")
+      ->check(CLI::IsMember({"guest", "host"}));
+  run_cmd->add_flag("--require-sandbox", o.sandbox.require,
+                    "Refuse to run when the host cannot confine flatux to what the guest was granted");
+  run_cmd->add_flag("--no-sandbox", o.sandbox.off, "Do not confine the host process (trusted guests only)");
+  run_cmd->add_flag("--keep-root", o.sandbox.keep_root,
+                    "Started by root: keep root's host capabilities instead of a user namespace");
+  run_cmd->add_flag("--security", o.sandbox.report, "Print what confines the host process");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
   flatux::mkimage::Options mk;
   CLI::App* mk_cmd = app.add_subcommand("mkimage", "Build an ext4 image from a folder or a tar archive, unprivileged");

@@ -228,7 +228,7 @@ static const struct Row rows[] = {
   {"time", "clock_adjtime(100)", SYS_clock_adjtime, {100, ARG_BUF_ZERO}, EINVAL, 0, ANY, 0},
   {"time", "settimeofday(usec 1000000)", SYS_settimeofday, {ARG_TIMEVAL_BAD, 0}, EINVAL, 0, ANY, 0},
   {"time", "settimeofday(now) as a user", SYS_settimeofday, {ARG_TIMEVAL_NOW, 0}, EPERM, 0, USER, 0},
-  {"time", "settimeofday(NULL, NULL)", SYS_settimeofday, {0, 0}, 0, 0, ANY, 0},
+  {"time", "settimeofday(NULL, NULL) as a user", SYS_settimeofday, {0, 0}, EPERM, 0, USER, 0},
   {"time", "clock_settime(MONOTONIC)", SYS_clock_settime, {CLOCK_MONOTONIC, ARG_TIMESPEC_ZERO}, EINVAL, 0, ANY, 0},
   {"time", "clock_settime(REALTIME) as a user", SYS_clock_settime, {CLOCK_REALTIME, ARG_TIMESPEC_NOW}, EPERM, 0, USER, 0},
   // --- processes -----------------------------------------------------------

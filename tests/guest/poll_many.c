@@ -328,6 +328,18 @@ static void always_ready_files(void) {
   FD_SET(null, &r);
   CHECK(syscall(SYS_select, FD_SETSIZE, &r, NULL, NULL, &zero) == 1 && FD_ISSET(null, &r), "zero timeout");
   CHECK(zero.tv_sec == 0 && zero.tv_usec == 0, "zero timeout left as zero");
+  // A generated /proc file has no poll method of its own: always ready.
+  int proc = open("/proc/self/status", O_RDONLY);
+  REQUIRE(proc >= 0, "open /proc/self/status");
+  struct pollfd ppf = {proc, POLLIN | POLLOUT, 0};
+  CHECK(poll(&ppf, 1, 2000) == 1 && ppf.revents == (POLLIN | POLLOUT), "/proc file revents %#x",
+        ppf.revents);
+  FD_ZERO(&r);
+  FD_SET(proc, &r);
+  struct timeval two = {2, 0};
+  CHECK(syscall(SYS_select, FD_SETSIZE, &r, NULL, NULL, &two) == 1 && FD_ISSET(proc, &r),
+        "select on a /proc file");
+  close(proc);
   close(file);
   close(null);
   close(dir);

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
+#include "host/usercopy.h"
 #include "kernel/block/loop_internal.h"
 #include "kernel/block/ubd.h"
 #include "kernel/kernel.h"
@@ -95,6 +96,7 @@ LoopDevices& table_of(LoopDevice& lo) { return *lo.kernel->blocks->loops; }
 long transfer_through(LoopDevice& lo, uint8_t* bounce, uint8_t* buf, size_t n, uint64_t off, bool write) {
   Task& t = *table_of(lo).io_task;
   File& f = *lo.backing;
+  KernelBuffers bounce_is_ours;
   for (size_t done = 0; done < n;) {
     size_t chunk = n - done < kBounce ? n - done : kBounce;
     int64_t at = (int64_t)(lo.offset + off + done);

@@ -12,6 +12,7 @@
 #include "kernel/boot/sysfs.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/fs/devfs/devfs.h"
+#include "kernel/fs/devpts/devpts.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs.h"
 #include "kernel/printk.h"
@@ -40,7 +41,7 @@ void banner(Kernel& k, const BootConfig& boot) {
 
 long mount_hostfs_root(Kernel& k, const BootConfig& boot, const char** why) {
   Filesystem* root = nullptr;
-  long r = hostfs_create(k.heap, boot.hostfs, &root);
+  long r = hostfs_create(k, boot.hostfs, &root);
   if (r < 0 || (r = k.vfs->mount("/", root, &kHostFsType, boot.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
                                  boot.hostfs)) < 0) {
     *why = "VFS: Unable to mount root fs on hostfs";
@@ -90,13 +91,15 @@ long mount_block_root(Kernel& k, const BootConfig& boot, const char* root, const
 // The other filesystems every system expects, as devtmpfs' automount and
 // a typical early userspace would mount them.
 long mount_system_filesystems(Kernel& k, const char** why) {
-  Filesystem *dev = nullptr, *proc = nullptr, *sys = nullptr;
+  Filesystem *dev = nullptr, *pts = nullptr, *proc = nullptr, *sys = nullptr;
   k.vfs->register_type(&kSysFsType);  // mount -t sysfs works from then on
-  if (devfs_create(k.heap, &dev) < 0 || procfs_create(k.heap, &proc) < 0 || sysfs_create(k.heap, &sys) < 0 ||
+  if (devfs_create(k.heap, &dev) < 0 || devpts_create(k.heap, &pts) < 0 || procfs_create(k.heap, &proc) < 0 ||
+      sysfs_create(k.heap, &sys) < 0 ||
       k.vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs") < 0 ||
+      k.vfs->mount("/dev/pts", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts") < 0 ||
       k.vfs->mount("/proc", proc, &kProcFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "proc") < 0 ||
       k.vfs->mount("/sys", sys, &kSysFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "sysfs") < 0) {
-    *why = "cannot mount devtmpfs, proc and sysfs";
+    *why = "cannot mount devtmpfs, devpts, proc and sysfs";
     return -ENOMEM;
   }
   printk(k, "<6>devtmpfs: mounted");

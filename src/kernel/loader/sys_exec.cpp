@@ -15,6 +15,7 @@
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/exit.h"
+#include "kernel/task/rseq.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -79,6 +80,7 @@ void kill_other_threads(Task& t) {
         if (o == &t) continue;
         o->exit_requested = true;
         o->notify.store(1);
+        interrupt_vfork_wait(*o);
         kick_task(*o);
       }
     }
@@ -90,6 +92,7 @@ void kill_other_threads(Task& t) {
 void reset_process_state(Task& t, const ExecResult& res) {
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
+  rseq_drop(t);
   if (p.files->refs.load() > 1) {
     if (FdTable* own = p.files->clone()) {
       p.files->refs.fetch_sub(1);
@@ -144,7 +147,7 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
     if (pl) path[bl] = '/';
   }
   ExecArgs ea{k.heap};
-  ea.strings = static_cast<char*>(k.heap->alloc(kMaxStrings));
+  ea.strings = static_cast<char*>(k.heap->alloc_uninit(kMaxStrings));
   if (!ea.strings) return -ENOMEM;
   if ((r = copy_vector(ea, guest_argv, &ea.argv)) < 0) return r;
   if ((r = copy_vector(ea, guest_envp, &ea.envp)) < 0) return r;
@@ -183,7 +186,7 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   }
   {
     Guard g(k.tasks_lock);
-    release_vfork_waiter(*t.proc);
+    release_vfork_waiter(t);
   }
   reset_process_state(t, *res);
   ea.release();

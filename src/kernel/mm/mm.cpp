@@ -39,7 +39,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
   }
   if (host_flags & MAP_LOCKED) a.locked = true;
   if (fixed) {
-    if (!access_ok((void*)hint, len)) return -ENOMEM;
+    if (!user_range_ok((void*)hint, len)) return -ENOMEM;
     if (mm.regions.covers(hint, hint + len)) {
       host_flags |= MAP_FIXED;  // replacing our own mapping is safe
       syscall_sites_forget(mm, hint, hint + len);
@@ -54,7 +54,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
   if (r < 0 && r > -4096) return r;
   uintptr_t addr = (uintptr_t)r;
   uint8_t flags = (host_flags & MAP_TYPE) == MAP_SHARED ? kRegionShared : 0;
-  if (!access_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, flags, a)) {
+  if (!user_range_ok((void*)addr, len) || !mm.regions.add(addr, addr + len, prot, kind, flags, a)) {
     host::sys(SYS_munmap, addr, len);
     return -ENOMEM;
   }

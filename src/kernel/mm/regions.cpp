@@ -28,6 +28,7 @@ void RegionList::drop(Region* r) {
 }
 
 bool RegionList::split_at(uintptr_t addr) {
+  last_ = nullptr;
   for (Region* r = head_; r; r = r->next) {
     if (r->start < addr && addr < r->end) {
       Region* tail = heap_->make<Region>(*r);
@@ -45,6 +46,7 @@ bool RegionList::split_at(uintptr_t addr) {
 }
 
 bool RegionList::remove(uintptr_t start, uintptr_t end) {
+  last_ = nullptr;
   if (!split_at(start) || !split_at(end)) return false;
   Region** link = &head_;
   while (Region* r = *link) {
@@ -60,6 +62,7 @@ bool RegionList::remove(uintptr_t start, uintptr_t end) {
 
 bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags,
                      const RegionAttrs& attrs) {
+  last_ = nullptr;
   if (start >= end || !remove(start, end)) return false;
   Region* n = heap_->make<Region>(Region{start, end, prot, kind, flags, nullptr, attrs});
   if (!n) return false;
@@ -121,6 +124,16 @@ const Region* RegionList::find(uintptr_t addr) const {
   return nullptr;
 }
 
+size_t RegionList::extent_from(uintptr_t addr, size_t max) const {
+  const Region* r = last_ && last_->start <= addr && addr < last_->end ? last_ : find(addr);
+  if (!r) return 0;
+  last_ = r;
+  uintptr_t end = addr + max < addr ? UINTPTR_MAX : addr + max;
+  uintptr_t pos = r->end;
+  for (r = r->next; pos < end && r && r->start == pos; r = r->next) pos = r->end;
+  return (pos < end ? pos : end) - addr;
+}
+
 size_t RegionList::total_bytes() const {
   size_t n = 0;
   for (const Region* r = head_; r; r = r->next) n += r->end - r->start;
@@ -147,6 +160,7 @@ bool RegionList::copy_from(const RegionList& src) {
 }
 
 void RegionList::clear() {
+  last_ = nullptr;
   while (Region* r = head_) {
     head_ = r->next;
     drop(r);

@@ -69,6 +69,8 @@ class RegionList {
   bool covers(uintptr_t start, uintptr_t end) const;   // every byte owned
   bool overlaps(uintptr_t start, uintptr_t end) const; // any byte owned
   const Region* find(uintptr_t addr) const;
+  // How many bytes from addr on (at most max) lie in regions, without a gap.
+  size_t extent_from(uintptr_t addr, size_t max) const;
   const Region* first() const { return head_; }
   size_t total_bytes() const;
   void clear();
@@ -80,6 +82,9 @@ class RegionList {
   Heap* heap_;
   Region* head_ = nullptr;
   int count_ = 0;
+  // The region extent_from() last started in: user copies mostly hit one
+  // place (the stack, a buffer) many times. Dropped by every change.
+  mutable const Region* last_ = nullptr;
 };
 
 }  // namespace flatux

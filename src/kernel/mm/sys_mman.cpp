@@ -12,6 +12,7 @@
 #include "kernel/mm/mm.h"
 #include "kernel/mm/syscall_sites.h"
 #include "kernel/syscalls.h"
+#include "kernel/task/rseq.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/ops.h"
 
@@ -49,13 +50,20 @@ long map_by_copy(Task& t, File& f, uintptr_t addr, size_t len, int prot, uint64_
   if (shared && ((prot & PROT_WRITE) || (f.flags & O_ACCMODE) != O_RDONLY)) return -ENODEV;
   if ((int64_t)off < 0 || off + len < off) return -EOVERFLOW;
   Mm& mm = *t.proc->mm;
-  Guard g(mm.lock);
-  if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len)) return -EEXIST;
-  int host_flags = MAP_PRIVATE | MAP_ANONYMOUS | (int)(flags & kPassFlags & ~MAP_NORESERVE);
-  long at = fixed_errno(flags, mm_map(mm, addr, len, PROT_READ | PROT_WRITE, host_flags, -1, 0, kRegionFile,
-                                      flags & (MAP_FIXED | MAP_FIXED_NOREPLACE), attrs));
-  if (at < 0 && at > -4096) return at;
+  long at;
+  {
+    Guard g(mm.lock);
+    if ((flags & MAP_FIXED_NOREPLACE) && mm.regions.overlaps(addr, addr + len)) return -EEXIST;
+    int host_flags = MAP_PRIVATE | MAP_ANONYMOUS | (int)(flags & kPassFlags & ~MAP_NORESERVE);
+    at = fixed_errno(flags, mm_map(mm, addr, len, PROT_READ | PROT_WRITE, host_flags, -1, 0, kRegionFile,
+                                   flags & (MAP_FIXED | MAP_FIXED_NOREPLACE), attrs));
+    if (at < 0 && at > -4096) return at;
+  }
+  // Read without the lock: the filesystem takes its own locks, and its
+  // copy into the mapping checks the mapping is ours.
   long r = f.ops->pread(t, f, (void*)at, len, (int64_t)off);
+  Guard g(mm.lock);
+  if (!mm.regions.covers(at, at + len)) return r < 0 ? r : -EFAULT;  // unmapped meanwhile
   if (r >= 0 && prot != (PROT_READ | PROT_WRITE)) {
     r = host::sys(SYS_mprotect, at, len, prot);
     if (r == 0 && !mm.regions.set_prot(at, at + len, prot)) r = -ENOMEM;
@@ -168,6 +176,7 @@ long sys_mmap(Task& t, SyscallArgs a) {
 long sys_munmap(Task& t, SyscallArgs a) {
   size_t len = page_up(a[1]);
   if (!valid_range(a[0], len)) return -EINVAL;
+  rseq_range_going(t, a[0], len);
   Mm& mm = *t.proc->mm;
   Guard g(mm.lock);
   return mm_unmap(mm, a[0], len);
@@ -186,6 +195,7 @@ long sys_mprotect(Task& t, SyscallArgs a) {
   if (mm_too_many_maps(mm, mm_splits_for(mm, a[0], a[0] + len))) return -ENOMEM;  // vm.max_map_count
   if ((prot & PROT_WRITE) && !mm_charge_fits(mm, len)) return -ENOMEM;
   syscall_sites_protect(mm, a[0], a[0] + len, prot & kProtMask);
+  if (!(prot & PROT_WRITE)) rseq_range_going(t, a[0], len);
   long r = host::sys(SYS_mprotect, a[0], len, prot & kProtMask);
   if (r < 0) return r;
   bool ok = mm.regions.set_prot(a[0], a[0] + len, prot & kProtMask);
@@ -201,7 +211,7 @@ namespace {
 // *placeholder when one was made.
 long claim_destination(Mm& mm, uintptr_t dst, size_t len, bool* placeholder) {
   *placeholder = false;
-  if (!access_ok((void*)dst, len)) return -ENOMEM;
+  if (!user_range_ok((void*)dst, len)) return -ENOMEM;
   if (mm.regions.covers(dst, dst + len)) return 0;
   if (mm.regions.overlaps(dst, dst + len)) return -ENOMEM;
   long r = host::sys(SYS_mmap, dst, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
@@ -246,6 +256,7 @@ long sys_mremap(Task& t, SyscallArgs a) {
   if (res == 0) syscall_sites_revert(mm, old, old + old_len);
   if (res == 0 && fixed) syscall_sites_forget(mm, new_addr, new_addr + new_len);
   if (res == 0 && fixed) res = claim_destination(mm, new_addr, new_len, &placeholder);
+  if (res == 0 && (flags & MREMAP_MAYMOVE)) rseq_range_going(t, old, old_len);
   if (res == 0) res = host::sys(SYS_mremap, old, old_len, new_len, flags, new_addr);
   if (res < 0 && res > -4096) {
     if (placeholder) host::sys(SYS_munmap, new_addr, new_len);
@@ -280,6 +291,43 @@ long sys_madvise(Task& t, SyscallArgs a) {
   Guard g(mm.lock);
   if (!mm.regions.covers(a[0], a[0] + len)) return -ENOMEM;
   return host::sys(SYS_madvise, a[0], len, a[2]);
+}
+
+// Shared writable mappings are host mappings of host descriptors (hostfs
+// files, tmpfs memfds), so the host's msync writes them back; the range
+// must lie in the caller's own mappings (ENOMEM otherwise, as for
+// unmapped pages on Linux).
+long sys_msync(Task& t, SyscallArgs a) {
+  uint64_t flags = a[2];
+  if (flags & ~(uint64_t)(MS_ASYNC | MS_INVALIDATE | MS_SYNC)) return -EINVAL;
+  if ((flags & MS_ASYNC) && (flags & MS_SYNC)) return -EINVAL;
+  if (a[0] & (kPageSize - 1)) return -EINVAL;
+  size_t len = page_up(a[1]);
+  if (a[1] && len < a[1]) return -ENOMEM;
+  if (a[0] + len < a[0]) return -ENOMEM;
+  if (len == 0) return 0;
+  Mm& mm = *t.proc->mm;
+  Guard g(mm.lock);
+  if (!mm.regions.covers(a[0], a[0] + len)) return -ENOMEM;
+  return host::sys(SYS_msync, a[0], len, flags);
+}
+
+// Memory protection keys: the machines flatux runs on have no PKU, and in
+// one shared address space the sixteen keys could not be any guest's own,
+// so there are none to hand out: pkey_alloc is ENOSPC as on a CPU without
+// them, after Linux's argument checks.
+long sys_pkey_alloc(Task&, SyscallArgs a) {
+  if (a[0]) return -EINVAL;
+  if (a[1] & ~(uint64_t)(PKEY_DISABLE_ACCESS | PKEY_DISABLE_WRITE)) return -EINVAL;
+  return -ENOSPC;
+}
+
+long sys_pkey_free(Task&, SyscallArgs) { return -EINVAL; }  // no key is ever allocated
+
+long sys_pkey_mprotect(Task& t, SyscallArgs a) {
+  if ((int)a[3] != -1) return -EINVAL;
+  const uint64_t args[6] = {a[0], a[1], a[2], 0, 0, 0};
+  return sys_mprotect(t, args);
 }
 
 long sys_brk(Task& t, SyscallArgs a) {

@@ -10,9 +10,12 @@
 // it to the guest's. A name keeps its directory descriptor open for as
 // long as a socket refers to it, so the host spelling stays unique.
 //
-// Abstract names would be shared with every host process; they are bound on
-// the host with a per-kernel random tag in front, which is stripped again on
-// the way back.
+// Abstract names would be shared with every host process (and with other
+// flatux instances); they are bound on the host with a per-kernel random
+// tag in front, which is stripped again on the way back. A name too long to
+// follow the tag (Linux allows 107 bytes) is bound as a SHA-256 digest of
+// it behind a second tag, and registered like a path so the guest gets its
+// spelling back (sockaddr.cpp).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -27,7 +30,8 @@ namespace flatux {
 
 constexpr size_t kSunPathMax = sizeof(sockaddr_un::sun_path);  // 108
 constexpr size_t kSunPathOff = offsetof(sockaddr_un, sun_path);  // 2
-constexpr size_t kTagLen = 8;  // abstract-name tag bytes
+constexpr size_t kTagLen = 8;  // abstract-name tag bytes (hex digits)
+constexpr char kLongTagMark = '~';  // first tag byte of hashed long abstract names
 
 struct NetState;
 
@@ -47,6 +51,7 @@ struct UnixName {
   char host[kSunPathMax + 1]{};
   char guest[kSunPathMax + 1]{};
   PeerCred owner;  // who bound it (or last listened on it); guarded by NetState::lock
+  bool abstract = false;  // a long abstract name: host and guest are exact sun_path bytes
 };
 
 struct ConnectRecord;
@@ -78,9 +83,10 @@ SockPriv* sock_priv(File& f);
 bool is_sock_file(const File& f);
 
 void unix_name_put(Heap* heap, UnixName* n);
-// A new reference to the registered name the host spells `host_path`, or
+// A new reference to the registered name the host spells `host_path`
+// (`len` bytes of sun_path: a path up to its NUL, or an abstract name), or
 // nullptr.
-UnixName* unix_name_find(Kernel& k, const char* host_path);
+UnixName* unix_name_find(Kernel& k, const char* host_path, size_t len);
 // Records a successful bind of `name` (takes the caller's reference).
 void unix_name_register(Kernel& k, UnixName* name);
 

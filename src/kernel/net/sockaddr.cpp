@@ -9,6 +9,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/lib/kfmt.h"
+#include "kernel/lib/sha256.h"
 #include "kernel/net/net.h"
 #include "kernel/net/sock.h"
 #include "kernel/vfs/ops.h"
@@ -95,7 +96,76 @@ long unix_path_to_bind(Task& t, const char* path, size_t path_len, HostAddr* out
 }
 
 bool same_host(const UnixName* n, const char* host_path, size_t len) {
-  return n && n->host_len == len + 1 && memcmp(n->host, host_path, len) == 0;
+  return n && !n->abstract && n->host_len == len + 1 && memcmp(n->host, host_path, len) == 0;
+}
+
+bool same_abstract(const UnixName* n, const char* host, size_t len) {
+  return n && n->abstract && n->host_len == len && memcmp(n->host, host, len) == 0;
+}
+
+// An abstract name of the guest's on the host. One that fits after the
+// kernel's tag keeps its bytes ("\0" tag name); a longer one (Linux allows
+// 107 bytes) becomes "\0" long-tag SHA-256(name), whose spelling the
+// kernel remembers while a socket is bound to it, so getsockname and the
+// rest can give the guest its own back. The two tags differ in their first
+// byte, so the forms never meet.
+long abstract_to_host(Task& t, size_t plen, AddrUse use, HostAddr* out) {
+  sockaddr_un& su = un(out->sa);
+  const NetState& ns = *t.kernel->net;
+  size_t nlen = plen - 1;
+  if (1 + kTagLen + nlen <= kSunPathMax) {
+    memmove(su.sun_path + 1 + kTagLen, su.sun_path + 1, nlen);
+    memcpy(su.sun_path + 1, ns.tag, kTagLen);
+    out->len = (socklen_t)(kSunPathOff + plen + kTagLen);
+    return 0;
+  }
+  uint8_t digest[Sha256::kDigestSize];
+  Sha256 h;
+  h.update(su.sun_path + 1, nlen);
+  h.finish(digest);
+  char guest[kSunPathMax];
+  memcpy(guest, su.sun_path, plen);
+  memset(su.sun_path, 0, sizeof su.sun_path);
+  memcpy(su.sun_path + 1, ns.tag, kTagLen);
+  su.sun_path[1] = kLongTagMark;
+  memcpy(su.sun_path + 1 + kTagLen, digest, sizeof digest);
+  size_t hlen = 1 + kTagLen + sizeof digest;
+  out->len = (socklen_t)(kSunPathOff + hlen);
+  if (use != AddrUse::kBind) return 0;
+  UnixName* n = t.kernel->heap->make<UnixName>();
+  if (!n) return -ENOMEM;
+  n->abstract = true;
+  memcpy(n->host, su.sun_path, hlen);
+  n->host_len = hlen;
+  memcpy(n->guest, guest, plen);
+  n->guest_len = plen;
+  n->owner = peer_cred_of(t);
+  out->name = n;
+  return 0;
+}
+
+bool is_long_abstract(const NetState& ns, const char* sun_path, size_t plen) {
+  return plen == 1 + kTagLen + Sha256::kDigestSize && sun_path[0] == 0 && sun_path[1] == kLongTagMark &&
+         memcmp(sun_path + 2, ns.tag + 1, kTagLen - 1) == 0;
+}
+
+// The guest's spelling of a long abstract name the host reported, from the
+// socket's own names or the registry; false when no bound socket has it.
+bool long_abstract_to_guest(Task& t, File* sock, sockaddr_un& su, socklen_t& len) {
+  size_t plen = len - kSunPathOff;
+  SockPriv* p = sock ? sock_priv(*sock) : nullptr;
+  NetState& ns = *t.kernel->net;
+  Guard g(ns.lock);
+  const UnixName* hit = nullptr;
+  if (p && same_abstract(p->local, su.sun_path, plen)) hit = p->local;
+  else if (p && same_abstract(p->peer, su.sun_path, plen)) hit = p->peer;
+  for (UnixName* u = ns.names; !hit && u; u = u->next)
+    if (same_abstract(u, su.sun_path, plen)) hit = u;
+  if (!hit) return false;
+  memset(su.sun_path, 0, sizeof su.sun_path);
+  memcpy(su.sun_path, hit->guest, hit->guest_len);
+  len = (socklen_t)(kSunPathOff + hit->guest_len);
+  return true;
 }
 
 }  // namespace
@@ -143,12 +213,13 @@ void unix_name_put(Heap* heap, UnixName* n) {
   heap->destroy_obj(n);
 }
 
-UnixName* unix_name_find(Kernel& k, const char* host_path) {
-  size_t len = bounded_len(host_path, kSunPathMax);
+UnixName* unix_name_find(Kernel& k, const char* host_path, size_t plen) {
+  bool abstract = plen > 0 && host_path[0] == 0;
+  size_t len = abstract ? plen : bounded_len(host_path, plen);
   NetState& ns = *k.net;
   Guard g(ns.lock);
   for (UnixName* n = ns.names; n; n = n->next) {
-    if (!same_host(n, host_path, len)) continue;
+    if (abstract ? !same_abstract(n, host_path, len) : !same_host(n, host_path, len)) continue;
     // One on its way out (last reference gone) is no longer there.
     int r = n->refs.load();
     while (r > 0 && !n->refs.compare_exchange_weak(r, r + 1)) {}
@@ -170,14 +241,7 @@ long addr_from_user(Task& t, int host_fd, uint64_t guest, uint64_t len, AddrUse 
   sockaddr_un& su = un(out->sa);
   size_t plen = len - kSunPathOff;
   if (plen > kSunPathMax) return -EINVAL;
-  if (su.sun_path[0] == 0) {
-    size_t nlen = plen - 1;
-    if (1 + kTagLen + nlen > kSunPathMax) return -ENAMETOOLONG;
-    memmove(su.sun_path + 1 + kTagLen, su.sun_path + 1, nlen);
-    memcpy(su.sun_path + 1, t.kernel->net->tag, kTagLen);
-    out->len = (socklen_t)(len + kTagLen);
-    return 0;
-  }
+  if (su.sun_path[0] == 0) return abstract_to_host(t, plen, use, out);
   char path[kSunPathMax + 1];
   size_t n = bounded_len(su.sun_path, plen);
   memcpy(path, su.sun_path, n);
@@ -191,6 +255,10 @@ void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len) {
   size_t plen = len - kSunPathOff;
   if (plen > kSunPathMax) plen = kSunPathMax;
   if (su.sun_path[0] == 0) {
+    if (is_long_abstract(*t.kernel->net, su.sun_path, plen)) {
+      if (!long_abstract_to_guest(t, sock, su, len)) len = (socklen_t)kSunPathOff;  // its socket is gone
+      return;
+    }
     if (plen >= 1 + kTagLen && memcmp(su.sun_path + 1, t.kernel->net->tag, kTagLen) == 0) {
       size_t nlen = plen - 1 - kTagLen;
       memmove(su.sun_path + 1, su.sun_path + 1 + kTagLen, nlen);

@@ -62,12 +62,11 @@ struct KIov {
       if ((int64_t)v[i].iov_len < 0) return -EINVAL;
       if (v[i].iov_len > kMaxRw - total) v[i].iov_len = kMaxRw - total;
       total += v[i].iov_len;
-      if (v[i].iov_len && !access_ok(v[i].iov_base, v[i].iov_len)) return -EFAULT;
     }
-    return 0;
+    return fit_iovecs(v, &n);
   }
   void one(void* base, size_t len) {
-    v[0] = {base, len > kMaxRw ? kMaxRw : len};
+    v[0] = {base, user_buffer_len(base, len > kMaxRw ? kMaxRw : len)};
     n = 1;
   }
 };

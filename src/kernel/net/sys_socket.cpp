@@ -234,7 +234,7 @@ void remember_peer(Task& t, File& sock, SockPriv* p) {
   char host_path[kSunPathMax + 1] = {};
   size_t hl = plen - kSunPathOff < kSunPathMax ? plen - kSunPathOff : kSunPathMax;
   memcpy(host_path, reinterpret_cast<sockaddr_un*>(&peer)->sun_path, hl);
-  UnixName* n = unix_name_find(*t.kernel, host_path);
+  UnixName* n = unix_name_find(*t.kernel, host_path, hl);
   if (!n) return;
   UnixName* old;
   {

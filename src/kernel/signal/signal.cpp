@@ -11,6 +11,7 @@
 #include "kernel/kernel.h"
 #include "kernel/signal/frame.h"
 #include "kernel/task/exit.h"
+#include "kernel/task/process.h"
 
 namespace flatux {
 namespace {
@@ -72,6 +73,14 @@ int pick(uint64_t set) {
   return __builtin_ctzll(sync ? sync : set) + 1;
 }
 
+// Does `sig`, once t takes it, end the process? (siglock held)
+bool kills(Process& p, const Task& t, int sig) {
+  if (sig == SIGKILL) return true;
+  if (t.sigmask & sigbit(sig)) return false;
+  return p.sighand->action[sig - 1].handler == (uint64_t)SIG_DFL && !sig_default_ignore(sig) &&
+         !sig_default_stop(sig);
+}
+
 bool ignored(Process& p, int sig) {
   uint64_t h = p.sighand->action[sig - 1].handler;
   return h == (uint64_t)SIG_IGN || (h == (uint64_t)SIG_DFL && sig_default_ignore(sig));
@@ -112,6 +121,16 @@ bool sig_default_core(int sig) {
   }
 }
 
+bool fatal_signal_pending(Task& t) {
+  Process& p = *t.proc;
+  Guard g(p.siglock);
+  if (t.exit_requested) return true;
+  uint64_t pending = t.pending.set | p.shared_pending.set;
+  for (int sig = 1; pending; sig++, pending >>= 1)
+    if ((pending & 1) && kills(p, t, sig)) return true;
+  return false;
+}
+
 bool has_deliverable_locked(Task& t) {
   return ((t.pending.set | t.proc->shared_pending.set) & ~t.sigmask) != 0;
 }
@@ -130,7 +149,7 @@ siginfo_t user_siginfo(Task& t, int sig, int code) {
   return si;
 }
 
-long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
+long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task** deferred) {
   if (sig == 0) return 0;
   Kernel& k = *p.kernel;
   Task* wake = nullptr;
@@ -154,7 +173,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
       return -EAGAIN;
     }
     q.set |= sigbit(sig);
-    p.sig_queued.fetch_add(1, std::memory_order_release);
+    p.sig_queued.fetch_add(1, std::memory_order_seq_cst);
     virtual_wait_wake_locked(p, target);  // signalfd pollers
     if (sig == SIGKILL) {
       wake_all = true;
@@ -169,14 +188,46 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info) {
     } else if (wake) {
       wake->notify.store(1);
     }
+    // A thread sleeping in vfork() wakes only to die.
+    for (Task* t = target ? target : p.threads; t; t = target ? nullptr : t->next_thread)
+      if (kills(p, *t, sig)) interrupt_vfork_wait(*t);
   }
-  futex_wake(&p.sig_queued, 1 << 30);
+  if (p.sig_queued_sleepers.load(std::memory_order_seq_cst)) futex_wake(&p.sig_queued, 1 << 30);
   if (wake_all) {
     for (Task* t = p.threads; t; t = t->next_thread) kick_task(*t);
+  } else if (wake && deferred && !*deferred) {
+    wake->pins.fetch_add(1);
+    *deferred = wake;
   } else if (wake) {
     kick_task(*wake);
   }
   return 0;
+}
+
+void kick_pinned(Task* t) {
+  if (!t) return;
+  kick_task(*t);
+  t->pins.fetch_sub(1);
+}
+
+int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info) {
+  int n = 0;
+  for (Task* x : k.live_tasks()) {
+    if (!x || !first_thread_of_process(*x) || x->proc->pgid != pgrp || x->proc->state != ProcState::kRunning) continue;
+    send_signal(*x->proc, nullptr, sig, info);
+    n++;
+  }
+  return n;
+}
+
+long wait_for_notify(Task& t, const timespec* rel) {
+  // Dekker with kick_task: we mark ourselves, then look at notify; the
+  // sender sets notify, then looks at the mark.
+  t.waits_on_notify.store(1, std::memory_order_seq_cst);
+  long r = 0;
+  if (!t.notify.load(std::memory_order_seq_cst)) r = isys(t, SYS_futex, &t.notify, FUTEX_WAIT, 0, rel);
+  t.waits_on_notify.store(0, std::memory_order_relaxed);
+  return r;
 }
 
 void set_sigmask(Task& t, uint64_t mask) {

@@ -16,7 +16,16 @@ constexpr long ERESTART_RESTARTBLOCK = 516;
 
 // Queues `sig` for process p (target == nullptr) or for one of its threads,
 // and makes a thread that can take it look at it. Returns 0 or -errno.
-long send_signal(Process& p, Task* target, int sig, const siginfo_t& info);
+// With `deferred`, a single thread to wake is not kicked but handed back,
+// pinned, for kick_pinned() once the caller has let go of tasks_lock (the
+// woken thread often wants it at once).
+long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task** deferred = nullptr);
+// Kicks and unpins a task send_signal handed back (nullptr: nothing).
+void kick_pinned(Task* t);
+
+// Sends to every live process of group `pgrp` (tasks_lock held); returns
+// how many there were.
+int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info);
 
 // A siginfo for kill()-style sends from task t (SI_USER, or `code`).
 siginfo_t user_siginfo(Task& t, int sig, int code);
@@ -32,11 +41,21 @@ void guest_fault(Task& t, int sig, const siginfo_t* si);
 // Recomputes t.notify from its mask and the pending sets (siglock held).
 void recalc_notify_locked(Task& t);
 
+// Will t's process die of what is pending for t (SIGKILL, a group exit,
+// an unblocked signal whose default action kills)? What a killable wait
+// asks, as Linux's fatal_signal_pending.
+bool fatal_signal_pending(Task& t);
+
 // Is `sig` deliverable to t now (pending and unblocked)? (siglock held)
 bool has_deliverable_locked(Task& t);
 
 // Takes the first queued instance of `sig` out of p (siglock held).
 void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info);
+
+// Sleeps until t.notify is set (a signal to handle, or an exit), or for
+// `rel` at most; returns what the host wait returned. Senders wake it with
+// a futex wake (kick_task), no host signal needed.
+long wait_for_notify(Task& t, const timespec* rel);
 
 // Changes t's blocked set (SIGKILL/SIGSTOP stay unblocked) and rechecks.
 void set_sigmask(Task& t, uint64_t mask);

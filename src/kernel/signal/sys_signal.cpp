@@ -25,6 +25,7 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
   Process* targets[256];
   int n = 0;
   bool matched = false;
+  Task* kick = nullptr;  // one process's thread: kicked once the lock is free
   {
     Guard g(k.tasks_lock);
     if (pid > 0) {
@@ -33,8 +34,8 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
       targets[n++] = p;
     } else {
       int pgid = pid == 0 ? t.proc->pgid : -pid;
-      for (Task* x : k.tasks) {
-        if (!x || x->proc->state != ProcState::kRunning || x->tid != x->proc->pid) continue;
+      for (Task* x : k.live_tasks()) {
+        if (!x || x->proc->state != ProcState::kRunning || !first_thread_of_process(*x)) continue;
         Process* p = x->proc;
         bool hit = pid == -1 ? (p != k.init || p == t.proc) && p != nullptr : p->pgid == pgid;
         if (pid == -1 && p == t.proc) hit = false;  // kill(-1) spares the caller
@@ -46,24 +47,29 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
       if (!matched) return -ESRCH;
     }
     // Sent under tasks_lock, so no target can be freed meanwhile.
-    for (int i = 0; i < n; i++) send_signal(*targets[i], nullptr, sig, si);
+    for (int i = 0; i < n; i++) send_signal(*targets[i], nullptr, sig, si, n == 1 ? &kick : nullptr);
   }
+  kick_pinned(kick);
   return 0;
 }
 
 long send_to_thread(Task& t, int tgid, int tid, int sig, const siginfo_t& si) {
   Kernel& k = *t.kernel;
-  Guard g(k.tasks_lock);
-  Task* target = find_task_locked(k, tid);
-  if (!target || (tgid > 0 && target->proc->pid != tgid) || target->proc->state != ProcState::kRunning)
-    return -ESRCH;
-  return send_signal(*target->proc, target, sig, si);
+  Task* kick = nullptr;
+  long r;
+  {
+    Guard g(k.tasks_lock);
+    Task* target = find_task_locked(k, tid);
+    if (!target || (tgid > 0 && target->proc->pid != tgid) || target->proc->state != ProcState::kRunning)
+      return -ESRCH;
+    r = send_signal(*target->proc, target, sig, si, &kick);
+  }
+  kick_pinned(kick);
+  return r;
 }
 
 long sleep_until_signal(Task& t) {
-  // Waits on a word nobody wakes: only a signal (kick) ends the wait.
-  std::atomic<uint32_t> never{0};
-  while (!t.notify.load()) isys(t, SYS_futex, &never, 0x80 /*FUTEX_WAIT_PRIVATE*/, 0, 0);
+  while (!t.notify.load()) wait_for_notify(t, nullptr);
   return -ERESTARTNOHAND;
 }
 
@@ -228,11 +234,9 @@ long sys_rt_sigtimedwait(Task& t, SyscallArgs a) {
         return -EAGAIN;
       }
       timespec rel{(time_t)((deadline - now) / 1000000000ull), (long)((deadline - now) % 1000000000ull)};
-      std::atomic<uint32_t> never{0};
-      r = isys(t, SYS_futex, &never, 0x80, 0, &rel);
+      r = wait_for_notify(t, &rel);
     } else {
-      std::atomic<uint32_t> never{0};
-      r = isys(t, SYS_futex, &never, 0x80, 0, 0);
+      r = wait_for_notify(t, nullptr);
     }
     (void)r;
   }

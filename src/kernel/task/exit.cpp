@@ -17,9 +17,12 @@
 #include "kernel/vfs/locks.h"
 #include "kernel/mm/mm.h"
 #include "kernel/signal/signal.h"
+#include "kernel/task/pidfd.h"
 #include "kernel/task/process.h"
+#include "kernel/task/rseq.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
+#include "kernel/tty/tty.h"
 
 extern "C" void flatux_exit_thread() __attribute__((noreturn));
 
@@ -102,8 +105,8 @@ void exit_process(Task& t) {
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
   discard_process_resources(p);
+  tty_session_leader_exit_locked(p);
   timers_release_process(k, p);
-  release_vfork_waiter(p);
   if (&p == k.init) {
     k.exit_wait_status = p.wait_status;
     k.halted.store(1);
@@ -114,6 +117,7 @@ void exit_process(Task& t) {
     p.children = c->sibling;
     Process* adopter = (k.init && k.init != &p) ? k.init : nullptr;
     c->parent = adopter;
+    c->exit_signal = SIGCHLD;  // the adopter hears SIGCHLD, whatever the first parent asked (Linux's reparent_leader)
     if (adopter) {
       c->sibling = adopter->children;
       adopter->children = c;
@@ -123,6 +127,7 @@ void exit_process(Task& t) {
     }
   }
   p.state = ProcState::kZombie;
+  pidfd_process_exited(p);
   int status = p.wait_status;
   int code = WIFSIGNALED(status) ? (WCOREDUMP(status) ? CLD_DUMPED : CLD_KILLED) : CLD_EXITED;
   int value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
@@ -150,16 +155,27 @@ void discard_process_resources(Process& p) {
   p.mm = nullptr;
 }
 
-void release_vfork_waiter(Process& p) {
-  if (Task* w = p.vfork_waiter) {
-    p.vfork_waiter = nullptr;
+void release_vfork_waiter(Task& t) {
+  if (Task* w = t.vfork_waiter) {
+    t.vfork_waiter = nullptr;
     w->vfork_done.store(1);
     futex_wake(&w->vfork_done, 1);
   }
 }
 
+void interrupt_vfork_wait(Task& t) {
+  uint32_t waiting = 0;
+  if (t.vfork_done.compare_exchange_strong(waiting, 2)) futex_wake(&t.vfork_done, 1);
+}
+
+void forget_vfork_child_locked(Task& t) {
+  for (Task* x : t.kernel->tasks)
+    if (x && x->vfork_waiter == &t) x->vfork_waiter = nullptr;
+}
+
 void release_zombie(Process& p) {
   Kernel& k = *p.kernel;
+  pidfd_process_released(p);
   if (Process* parent = p.parent) {
     Process** link = &parent->children;
     while (*link && *link != &p) link = &(*link)->sibling;
@@ -185,7 +201,8 @@ void reap_dead_tasks(Kernel& k) {
   while (Task* t = *link) {
     // The host clears host_tid when the thread is gone, but not for the
     // last thread of a host process: its whole process being gone says it.
-    if (t->host_tid.load() == 0 || (t->hproc && t->hproc->gone)) {
+    // A sender that still has to kick the task keeps it (pins).
+    if ((t->host_tid.load() == 0 || (t->hproc && t->hproc->gone)) && t->pins.load() == 0) {
       *link = t->dead_next;
       kstack_release(*t);
       virtual_wait_release(*t);
@@ -200,6 +217,9 @@ void reap_dead_tasks(Kernel& k) {
 void exit_thread(Task& t) {
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
+  // The rseq area lives in the thread's own memory, which a joiner may
+  // free as soon as the tid word below is cleared.
+  rseq_drop(t);
   if (t.clear_child_tid) {
     // The pthread_join protocol: zero the tid word and wake a joiner.
     if (put_user((void*)t.clear_child_tid, (uint32_t)0) == 0)
@@ -207,6 +227,8 @@ void exit_thread(Task& t) {
   }
   release_robust_list(t);
   uint64_t cpu = thread_cpu_ns();
+  FdTable* files = nullptr;
+  bool last = false;
   {
     Guard g(k.tasks_lock);
     {
@@ -221,15 +243,27 @@ void exit_thread(Task& t) {
       }
       t.pending = {};
     }
+    release_vfork_waiter(t);
     p.nthreads--;
     p.cpu_ns += cpu;
-    for (Task*& slot : k.tasks)
-      if (slot == &t) { slot = nullptr; k.ntasks--; break; }
+    k.remove_task_locked(&t);
     t.dead_next = k.dead_tasks;
     k.dead_tasks = &t;
     p.threads_gone.fetch_add(1);
     futex_wake(&p.threads_gone, 1 << 30);
-    if (p.nthreads == 0) exit_process(t);
+    if (p.nthreads == 0) {
+      last = true;
+      files = p.files;
+      p.files = nullptr;
+    }
+  }
+  if (last) {
+    // The last thread closes the descriptors without tasks_lock (closing a
+    // file may take it: a pty master hangs up its slave's session), then
+    // makes the process a zombie.
+    drop_files(files, k.heap);
+    Guard g(k.tasks_lock);
+    exit_process(t);
   }
   // Last, holding nothing: a forked host process may end right here.
   hostproc_task_left(k, t.hproc);
@@ -257,6 +291,7 @@ void do_group_exit(Task& t, int wait_status) {
       if (o == &t) continue;
       o->exit_requested = true;
       o->notify.store(1);
+      interrupt_vfork_wait(*o);
       kick_task(*o);
     }
     if (p.stopped) {  // stopped threads wake up to die

@@ -21,8 +21,14 @@ void continue_process(Process& p);
 
 // Frees zombies' and dead tasks' memory once their host threads are gone.
 void reap_dead_tasks(Kernel& k);
-// Wakes the parent sleeping in vfork(): the child exec'd or is exiting.
-void release_vfork_waiter(Process& p);
+// Wakes the parent sleeping in vfork() for t: t exec'd or is exiting
+// (tasks_lock held).
+void release_vfork_waiter(Task& t);
+// Ends t's vfork() wait, if any, because t is being killed.
+void interrupt_vfork_wait(Task& t);
+// t left its vfork() wait early: its child must not wake it any more
+// (tasks_lock held).
+void forget_vfork_child_locked(Task& t);
 // Drops the process's mm, files and fs (its last thread has gone).
 void discard_process_resources(Process& p);
 // Removes a reaped zombie from its parent and frees it (tasks_lock held).

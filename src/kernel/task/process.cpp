@@ -15,6 +15,7 @@
 #include "kernel/mm/mm.h"
 #include "kernel/signal/signal.h"
 #include "kernel/task/exit.h"
+#include "kernel/task/pid_reserve.h"
 #include "kernel/time.h"
 
 namespace flatux {
@@ -30,6 +31,9 @@ void default_rlimits(Process& p) {
   p.rlimits[RLIMIT_CORE][0] = 0;
   p.rlimits[RLIMIT_MEMLOCK][0] = p.rlimits[RLIMIT_MEMLOCK][1] = 8ull << 20;  // Linux's MLOCK_LIMIT
   p.rlimits[RLIMIT_NPROC][0] = p.rlimits[RLIMIT_NPROC][1] = kMaxTasks;
+  // As Linux's init: no raising of priorities beyond the default without privilege.
+  p.rlimits[RLIMIT_NICE][0] = p.rlimits[RLIMIT_NICE][1] = 0;
+  p.rlimits[RLIMIT_RTPRIO][0] = p.rlimits[RLIMIT_RTPRIO][1] = 0;
 }
 
 void install_stdio(Kernel& k, Process& p) {
@@ -45,7 +49,7 @@ void install_stdio(Kernel& k, Process& p) {
 }
 
 bool pid_in_use_locked(Kernel& k, int pid) {
-  for (Task* t : k.tasks)
+  for (Task* t : k.live_tasks())
     if (t && (t->tid == pid || t->proc->pid == pid || t->proc->pgid == pid || t->proc->sid == pid))
       return true;
   return false;
@@ -60,7 +64,10 @@ int alloc_pid_locked(Kernel& k) {
     int pid = k.next_pid++;
     if (k.next_pid >= max) k.next_pid = kReservedPids;
     if (pid >= max) continue;  // pid_max was lowered below the next pid
-    if (!pid_in_use_locked(k, pid)) return pid;
+    if (pid_in_use_locked(k, pid)) continue;
+    if (pid_reserve_locked(k, pid)) return pid;
+    // Another flatux instance on the host has this block of numbers.
+    k.next_pid = pid_next_block(pid) < max ? pid_next_block(pid) : kReservedPids;
   }
   return -EAGAIN;
 }
@@ -103,13 +110,7 @@ Task* task_create_locked(Kernel& k, Process& p, int tid, HostProc* hp) {
     k.heap->destroy_obj(t);
     return nullptr;
   }
-  for (Task*& slot : k.tasks) {
-    if (!slot) {
-      slot = t;
-      k.ntasks++;
-      break;
-    }
-  }
+  k.add_task_locked(t);
   {
     Guard g(p.siglock);
     Task** link = &p.threads;
@@ -132,13 +133,11 @@ void discard_unstarted_task_locked(Task& t) {
   }
   p.nthreads--;
   t.hproc->ntasks.fetch_sub(1);
-  for (Task*& slot : k.tasks)
-    if (slot == &t) { slot = nullptr; k.ntasks--; break; }
+  k.remove_task_locked(&t);
   k.heap->free(t.entry_fpstate);
   kstack_release(t);
   k.heap->destroy_obj(&t);
   if (p.nthreads == 0) {
-    release_vfork_waiter(p);
     p.state = ProcState::kZombie;
     discard_process_resources(p);
     release_zombie(p);
@@ -146,13 +145,13 @@ void discard_unstarted_task_locked(Task& t) {
 }
 
 Process* find_process_locked(Kernel& k, int pid) {
-  for (Task* t : k.tasks)
+  for (Task* t : k.live_tasks())
     if (t && t->proc->pid == pid && t->proc->state == ProcState::kRunning) return t->proc;
   return nullptr;
 }
 
 Task* find_task_locked(Kernel& k, int tid) {
-  for (Task* t : k.tasks)
+  for (Task* t : k.live_tasks())
     if (t && t->tid == tid) return t;
   return nullptr;
 }
@@ -165,8 +164,8 @@ void forward_host_signal(Kernel& k, int sig) {
   Guard g(k.tasks_lock);
   if (!k.init || k.init->state != ProcState::kRunning) return;
   int pgid = k.init->pgid;
-  for (Task* t : k.tasks)
-    if (t && t->tid == t->proc->pid && t->proc->pgid == pgid && t->proc->state == ProcState::kRunning)
+  for (Task* t : k.live_tasks())
+    if (t && first_thread_of_process(*t) && t->proc->pgid == pgid && t->proc->state == ProcState::kRunning)
       send_signal(*t->proc, nullptr, sig, si);
 }
 
@@ -187,6 +186,10 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     if (!p->mm || !p->files || !p->fs || !p->sighand) return -ENOMEM;
     t = task_create_locked(k, *p, p->pid, k.hproc0);
     if (!t) return -ENOMEM;
+    // The nice value flatux itself was started with, as a native program
+    // started the same way would see it.
+    long prio = host::sys(SYS_getpriority, PRIO_PROCESS, 0);
+    if (prio > 0) t->nice = 20 - (int)prio;
     k.init = p;
     copy_cstr(p->fs->cwd, sizeof p->fs->cwd, k.cfg.cwd);
   }

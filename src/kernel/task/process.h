@@ -18,6 +18,11 @@ Task* task_create_locked(Kernel& k, Process& p, int tid, HostProc* hp);
 int alloc_pid_locked(Kernel& k);
 
 Process* find_process_locked(Kernel& k, int pid);
+
+// Whether t is its process's first live thread: walking k.tasks, this
+// visits every process once, also one whose leader has exited while other
+// threads run on (its tid no longer names a live task). tasks_lock held.
+inline bool first_thread_of_process(const Task& t) { return t.proc->threads == &t; }
 Task* find_task_locked(Kernel& k, int tid);
 
 // A signal the host sent to flatux itself (^C on the terminal, kill from

@@ -13,6 +13,7 @@
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"
+#include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/exit.h"
 #include "kernel/task/process.h"
@@ -125,7 +126,10 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
         if (fork) hostproc_abandon(hp);
         return -EAGAIN;
       }
-      proc->exit_signal = (int)(flags & CSIGNAL);
+      // A sibling (CLONE_PARENT) tells the parent it shares what the caller
+      // would have: the caller's own exit signal, whatever was asked (Linux
+      // does the same; a chosen one could be fatal to that parent).
+      proc->exit_signal = (flags & CLONE_PARENT) ? t.proc->exit_signal : (int)(flags & CSIGNAL);
       if (!share_or_copy(k, t, *proc, flags)) {
         if (fork) hostproc_abandon(hp);
         proc->state = ProcState::kZombie;
@@ -147,6 +151,7 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
     }
     if (fork) hp->first = child;
     child->sigmask = t.sigmask;
+    child->nice = t.nice;
     if (!(flags & CLONE_VM) || (flags & CLONE_VFORK)) {
       child->altstack_sp = t.altstack_sp;
       child->altstack_size = t.altstack_size;
@@ -155,7 +160,7 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
     if (flags & CLONE_CHILD_CLEARTID) child->clear_child_tid = ctid;
     if (flags & CLONE_VFORK) {
       t.vfork_done.store(0);
-      proc->vfork_waiter = &t;
+      child->vfork_waiter = &t;
     }
   }
   // Linux ignores a bad tid pointer here: the child exists all the same.
@@ -178,8 +183,13 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
   if ((flags & CLONE_PARENT_SETTID) && fork) put_user((void*)ptid, tid);
   if (flags & CLONE_VFORK) {
     // The parent sleeps until the child has exec'd or exited: they share
-    // the stack the child is running on.
-    while (t.vfork_done.load() == 0) futex_wait(&t.vfork_done, 0);
+    // the stack the child is running on. A fatal signal ends the wait (the
+    // child runs on); the way back to guest mode then acts on it.
+    while (t.vfork_done.load() == 0 && !fatal_signal_pending(t)) futex_wait(&t.vfork_done, 0);
+    if (t.vfork_done.load() != 1) {
+      Guard g(k.tasks_lock);
+      if (t.vfork_done.load() != 1) forget_vfork_child_locked(t);
+    }
   }
   return tid;
 }

@@ -20,7 +20,9 @@ long sys_futex(Task&, SyscallArgs a) {
   int op = (int)a[1];
   int cmd = op & FUTEX_CMD_MASK;
   if (uaddr & 3) return -EINVAL;  // Linux checks alignment before the address
-  if (!access_ok((void*)uaddr, 4)) return -EFAULT;
+  // The host reads the word (or only hashes its address); only
+  // FUTEX_WAKE_OP writes, to uaddr2, which must then be the caller's own.
+  if (!user_range_ok((void*)uaddr, 4)) return -EFAULT;
   timespec ts;
   timespec* tsp = nullptr;
   switch (cmd) {
@@ -39,7 +41,8 @@ long sys_futex(Task&, SyscallArgs a) {
     case FUTEX_CMP_REQUEUE:
     case FUTEX_WAKE_OP:
       // For these the "timeout" argument is a count, passed by value.
-      if (!access_ok((void*)uaddr2, 4)) return -EFAULT;
+      if (cmd == FUTEX_WAKE_OP ? !access_ok((void*)uaddr2, 4) : !user_range_ok((void*)uaddr2, 4))
+        return -EFAULT;
       return host::sys(SYS_futex, uaddr, op, val, utime, uaddr2, val3);
     default:
       return -ENOSYS;  // PI futexes are not supported yet

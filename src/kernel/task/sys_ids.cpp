@@ -71,7 +71,7 @@ long sys_setpgid(Task& t, SyscallArgs a) {
   if (pgid == 0) pgid = p->pid;
   if (pgid != p->pid) {
     bool exists = false;
-    for (Task* x : k.tasks)
+    for (Task* x : k.live_tasks())
       if (x && x->proc->pgid == pgid && x->proc->sid == t.proc->sid) exists = true;
     if (!exists) return -EPERM;
   }
@@ -83,7 +83,7 @@ long sys_setsid(Task& t, SyscallArgs) {
   Kernel& k = *t.kernel;
   Guard g(k.tasks_lock);
   Process& p = *t.proc;
-  for (Task* x : k.tasks)
+  for (Task* x : k.live_tasks())
     if (x && x->proc->pgid == p.pid) return -EPERM;  // already a group leader
   p.sid = p.pgid = p.pid;
   p.ctty = nullptr;  // a new session starts without a controlling terminal

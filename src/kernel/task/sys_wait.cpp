@@ -1,5 +1,6 @@
 // wait4 and waitid: zombies, stopped and continued children.
 #include <cstring>
+#include <fcntl.h>
 #include <linux/errno.h>
 #include <linux/futex.h>
 #include <sys/resource.h>
@@ -12,6 +13,8 @@
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/exit.h"
+#include "kernel/task/pidfd.h"
+#include "kernel/vfs/fdref.h"
 
 namespace flatux {
 namespace {
@@ -146,12 +149,22 @@ long sys_waitid(Task& t, SyscallArgs a) {
   if (options & ~(WNOHANG | WEXITED | WSTOPPED | WCONTINUED | WNOWAIT | kWall | kWclone | kWnothread))
     return -EINVAL;
   if (!(options & (WEXITED | WSTOPPED | WCONTINUED))) return -EINVAL;
+  int id = (int)a[1];
+  bool nonblock_pidfd = false;
+  if (idtype == P_PIDFD) {  // the pidfd's process, as P_PID
+    if (id < 0) return -EINVAL;
+    FdRef f(t, (uint64_t)id);
+    if (!f || !(id = pidfd_pid(*f))) return -EBADF;
+    idtype = P_PID;
+    nonblock_pidfd = f->flags & O_NONBLOCK;
+  }
   if (idtype != P_ALL && idtype != P_PID && idtype != P_PGID) return -EINVAL;
-  if ((idtype == P_PID && (int)a[1] <= 0) || (idtype == P_PGID && (int)a[1] < 0)) return -EINVAL;
-  WaitQuery q{idtype, (int)a[1], options};
+  if ((idtype == P_PID && id <= 0) || (idtype == P_PGID && id < 0)) return -EINVAL;
+  WaitQuery q{idtype, id, options | (nonblock_pidfd ? WNOHANG : 0)};
   WaitResult r;
   long ret = do_wait(t, q, &r);
   if (ret < 0) return ret;
+  if (ret == 0 && nonblock_pidfd && !(options & WNOHANG)) return -EAGAIN;
   if (a[2]) {
     siginfo_t si;
     memset(&si, 0, sizeof si);

@@ -21,6 +21,7 @@ struct Task;
 struct Tty;
 struct MemAccount;
 struct SyscallSites;
+struct PidFd;
 struct SemUndoList;
 struct HostProc;
 
@@ -55,6 +56,31 @@ struct SigPending {
   SigQueued* head = nullptr;
 };
 
+// The lock of an Mm's region list. It knows which thread holds it (by its
+// stack), so that a check of guest memory made while the thread holds it
+// (a file read into a mapping being made) need not take it again.
+class MmLock {
+ public:
+  void lock() {
+    mutex_.lock();
+    holder_.store(stack_id(), std::memory_order_relaxed);
+  }
+  void unlock() {
+    holder_.store(0, std::memory_order_relaxed);
+    mutex_.unlock();
+  }
+  bool held_by_caller() const { return holder_.load(std::memory_order_relaxed) == stack_id(); }
+
+ private:
+  static uintptr_t stack_id() {
+    uintptr_t sp;
+    asm volatile("mov %%rsp, %0" : "=r"(sp));
+    return (sp & ~(uintptr_t)(kKernelStackSize - 1)) | 1;
+  }
+  KMutex mutex_;
+  std::atomic<uintptr_t> holder_{0};
+};
+
 // Memory ownership; shared by CLONE_VM (threads, and a vfork child until it
 // execs or exits).
 struct ShmAttach;
@@ -62,7 +88,7 @@ struct ShmAttach;
 struct Mm {
   explicit Mm(Heap* h) : regions(h) {}
   std::atomic<int> refs{1};
-  KMutex lock;
+  MmLock lock;
   RegionList regions;
   uintptr_t brk_start = 0, brk_cur = 0, brk_mapped = 0, brk_limit = 0;
   // The main stack: [stack_floor, stack_top) is reserved, [stack_low,
@@ -123,6 +149,7 @@ struct Process {
   // Bumped whenever a signal is queued for the process or one of its
   // threads, blocked or not: wakes signalfd readers.
   std::atomic<uint32_t> sig_queued{0};
+  std::atomic<uint32_t> sig_queued_sleepers{0};  // signalfd readers asleep on sig_queued
 
   // Exit, stop and wait bookkeeping (under tasks_lock).
   bool group_exit = false;
@@ -133,7 +160,7 @@ struct Process {
   std::atomic<uint32_t> cont_seq{0};     // bumped by SIGCONT / SIGKILL: wakes stopped threads
   std::atomic<uint32_t> child_event{0};  // bumped when a child changes state: wakes waiters
   std::atomic<uint32_t> threads_gone{0}; // bumped when a thread leaves: wakes execve
-  Task* vfork_waiter = nullptr;  // the parent task sleeping in vfork()
+  PidFd* pidfds = nullptr;       // pidfds naming it (task/pidfd.cpp; tasks_lock)
 
   uint64_t start_ns = 0;
   uint64_t cpu_ns = 0;           // CPU time of threads that have exited
@@ -151,6 +178,9 @@ struct Task {
   uint64_t guest_fs = 0;
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0, robust_len = 0;
+  int nice = 0;                       // getpriority/setpriority (sys/sys_sched.cpp; tasks_lock)
+  uint64_t rseq_addr = 0;             // registered with the host thread (task/sys_rseq.cpp)
+  uint32_t rseq_len = 0, rseq_sig = 0;
 
   // Signal state; the mask and pending set are guarded by proc->siglock.
   uint64_t sigmask = 0;
@@ -164,6 +194,13 @@ struct Task {
   // code: a deliverable signal, or a request to exit. Blocking waits in the
   // kernel watch it too (host/entry.h: interruptible host calls).
   std::atomic<uint32_t> notify{0};
+  // Set while the task sleeps on `notify` itself (sigsuspend, pause,
+  // sigtimedwait): a sender then wakes it with a futex wake instead of a
+  // kick, which would cost a host signal delivery (signal/signal.cpp).
+  std::atomic<uint32_t> waits_on_notify{0};
+  // Held by a sender that kicks the task after letting go of tasks_lock:
+  // its memory stays until then (reap_dead_tasks).
+  std::atomic<int> pins{0};
   bool exit_requested = false;   // group exit or exec in another thread
   // While the task waits in poll/select/epoll on a file without a host
   // descriptor (signalfd), `virtual_waiting` is set and send_signal writes
@@ -180,9 +217,17 @@ struct Task {
   uint64_t restart_deadline_ns = 0;
   int restart_clock = 0;
 
-  std::atomic<uint32_t> vfork_done{0};  // our vfork child has exec'd or exited
+  // The parent task sleeping in vfork() until this task execs or exits
+  // (per task, as Linux's vfork_done: CLONE_VFORK may come with
+  // CLONE_THREAD).
+  Task* vfork_waiter = nullptr;
+  // vfork(): 0 while the parent waits, 1 once the child has exec'd or
+  // exited, 2 when the parent is being killed (the wait is killable, as
+  // Linux's): exit/kill paths store 2 so no wake-up can be missed.
+  std::atomic<uint32_t> vfork_done{0};
   std::atomic<uint32_t> host_tid{0};  // cleared by the host when the thread dies
   uint64_t set_child_tid = 0;         // fork's CLONE_CHILD_SETTID: written by the child itself
+  int kernel_buffers = 0;             // > 0: user copies may name kernel buffers (KernelBuffers)
   greg_t entry_regs[NGREG]{};         // registers the thread starts guest code with
   void* entry_fpstate = nullptr;      // FPU state it starts with (kernel heap), or clean
   uint64_t start_ns = 0;

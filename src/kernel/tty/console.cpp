@@ -71,6 +71,28 @@ const FileOps kPassOps = {
     .poll = pass_poll,
 };
 
+// The host terminal as the console's device: output is written through
+// (the host's write blocks when the terminal does), so there is always room.
+size_t host_room(Tty&) { return kUnlimited; }
+void host_write(Tty& tty, const char* s, size_t n) {
+  int fd = static_cast<Console*>(tty.driver_data)->host_out;
+  while (n) {
+    long r = host::sys(SYS_write, fd, s, n);
+    if (r == -EINTR) continue;
+    if (r <= 0) return;
+    s += r;
+    n -= (size_t)r;
+  }
+}
+long host_wait_room(Task&, Tty&, uint32_t) { return 0; }
+uint32_t host_room_seq(Tty&) { return 0; }
+long console_reopen(Task& t, Tty& tty, int flags, File** out);
+
+const TtyDriver kHostTerminal = {
+    .write_room = host_room, .write = host_write, .wait_room = host_wait_room, .room_seq = host_room_seq,
+    .reopen = console_reopen,
+};
+
 long open_on(Kernel& k, Console& c, int flags, uint64_t dev, File** out) {
   uint32_t keep = (uint32_t)flags & (O_ACCMODE | O_NONBLOCK | O_APPEND);
   File* f = file_alloc(k.heap, c.terminal ? &kTtyOps : &kPassOps, keep, -1);
@@ -89,7 +111,9 @@ long console_create(Kernel& k, int host_in, int host_out, bool terminal) {
   c->host_in = host_in;
   c->host_out = host_out;
   c->terminal = terminal;
-  tty_init(c->tty, k, host_out);
+  tty_init(c->tty, k, &kHostTerminal, c);
+  c->tty.ws.ws_row = 24;
+  c->tty.ws.ws_col = 80;
   if (terminal) {
     struct winsize ws;
     if (host::sys(SYS_ioctl, host_in, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) c->tty.ws = ws;
@@ -130,17 +154,22 @@ long console_open_initial(Kernel& k, File** out) {
   return open_on(k, *k.console, O_RDWR, kDevConsole, out);
 }
 
+namespace {
+long console_reopen(Task& t, Tty& tty, int flags, File** out) {
+  return open_on(*t.kernel, *static_cast<Console*>(tty.driver_data), flags, kDevTty, out);
+}
+}  // namespace
+
+// /dev/tty: the caller's controlling terminal, reopened by its driver
+// (under tasks_lock, so a pty cannot go away meanwhile). Without a
+// controlling terminal, a console that is not a tty stands in for it.
 long ctty_open(Task& t, int flags, File** out) {
-  Console* c = t.kernel->console;
-  if (!c) return -ENXIO;
-  if (c->terminal) {
-    Tty* ctty;
-    {
-      Guard g(t.kernel->tasks_lock);
-      ctty = t.proc->ctty;
-    }
-    if (ctty != &c->tty) return -ENXIO;
+  {
+    Guard g(t.kernel->tasks_lock);
+    if (Tty* ctty = t.proc->ctty) return ctty->driver->reopen(t, *ctty, flags, out);
   }
+  Console* c = t.kernel->console;
+  if (!c || c->terminal) return -ENXIO;
   return open_on(*t.kernel, *c, flags, kDevTty, out);
 }
 

@@ -24,24 +24,16 @@ bool is(const Tty& tty, unsigned char c, int cc) {
 bool lflag(const Tty& tty, unsigned f) { return tty.tio.c_lflag & f; }
 bool iflag(const Tty& tty, unsigned f) { return tty.tio.c_iflag & f; }
 
-// Writes to the device, all of it unless the device fails.
-void device_write(Tty& tty, const char* s, size_t n) {
-  while (n) {
-    long r = host::sys(SYS_write, tty.host_out, s, n);
-    if (r == -EINTR) continue;
-    if (r <= 0) return;
-    s += r;
-    n -= (size_t)r;
-  }
-}
-
-// Output post-processing (OPOST, ONLCR, OCRNL) into `out`; returns its length.
+// Output post-processing (OPOST, ONLCR, OCRNL) into `out`, as much as
+// fits in `cap`; returns its length and sets *used to the input taken.
 size_t opost(const Tty& tty, const char* s, size_t n, char* out, size_t cap, size_t* used) {
   size_t o = 0, i = 0;
   bool post = tty.tio.c_oflag & OPOST;
-  for (; i < n && o + 2 <= cap; i++) {
+  for (; i < n; i++) {
     char c = s[i];
-    if (post && c == '\n' && (tty.tio.c_oflag & ONLCR)) {
+    bool crlf = post && c == '\n' && (tty.tio.c_oflag & ONLCR);
+    if (o + (crlf ? 2 : 1) > cap) break;
+    if (crlf) {
       out[o++] = '\r';
     } else if (post && c == '\r' && (tty.tio.c_oflag & OCRNL)) {
       c = '\n';
@@ -52,15 +44,30 @@ size_t opost(const Tty& tty, const char* s, size_t n, char* out, size_t cap, siz
   return o;
 }
 
-void output(Tty& tty, const char* s, size_t n) {
+// Hands the device as much of `s` as it has room for, post-processed
+// (out_lock held); returns the input bytes taken.
+size_t output_some(Tty& tty, const char* s, size_t n) {
   char buf[1024];
-  while (n) {
+  size_t done = 0;
+  while (done < n) {
+    size_t room = tty.driver->write_room(tty);
     size_t used;
-    size_t o = opost(tty, s, n, buf, sizeof buf, &used);
-    device_write(tty, buf, o);
-    s += used;
-    n -= used;
+    size_t o = opost(tty, s + done, n - done, buf, room < sizeof buf ? room : sizeof buf, &used);
+    if (!used) break;
+    tty.driver->write(tty, buf, o);
+    done += used;
   }
+  return done;
+}
+
+// Echo and kernel text: what the device has no room for is dropped, as
+// N_TTY drops echoes that do not fit.
+void output(Tty& tty, const char* s, size_t n) { output_some(tty, s, n); }
+
+// Raw bytes to the device (erase sequences), dropped when it is full.
+void device_write(Tty& tty, const char* s, size_t n) {
+  size_t room = tty.driver->write_room(tty);
+  tty.driver->write(tty, s, n < room ? n : room);
 }
 
 // Echo of one input byte: control characters as ^X under ECHOCTL.
@@ -239,17 +246,22 @@ long wait_input(Task& t, Tty& tty, uint32_t seq, uint64_t deadline_ns) {
 
 }  // namespace
 
-void tty_init(Tty& tty, Kernel& k, int host_out) {
+void tty_init(Tty& tty, Kernel& k, const TtyDriver* driver, void* driver_data) {
   tty.kernel = &k;
-  tty.host_out = host_out;
+  tty.driver = driver;
+  tty.driver_data = driver_data;
   tty.tio.c_iflag = ICRNL | IXON;
   tty.tio.c_oflag = OPOST | ONLCR;
   tty.tio.c_cflag = B38400 | CS8 | CREAD | HUPCL;
   tty.tio.c_lflag = ISIG | ICANON | ECHO | ECHOE | ECHOK | ECHOCTL | ECHOKE | IEXTEN;
   static constexpr unsigned char kInitCc[] = {3, 28, 127, 21, 4, 0, 1, 0, 17, 19, 26, 0, 18, 15, 23, 22, 0};
   memcpy(tty.tio.c_cc, kInitCc, sizeof kInitCc);
-  tty.ws.ws_row = 24;
-  tty.ws.ws_col = 80;
+}
+
+size_t tty_receive_room(Tty& tty) {
+  Guard g(tty.lock);
+  if (lflag(tty, ICANON) && tty.canon_len == 0) return kUnlimited;
+  return (size_t)(Tty::kBufSize - tty.len);
 }
 
 void tty_receive(Tty& tty, const char* data, size_t n) {
@@ -286,6 +298,7 @@ int tty_input_available(Tty& tty) {
 
 long tty_read(Task& t, Tty& tty, File& f, void* guest_buf, size_t n) {
   if (!access_ok(guest_buf, n)) return -EFAULT;
+  if (tty.hung_up.load()) return 0;
   if (long r = tty_job_control(t, tty, SIGTTIN); r < 0) return r;
   if (n == 0) return 0;
   char bounce[Tty::kBufSize];
@@ -320,6 +333,7 @@ long tty_read(Task& t, Tty& tty, File& f, void* guest_buf, size_t n) {
         }
       }
     }
+    if (tty.hung_up.load()) break;
     if (f.flags & O_NONBLOCK) {
       if (got) break;
       return -EAGAIN;
@@ -330,21 +344,34 @@ long tty_read(Task& t, Tty& tty, File& f, void* guest_buf, size_t n) {
       return r;
     }
   }
+  if (got && tty.driver->input_consumed) tty.driver->input_consumed(tty);
   if (got && copy_to_user(guest_buf, bounce, got) < 0) return -EFAULT;
   return (long)got;
 }
 
-long tty_write(Task& t, Tty& tty, File&, const void* guest_buf, size_t n) {
+long tty_write(Task& t, Tty& tty, File& f, const void* guest_buf, size_t n) {
+  if (tty.hung_up.load()) return -EIO;
   if (tty.tio.c_lflag & TOSTOP) {
     if (long r = tty_job_control(t, tty, SIGTTOU); r < 0) return r;
   }
   char bounce[512];
   size_t done = 0;
-  Guard o(tty.out_lock);
+  Guard w(tty.write_lock);
   while (done < n) {
     size_t chunk = n - done < sizeof bounce ? n - done : sizeof bounce;
     if (copy_from_user(bounce, (const char*)guest_buf + done, chunk) < 0) return done ? (long)done : -EFAULT;
-    output(tty, bounce, chunk);
+    size_t taken = 0;
+    while (taken < chunk) {
+      uint32_t seq = tty.driver->room_seq(tty);
+      {
+        Guard o(tty.out_lock);
+        taken += output_some(tty, bounce + taken, chunk - taken);
+      }
+      if (taken == chunk) break;
+      // The device is full: wait for room, as n_tty_write does.
+      long r = tty.hung_up.load() ? -EIO : (f.flags & O_NONBLOCK) ? -EAGAIN : tty.driver->wait_room(t, tty, seq);
+      if (r < 0) return done + taken ? (long)(done + taken) : r;
+    }
     done += chunk;
   }
   return (long)done;
@@ -356,8 +383,11 @@ void tty_write_kernel(Tty& tty, const char* s, size_t n) {
 }
 
 short tty_poll(Tty& tty, short events) {
+  if (tty.hung_up.load())
+    return (short)((POLLIN | POLLOUT | POLLERR | POLLHUP | POLLRDNORM | POLLWRNORM) & (events | POLLERR | POLLHUP));
+  short r = 0;
+  if (tty.driver->write_room(tty) > 0) r |= POLLOUT | POLLWRNORM;
   Guard g(tty.lock);
-  short r = POLLOUT | POLLWRNORM;
   if (readable_locked(tty) > 0) r |= POLLIN | POLLRDNORM;
   return (short)(r & (events | POLLERR | POLLHUP));
 }

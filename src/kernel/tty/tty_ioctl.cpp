@@ -9,6 +9,7 @@
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
+#include "kernel/task/process.h"
 #include "kernel/tty/tty.h"
 #include "kernel/tty/tty_internal.h"
 
@@ -16,14 +17,14 @@ namespace flatux {
 namespace {
 
 bool pgrp_exists_in_session_locked(Kernel& k, int pgrp, int sid) {
-  for (Task* x : k.tasks)
+  for (Task* x : k.live_tasks())
     if (x && x->proc->pgid == pgrp && x->proc->sid == sid && x->proc->state == ProcState::kRunning)
       return true;
   return false;
 }
 
 bool session_alive_locked(Kernel& k, int sid) {
-  for (Task* x : k.tasks)
+  for (Task* x : k.live_tasks())
     if (x && x->proc->sid == sid && x->proc->state == ProcState::kRunning) return true;
   return false;
 }
@@ -31,7 +32,7 @@ bool session_alive_locked(Kernel& k, int sid) {
 // POSIX: a group is orphaned when no member has a parent in another group
 // of the same session (nobody left to resume it after a stop).
 bool pgrp_orphaned_locked(Kernel& k, int pgrp) {
-  for (Task* x : k.tasks) {
+  for (Task* x : k.live_tasks()) {
     if (!x || x->proc->pgid != pgrp || x->proc->state != ProcState::kRunning) continue;
     Process* parent = x->proc->parent;
     if (parent && parent->pgid != pgrp && parent->sid == x->proc->sid) return false;
@@ -53,10 +54,11 @@ bool is_ctty(Task& t, Tty& tty) { return t.proc->ctty == &tty; }
 
 long set_termios(Task& t, Tty& tty, unsigned cmd, uint64_t arg) {
   if (long r = check_change(t, tty); r < 0) return r;
-  struct termios nt;
+  struct termios nt, old;
   if (copy_from_user(&nt, (const void*)arg, sizeof nt) < 0) return -EFAULT;
   {
     Guard g(tty.lock);
+    old = tty.tio;
     bool was_canon = tty.tio.c_lflag & ICANON;
     tty.tio = nt;
     if (cmd == TCSETSF) {
@@ -72,6 +74,8 @@ long set_termios(Task& t, Tty& tty, unsigned cmd, uint64_t arg) {
   }
   tty.in_seq.fetch_add(1);
   futex_wake(&tty.in_seq, 1 << 30);
+  if (tty.driver->termios_changed) tty.driver->termios_changed(tty, old);
+  if (tty.driver->input_consumed) tty.driver->input_consumed(tty);  // the room may have changed
   return 0;
 }
 
@@ -84,7 +88,7 @@ long set_pgrp(Task& t, Tty& tty, uint64_t arg) {
   if (!is_ctty(t, tty) || tty.session != t.proc->sid) return -ENOTTY;
   if (pgrp < 0) return -EINVAL;
   if (!pgrp_exists_in_session_locked(k, pgrp, t.proc->sid)) {
-    for (Task* x : k.tasks)
+    for (Task* x : k.live_tasks())
       if (x && x->proc->pgid == pgrp) return -EPERM;  // a group of another session
     return -ESRCH;
   }
@@ -97,13 +101,14 @@ long set_ctty(Task& t, Tty& tty, uint64_t arg) {
   Kernel& k = *t.kernel;
   Guard g(k.tasks_lock);
   Process& p = *t.proc;
+  if (tty.hung_up.load()) return -EIO;  // set under tasks_lock: no ctty is taken after a hangup
   if (p.ctty == &tty) return 0;
   if (p.pid != p.sid || p.ctty) return -EPERM;
   Guard l(tty.lock);
   if (tty.session && tty.session != p.sid && session_alive_locked(k, tty.session)) {
     // Stealing needs arg 1 and CAP_SYS_ADMIN (every guest is root).
     if (arg != 1 || p.creds.euid != 0) return -EPERM;
-    for (Task* x : k.tasks)
+    for (Task* x : k.live_tasks())
       if (x && x->proc->sid == tty.session && x->proc->ctty == &tty) x->proc->ctty = nullptr;
   }
   p.ctty = &tty;
@@ -125,7 +130,7 @@ long drop_ctty(Task& t, Tty& tty) {
       p.ctty = nullptr;
       return 0;
     }
-    for (Task* x : k.tasks)
+    for (Task* x : k.live_tasks())
       if (x && x->proc->sid == p.sid) x->proc->ctty = nullptr;
     Guard l(tty.lock);
     fg = tty.pgrp;
@@ -140,24 +145,28 @@ long drop_ctty(Task& t, Tty& tty) {
 
 long flush(Task& t, Tty& tty, uint64_t arg) {
   if (long r = check_change(t, tty); r < 0) return r;
-  switch (arg) {
-    case TCIFLUSH: case TCIOFLUSH: tty_flush_input(tty); return 0;
-    case TCOFLUSH: return 0;  // output is written through: nothing queued
-    default: return -EINVAL;
-  }
+  if (arg != TCIFLUSH && arg != TCOFLUSH && arg != TCIOFLUSH) return -EINVAL;
+  if (arg != TCOFLUSH) tty_flush_input(tty);
+  // Output the device has queued (a pty master's unread bytes) is the
+  // driver's; the console writes through.
+  if (tty.driver->flushed) tty.driver->flushed(tty, (int)arg);
+  if (arg != TCOFLUSH && tty.driver->input_consumed) tty.driver->input_consumed(tty);
+  return 0;
 }
 
 }  // namespace
 
-void kill_pgrp(Kernel& k, int pgrp, int sig) {
+void kill_pgrp_locked(Kernel& k, int pgrp, int sig) {
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = sig;
   si.si_code = SI_KERNEL;
+  send_signal_pgrp_locked(k, pgrp, sig, si);
+}
+
+void kill_pgrp(Kernel& k, int pgrp, int sig) {
   Guard g(k.tasks_lock);
-  for (Task* x : k.tasks)
-    if (x && x->tid == x->proc->pid && x->proc->pgid == pgrp && x->proc->state == ProcState::kRunning)
-      send_signal(*x->proc, nullptr, sig, si);
+  kill_pgrp_locked(k, pgrp, sig);
 }
 
 long tty_job_control(Task& t, Tty& tty, int sig) {
@@ -176,6 +185,52 @@ long tty_job_control(Task& t, Tty& tty, int sig) {
   return -ERESTARTSYS;
 }
 
+// Linux's __tty_hangup for a pty slave (tty_signal_session_leader).
+void tty_hangup(Tty& tty) {
+  Kernel& k = *tty.kernel;
+  {
+    Guard g(k.tasks_lock);
+    tty.hung_up.store(true);
+    int sid;
+    {
+      Guard l(tty.lock);
+      sid = tty.session;
+      tty.session = tty.pgrp = 0;
+    }
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_code = SI_KERNEL;
+    for (Task* x : k.live_tasks()) {
+      if (!x || !first_thread_of_process(*x) || x->proc->ctty != &tty) continue;
+      x->proc->ctty = nullptr;
+      if (x->proc->pid != sid || x->proc->state != ProcState::kRunning) continue;
+      si.si_signo = SIGHUP;
+      send_signal(*x->proc, nullptr, SIGHUP, si);
+      si.si_signo = SIGCONT;
+      send_signal(*x->proc, nullptr, SIGCONT, si);
+    }
+  }
+  tty.in_seq.fetch_add(1);
+  futex_wake(&tty.in_seq, 1 << 30);
+}
+
+void tty_session_leader_exit_locked(Process& leader) {
+  Tty* tty = leader.ctty;
+  if (!tty || leader.pid != leader.sid) return;
+  Kernel& k = *leader.kernel;
+  int fg;
+  {
+    Guard l(tty->lock);
+    if (tty->session != leader.sid) return;
+    fg = tty->pgrp;
+    tty->session = tty->pgrp = 0;
+  }
+  for (Task* x : k.live_tasks())
+    if (x && x->proc->sid == leader.sid && x->proc->ctty == tty) x->proc->ctty = nullptr;
+  leader.ctty = nullptr;
+  if (fg > 0) kill_pgrp_locked(k, fg, SIGHUP);
+}
+
 void tty_set_winsize(Tty& tty, const struct winsize& ws) {
   int fg;
   {
@@ -188,6 +243,7 @@ void tty_set_winsize(Tty& tty, const struct winsize& ws) {
 }
 
 long tty_ioctl(Task& t, Tty& tty, File&, unsigned cmd, uint64_t arg) {
+  if (tty.hung_up.load()) return cmd == TIOCSPGRP ? -ENOTTY : -EIO;
   switch (cmd) {
     case TCGETS: {
       struct termios cur;

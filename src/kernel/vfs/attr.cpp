@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/namei.h"
@@ -72,7 +73,8 @@ long vfs_setattr(Task& t, int dirfd, const char* path, bool follow, Attr& a) {
     // truncate(2) breaks leases, as a write open would.
     if ((mine.mask & kAttrSize) && (r = t.kernel->leases->break_for(t, st.st_dev, st.st_ino, O_WRONLY)) < 0)
       return r;
-    return fs.ops->setattr ? fs.ops->setattr(t, fs, lk, mine) : -EPERM;
+    r = fs.ops->setattr ? fs.ops->setattr(t, fs, lk, mine) : -EPERM;
+    return dnotify_result(t, lk, r, (mine.mask & kAttrSize) ? DN_MODIFY : DN_ATTRIB);
   });
 }
 
@@ -83,7 +85,9 @@ long vfs_fsetattr(Task& t, File& f, Attr& a) {
   long r = check_setattr(t, st, a, true);
   if (r < 0) return r;
   if (!a.mask) return 0;
-  return f.ops->setattr ? f.ops->setattr(t, f, a) : -EPERM;
+  r = f.ops->setattr ? f.ops->setattr(t, f, a) : -EPERM;
+  if (r == 0) dnotify_file(t, f, (a.mask & kAttrSize) ? DN_MODIFY : DN_ATTRIB);
+  return r;
 }
 
 }  // namespace flatux

@@ -7,6 +7,7 @@
 
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
@@ -49,6 +50,7 @@ void File::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   if (locks) locks->on_release(*this);
   if (leases) leases->on_release(*this);
+  if (dnotify) dnotify_forget(*this);
   if (ops && ops->release) ops->release(*this);
   if (host_fd >= 0) host::sys(SYS_close, host_fd);
   if (path) heap->free(path);

@@ -18,6 +18,7 @@ struct Task;
 struct Filesystem;
 struct Mount;
 struct Attr;
+struct XattrOp;
 class LockTable;
 class LeaseTable;
 
@@ -55,6 +56,8 @@ struct FileOps {
   // RWF_* (known ones only). Null: one call per buffer, RWF_HIPRI at most.
   long (*readv)(Task&, File&, const struct iovec* iov, int cnt, int64_t off, int flags) = nullptr;
   long (*writev)(Task&, File&, const struct iovec* iov, int cnt, int64_t off, int flags) = nullptr;
+  // fgetxattr and kin (see FsOps::xattr); null: EOPNOTSUPP.
+  long (*xattr)(Task&, File&, struct XattrOp&) = nullptr;
 };
 
 struct File {
@@ -67,6 +70,7 @@ struct File {
   Mount* mount = nullptr;    // the mount it was opened through (holds a reference)
   LockTable* locks = nullptr;  // set once it holds a flock or OFD lock
   LeaseTable* leases = nullptr;  // set once it has held a lease (vfs/lease.cpp)
+  bool dnotify = false;        // a directory F_NOTIFY watches (vfs/dnotify.cpp)
   // fcntl F_SETOWN/F_SETOWN_EX/F_SETSIG (vfs/fown.cpp): who is signalled
   // about the file (a lease break) and with what.
   int owner_id = 0;          // a pid, tid or process group; 0: nobody

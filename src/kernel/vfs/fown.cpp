@@ -17,7 +17,7 @@ namespace {
 bool owner_exists_locked(Kernel& k, int type, int id) {
   if (type == F_OWNER_TID) return find_task_locked(k, id) != nullptr;
   if (type == F_OWNER_PID) return find_process_locked(k, id) != nullptr;
-  for (Task* x : k.tasks)
+  for (Task* x : k.live_tasks())
     if (x && x->proc->pgid == id && x->proc->state == ProcState::kRunning) return true;
   return false;
 }
@@ -92,8 +92,8 @@ void send_sigio(Task& t, File& f, int fd, int reason, long band) {
   } else if (f.owner_type == F_OWNER_PID) {
     if (Process* p = find_process_locked(k, f.owner_id)) send_signal(*p, nullptr, sig, si);
   } else {
-    for (Task* x : k.tasks)
-      if (x && x->tid == x->proc->pid && x->proc->pgid == f.owner_id && x->proc->state == ProcState::kRunning)
+    for (Task* x : k.live_tasks())
+      if (x && first_thread_of_process(*x) && x->proc->pgid == f.owner_id && x->proc->state == ProcState::kRunning)
         send_signal(*x->proc, nullptr, sig, si);
   }
 }

@@ -44,7 +44,7 @@ void count_opens(Task& t, File& self, uint64_t dev, uint64_t ino, int* readers, 
   FdTable* seen[64];
   int nseen = 0;
   Guard g(k.tasks_lock);
-  for (Task* x : k.tasks) {
+  for (Task* x : k.live_tasks()) {
     FdTable* table = x ? x->proc->files : nullptr;
     if (!table) continue;
     bool dup = false;

@@ -7,6 +7,7 @@
 #include <linux/fs.h>
 #include <sys/stat.h>
 
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
@@ -115,7 +116,7 @@ long vfs_mkdir(Task& t, int dirfd, const char* path, int mode) {
     Filesystem& fs = *lk.mount->fs;
     long r = vfs_may_create(t, lk);
     if (r) return r;
-    return claimed(t, lk, fs.ops->mkdir ? fs.ops->mkdir(t, fs, lk, mode & 07777) : -EPERM);
+    return dnotify_result(t, lk, claimed(t, lk, fs.ops->mkdir ? fs.ops->mkdir(t, fs, lk, mode & 07777) : -EPERM), DN_CREATE);
   });
 }
 
@@ -131,7 +132,7 @@ long vfs_mknod(Task& t, int dirfd, const char* path, int mode, uint64_t dev) {
     Filesystem& fs = *lk.mount->fs;
     long r = vfs_may_create(t, lk);
     if (r) return r;
-    return claimed(t, lk, fs.ops->mknod ? fs.ops->mknod(t, fs, lk, mode, dev) : -EPERM);
+    return dnotify_result(t, lk, claimed(t, lk, fs.ops->mknod ? fs.ops->mknod(t, fs, lk, mode, dev) : -EPERM), DN_CREATE);
   });
 }
 
@@ -148,7 +149,7 @@ long vfs_unlink(Task& t, int dirfd, const char* path) {
     }
     long r = may_remove(t, lk);
     if (r) return r;
-    return fs.ops->unlink ? fs.ops->unlink(t, fs, lk) : -EPERM;
+    return dnotify_result(t, lk, fs.ops->unlink ? fs.ops->unlink(t, fs, lk) : -EPERM, DN_DELETE);
   });
 }
 
@@ -161,7 +162,7 @@ long vfs_rmdir(Task& t, int dirfd, const char* path) {
     Filesystem& fs = *lk.mount->fs;
     long r = may_remove(t, lk);
     if (r) return r;
-    return fs.ops->rmdir ? fs.ops->rmdir(t, fs, lk) : -EPERM;
+    return dnotify_result(t, lk, fs.ops->rmdir ? fs.ops->rmdir(t, fs, lk) : -EPERM, DN_DELETE);
   });
 }
 
@@ -171,7 +172,7 @@ long vfs_symlink(Task& t, const char* target, int dirfd, const char* path) {
     Filesystem& fs = *lk.mount->fs;
     long r = vfs_may_create(t, lk);
     if (r) return r;
-    return claimed(t, lk, fs.ops->symlink ? fs.ops->symlink(t, fs, lk, target) : -EPERM);
+    return dnotify_result(t, lk, claimed(t, lk, fs.ops->symlink ? fs.ops->symlink(t, fs, lk, target) : -EPERM), DN_CREATE);
   });
 }
 
@@ -195,20 +196,21 @@ long vfs_link(Task& t, int olddirfd, const char* oldpath, int newdirfd, const ch
     File* f = nullptr;
     if (follow && fs.ops->magic_file && fs.ops->magic_file(t, fs, a, &f) == 0) {
       // linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW): the open file itself.
-      long r = f->mount ? link_open_file(t, *f, b) : -ENOENT;
+      long r = f->mount ? dnotify_result(t, b, link_open_file(t, *f, b), DN_CREATE) : -ENOENT;
       f->put();
       return r;
     }
     long r = vfs_may_create(t, b);
     if (r) return r;
     if (a.mount != b.mount) return -EXDEV;
-    return fs.ops->link ? fs.ops->link(t, fs, a, b) : -EPERM;
+    return dnotify_result(t, b, fs.ops->link ? fs.ops->link(t, fs, a, b) : -EPERM, DN_CREATE);
   });
 }
 
 long vfs_link_file(Task& t, File& f, int newdirfd, const char* newpath) {
   if (!f.mount) return -ENOENT;
-  return vfs_walk(t, newdirfd, newpath, false, [&](Lookup& lk) { return link_open_file(t, f, lk); });
+  return vfs_walk(t, newdirfd, newpath, false,
+                  [&](Lookup& lk) { return dnotify_result(t, lk, link_open_file(t, f, lk), DN_CREATE); });
 }
 
 long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
@@ -225,7 +227,9 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
     if (b.mount->readonly()) return -EROFS;
     r = check_dir_permission(t, b, false);
     if (r) return r;
-    return fs.ops->rename ? fs.ops->rename(t, fs, a, b, flags) : -EPERM;
+    r = fs.ops->rename ? fs.ops->rename(t, fs, a, b, flags) : -EPERM;
+    dnotify_result(t, a, r, DN_RENAME);
+    return dnotify_result(t, b, r, DN_RENAME);
   });
 }
 

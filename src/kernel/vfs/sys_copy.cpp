@@ -41,6 +41,7 @@ long copy_through(Task& t, File& in, int64_t* off, File& out, int64_t* out_off, 
   long map = host::sys(SYS_mmap, 0, kBounce, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map < 0) return -ENOMEM;
   char* buf = reinterpret_cast<char*>(map);
+  KernelBuffers bounce_is_ours;
   size_t done = 0;
   long err = 0;
   while (done < count) {

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/errno.h>
 
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/fown.h"
 #include "kernel/vfs/lease.h"
@@ -61,6 +63,36 @@ long sys_close(Task& t, SyscallArgs a) {
     if (f) t.kernel->locks->on_close(t, *f);
   }
   return t.proc->files->close((int)a[0]);
+}
+
+// close_range(first, last, flags): every open descriptor in the range is
+// closed (or marked close-on-exec); CLOSE_RANGE_UNSHARE first gives the
+// process a table of its own when another process shares it.
+long sys_close_range(Task& t, SyscallArgs a) {
+  uint64_t first = a[0] & 0xffffffffu, last = a[1] & 0xffffffffu, flags = a[2];
+  if (flags & ~(uint64_t)(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)) return -EINVAL;
+  if (first > last) return -EINVAL;
+  Process& p = *t.proc;
+  if ((flags & CLOSE_RANGE_UNSHARE) && p.files->refs.load() > 1) {
+    FdTable* own = p.files->clone();
+    if (!own) return -ENOMEM;
+    FdTable* old = p.files;
+    p.files = own;
+    if (old->refs.fetch_sub(1) == 1) t.kernel->heap->destroy_obj(old);
+  }
+  if (last >= (uint64_t)FdTable::kMaxFds) last = FdTable::kMaxFds - 1;
+  for (uint64_t fd = first; fd <= last; fd++) {
+    if (flags & CLOSE_RANGE_CLOEXEC) {
+      p.files->set_cloexec((int)fd, true);
+      continue;
+    }
+    if (p.has_posix_locks) {
+      FdRef f(t, fd);
+      if (f) t.kernel->locks->on_close(t, *f);
+    }
+    p.files->close((int)fd);
+  }
+  return 0;
 }
 
 long sys_flock(Task& t, SyscallArgs a) {
@@ -135,6 +167,9 @@ long sys_fcntl(Task& t, SyscallArgs a) {
       // Seals live on host memfds; anything else cannot be sealed.
       if (f->host_fd < 0) return -EINVAL;
       return host::sys(SYS_fcntl, f->host_fd, (int)a[1], a[2]);
+    case F_NOTIFY:
+      if (f->flags & O_PATH) return -EBADF;
+      return dnotify_fcntl(t, fd, *f, a[2]);
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ: return pipe_size(t, *f, (int)a[1], (uint32_t)a[2]);
     case F_SETOWN: case F_GETOWN: case F_SETOWN_EX: case F_GETOWN_EX: case F_SETSIG: case F_GETSIG:

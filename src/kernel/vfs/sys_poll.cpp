@@ -31,12 +31,15 @@ namespace {
 constexpr int kMaxPollFds = FdTable::kMaxFds;
 constexpr short kAlwaysReadyMask = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;  // DEFAULT_POLLMASK
 
-// Learns, once per open file, whether its host descriptor is one Linux
-// would answer with DEFAULT_POLLMASK: a regular file, a directory, or
-// /dev/null, /dev/zero, /dev/full (mem devices with no poll method).
+// Learns, once per open file, whether it is one Linux would answer with
+// DEFAULT_POLLMASK: a host descriptor of a regular file, a directory, or
+// /dev/null, /dev/zero, /dev/full (mem devices with no poll method), or a
+// kernel file with neither a host descriptor nor a poll method of its own
+// (a generated /proc file: its poll waited forever).
 void learn_poll_kind(File& f) {
   if (f.poll_kind.load(std::memory_order_relaxed) != File::PollKind::kUnknown) return;
   File::PollKind kind = File::PollKind::kAsk;
+  if (f.host_fd < 0 && !f.ops->poll && !(f.flags & O_PATH)) kind = File::PollKind::kAlwaysReady;
   struct stat st;
   if (f.host_fd >= 0 && !(f.flags & O_PATH) && host::sys(SYS_fstat, f.host_fd, &st) == 0) {
     bool mem_dev = S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&

@@ -6,6 +6,7 @@
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/kernel.h"
+#include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/fdref.h"
 
 namespace flatux {
@@ -25,8 +26,9 @@ bool writable(const File& f) { return !(f.flags & O_PATH) && (f.flags & O_ACCMOD
 size_t clamp(uint64_t n) { return n > kMaxRw ? kMaxRw : n; }
 
 // The guest's iovec array copied in and checked as Linux's import_iovec
-// does: at most 1024 entries, no negative length (EINVAL), every buffer
-// addressable (EFAULT), the total cut to MAX_RW_COUNT.
+// does: at most 1024 entries, no negative length (EINVAL), the total cut
+// to MAX_RW_COUNT; the transfer ends where the caller's memory does (EFAULT
+// if that is the first buffer's start).
 class Iovecs {
  public:
   explicit Iovecs(Heap* heap) : heap_(heap) {}
@@ -44,10 +46,11 @@ class Iovecs {
     for (uint64_t i = 0; i < cnt; i++) {
       if ((int64_t)v[i].iov_len < 0) return -EINVAL;
       if (v[i].iov_len > kMaxRw - total) v[i].iov_len = kMaxRw - total;
-      if (v[i].iov_len && !access_ok(v[i].iov_base, v[i].iov_len)) return -EFAULT;
       total += v[i].iov_len;
     }
-    n = (int)cnt;
+    size_t kept = cnt;
+    if (long r = fit_iovecs(v, &kept); r < 0) return r;
+    n = (int)kept;
     return 0;
   }
   iovec* v = small_;
@@ -81,6 +84,12 @@ long vectored(Task& t, File& f, const Iovecs& iov, int64_t off, int flags, bool 
 }
 
 // readv, writev and their positioned forms; off < 0: the file position.
+// Data moved through f: a watched directory hears of it (dnotify).
+long data_event(Task& t, File& f, long r, bool write) {
+  if (r > 0 && dnotify_watching(t)) dnotify_file(t, f, write ? DN_MODIFY : DN_ACCESS);
+  return r;
+}
+
 long do_vectored(Task& t, uint64_t fd, uint64_t iov_ptr, uint64_t cnt, int64_t off, int flags, bool write) {
   FdRef f(t, fd);
   if (!f || !(write ? writable(*f) : readable(*f))) return -EBADF;
@@ -91,7 +100,7 @@ long do_vectored(Task& t, uint64_t fd, uint64_t iov_ptr, uint64_t cnt, int64_t o
   Iovecs iov(t.kernel->heap);
   if (long r = iov.load(iov_ptr, cnt); r < 0) return r;
   long r = vectored(t, *f, iov, off, flags, write);
-  return write ? check_epipe_of(t, r) : r;
+  return data_event(t, *f, write ? check_epipe_of(t, r) : r, write);
 }
 
 }  // namespace
@@ -100,14 +109,14 @@ long sys_read(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   if (!f || !readable(*f)) return -EBADF;
   if (!f->ops->read) return -EINVAL;
-  return f->ops->read(t, *f, (void*)a[1], clamp(a[2]));
+  return data_event(t, *f, f->ops->read(t, *f, (void*)a[1], user_buffer_len((void*)a[1], clamp(a[2]))), false);
 }
 
 long sys_write(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   if (!f || !writable(*f)) return -EBADF;
   if (!f->ops->write) return -EINVAL;
-  return check_epipe_of(t, f->ops->write(t, *f, (const void*)a[1], clamp(a[2])));
+  return data_event(t, *f, check_epipe_of(t, f->ops->write(t, *f, (const void*)a[1], user_buffer_len((void*)a[1], clamp(a[2])))), true);
 }
 
 long sys_pread64(Task& t, SyscallArgs a) {
@@ -115,7 +124,7 @@ long sys_pread64(Task& t, SyscallArgs a) {
   if (!f || !readable(*f)) return -EBADF;
   if ((int64_t)a[3] < 0) return -EINVAL;
   if (!f->ops->pread) return -ESPIPE;
-  return f->ops->pread(t, *f, (void*)a[1], clamp(a[2]), (int64_t)a[3]);
+  return data_event(t, *f, f->ops->pread(t, *f, (void*)a[1], user_buffer_len((void*)a[1], clamp(a[2])), (int64_t)a[3]), false);
 }
 
 long sys_pwrite64(Task& t, SyscallArgs a) {
@@ -123,7 +132,7 @@ long sys_pwrite64(Task& t, SyscallArgs a) {
   if (!f || !writable(*f)) return -EBADF;
   if ((int64_t)a[3] < 0) return -EINVAL;
   if (!f->ops->pwrite) return -ESPIPE;
-  return f->ops->pwrite(t, *f, (const void*)a[1], clamp(a[2]), (int64_t)a[3]);
+  return data_event(t, *f, f->ops->pwrite(t, *f, (const void*)a[1], user_buffer_len((void*)a[1], clamp(a[2])), (int64_t)a[3]), true);
 }
 
 long sys_readv(Task& t, SyscallArgs a) { return do_vectored(t, a[0], a[1], a[2], -1, 0, false); }

@@ -68,6 +68,17 @@ struct Attr {
   struct timespec atime{}, mtime{};
 };
 
+// One extended-attribute request: getxattr, setxattr, listxattr or
+// removexattr, with the name and value already in kernel memory.
+struct XattrOp {
+  enum Kind : uint8_t { kGet, kSet, kList, kRemove };
+  Kind kind = kGet;
+  const char* name = nullptr;  // not for kList
+  void* value = nullptr;       // kGet/kList: filled (size 0: only the size asked); kSet: the value
+  size_t size = 0;
+  int flags = 0;               // kSet: XATTR_CREATE or XATTR_REPLACE
+};
+
 // Operations of one filesystem type. A null entry means the filesystem does
 // not support it (the VFS answers as Linux would for such a filesystem).
 struct FsOps {
@@ -95,6 +106,9 @@ struct FsOps {
   // tell (a renamed directory); otherwise the path recorded at open is used.
   long (*dir_path)(Task&, Filesystem&, File& dir, char* out, size_t n) = nullptr;
   void (*sync)(Filesystem&) = nullptr;
+  // Extended attributes (the VFS has checked the name, the namespace and
+  // the caller's rights); null: EOPNOTSUPP.
+  long (*xattr)(Task&, Filesystem&, Lookup&, XattrOp&) = nullptr;
   // The filesystem's walk checks search permission on each directory
   // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
   bool walk_checks_search = false;

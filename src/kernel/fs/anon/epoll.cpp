@@ -183,6 +183,10 @@ long wait_host_or_wake(Task& t, int host_epfd, const VirtualWait& vw, uint64_t u
 // writes the events straight into the checked guest array.
 long do_wait(Task& t, uint64_t epfd, uint64_t events, uint64_t maxevents, uint64_t deadline) {
   if ((int)maxevents <= 0 || maxevents > INT_MAX / sizeof(epoll_event)) return -EINVAL;
+  // As many events as the caller's memory holds (Linux copies them one at
+  // a time, faulting only at the one that does not fit).
+  size_t room = owned_extent((void*)events, maxevents * sizeof(epoll_event)) / sizeof(epoll_event);
+  if (room && room < maxevents) maxevents = room;
   if (!access_ok((void*)events, maxevents * sizeof(epoll_event))) return -EFAULT;
   FdRef ep(t, epfd);
   if (!ep) return -EBADF;

@@ -99,7 +99,10 @@ long sfd_read(Task& t, File& f, void* buf, size_t n) {
     }
     if (done) break;  // only the first record is waited for
     if (f.flags & O_NONBLOCK) return -EAGAIN;
-    long r = isys(t, SYS_futex, &p.sig_queued, FUTEX_WAIT, seq, 0);
+    // Counted, so senders make the futex wake only when someone sleeps here.
+    p.sig_queued_sleepers.fetch_add(1, std::memory_order_seq_cst);
+    long r = seq == p.sig_queued.load(std::memory_order_seq_cst) ? isys(t, SYS_futex, &p.sig_queued, FUTEX_WAIT, seq, 0) : 0;
+    p.sig_queued_sleepers.fetch_sub(1, std::memory_order_relaxed);
     if (r == -EINTR && t.notify.load()) return -ERESTARTSYS;
   }
   return (long)done;

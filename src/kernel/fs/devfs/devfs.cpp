@@ -16,6 +16,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/printk_kmsg.h"
 #include "kernel/tty/console.h"
+#include "kernel/tty/pty.h"
 #include "kernel/vfs/ops.h"
 #include "kernel/vfs/synth.h"
 
@@ -32,12 +33,14 @@ struct DevNode {
   KernelDevOpen kernel_open = nullptr;
   uint64_t rdev = 0;   // for kernel devices
   uint32_t perm = 0620;  // for kernel devices
+  bool dir = false;      // an (empty) directory: a mount point
 };
 
-// /dev/tty is the host's until the kernel has a console of its own.
+// /dev/tty is the caller's controlling terminal; without one it is the
+// host's until the kernel has a console of its own.
 long open_tty(Task& t, int flags, File** out) {
-  if (!t.kernel->console) return -ENOENT;
-  return ctty_open(t, flags, out);
+  long r = ctty_open(t, flags, out);
+  return r == -ENXIO && !t.kernel->console ? -ENOENT : r;
 }
 
 constexpr DevNode kNodes[] = {
@@ -47,6 +50,8 @@ constexpr DevNode kNodes[] = {
     {"console", nullptr, nullptr, console_open, (5 << 8) | 1},
     {"kmsg", nullptr, nullptr, kmsg_open, (1 << 8) | 11},
     {"loop-control", nullptr, nullptr, loop_control_open, kLoopControlRdev, 0600},
+    {"ptmx", nullptr, nullptr, ptmx_open, kPtmxRdev, 0666},
+    {"pts", nullptr, nullptr, nullptr, 0, 0755, true},
     {"fd", nullptr, "/proc/self/fd"},     {"stdin", nullptr, "/proc/self/fd/0"},
     {"stdout", nullptr, "/proc/self/fd/1"}, {"stderr", nullptr, "/proc/self/fd/2"},
 };
@@ -75,7 +80,7 @@ long resolve(Lookup& lk, const DevNode** out, bool* root) {
   if (!n) return -ENOENT;
   if (n->target && (lk.follow || !rest.empty()))
     return vfs_make_redirect(lk, lk.path, n->target, rest);
-  return rest.empty() ? 0 : -ENOTDIR;
+  return rest.empty() ? 0 : n->dir ? -ENOENT : -ENOTDIR;
 }
 
 // /dev/ubda..., /dev/loop0... for each block device, opened (block_put).
@@ -96,8 +101,8 @@ long dev_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   const DevNode* n;
   long r = resolve(lk, &n, &root);
   if (r) return r;
-  if (root) {
-    synth_stat(out, S_IFDIR | 0755, 1, 0, kDevfsDev);
+  if (root || n->dir) {
+    synth_stat(out, S_IFDIR | 0755, root ? 1 : 2 + (n - kNodes), 0, kDevfsDev);
     return 0;
   }
   if (n->target) {
@@ -145,7 +150,7 @@ long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
     int i = 0;
     for (const DevNode& d : kNodes) {
       copy_cstr(ents[i].name, sizeof ents[i].name, d.name);
-      ents[i].type = d.target ? DT_LNK : DT_CHR;
+      ents[i].type = d.target ? DT_LNK : d.dir ? DT_DIR : DT_CHR;
       ents[i].ino = 2 + i;
       i++;
     }
@@ -174,6 +179,14 @@ long dev_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
     return 0;
   }
   if (n->target) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
+  if (n->dir) {
+    if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
+    File* f = synth_dir_file(t.kernel->heap, nullptr, 0, S_IFDIR | 0755, 2 + (n - kNodes));
+    if (!f) return -ENOMEM;
+    f->fs = &fs;
+    *out = f;
+    return 0;
+  }
   if (flags & O_DIRECTORY) return -ENOTDIR;
   r = open_node(t, *n, flags, out);
   if (r == 0) (*out)->fs = &fs;
@@ -218,8 +231,12 @@ const FsOps kDevFsOps = {
 }  // namespace
 
 long devfs_open_rdev(Task& t, uint64_t rdev, int flags, File** out) {
+  if ((rdev >> 8 & 0xfff) == kPtySlaveMajor) {
+    uint64_t minor = (rdev & 0xff) | ((rdev >> 12) & ~0xffull);
+    return minor < kMaxPtys ? pty_slave_open(t, (int)minor, flags, out) : -ENXIO;
+  }
   for (const DevNode& n : kNodes) {
-    if (n.target) continue;
+    if (n.target || n.dir) continue;
     uint64_t r = n.rdev;
     struct stat st;
     if (!r && host::sys(SYS_newfstatat, AT_FDCWD, n.host, &st, 0) == 0) r = st.st_rdev;

@@ -40,7 +40,15 @@ long file_pwrite(Task&, File& f, const void* buf, size_t n, int64_t off) {
 long file_lseek(Task&, File& f, int64_t off, int whence) {
   return host::sys(SYS_lseek, f.host_fd, off, whence);
 }
-long file_stat(Task&, File& f, struct stat* out) { return host::sys(SYS_fstat, f.host_fd, out); }
+long file_stat(Task&, File& f, struct stat* out) {
+  long r = host::sys(SYS_fstat, f.host_fd, out);
+  HostFs* h = hostfs_of_file(f);
+  if (r < 0 || !h) return r;  // a pipe, a socket, a stdio stream: the host's view
+  GuestNode g;
+  guest_view(*h, f.host_fd, *out, &g);
+  *out = g.st;
+  return 0;
+}
 long file_getdents64(Task&, File& f, void* buf, size_t n) {
   if (!access_ok(buf, n)) return -EFAULT;
   return host::sys(SYS_getdents64, f.host_fd, buf, n);
@@ -71,9 +79,22 @@ long file_statfs(Task&, File& f, struct statfs* out) { return host::sys(SYS_fsta
 
 long file_setattr(Task&, File& f, const Attr& a) {
   long r = 0;
-  if (a.mask & (kAttrUid | kAttrGid))
-    r = host::sys(SYS_fchown, f.host_fd, (a.mask & kAttrUid) ? a.uid : -1u, (a.mask & kAttrGid) ? a.gid : -1u);
-  if (r == 0 && (a.mask & kAttrMode)) r = host::sys(SYS_fchmod, f.host_fd, a.mode);
+  if (a.mask & (kAttrUid | kAttrGid | kAttrMode)) {
+    struct stat host;
+    r = host::sys(SYS_fstat, f.host_fd, &host);
+    if (r < 0) return r;
+    if (HostFs* h = hostfs_of_file(f)) {
+      GuestNode g;
+      guest_view(*h, f.host_fd, host, &g);
+      r = set_guest_owner_mode(*h, f.host_fd, host, g, a);
+    } else {  // a pipe, a socket, a stdio stream: the host's own
+      // A host device (devfs's null and kin) is the host's, not the guest's.
+      if (S_ISCHR(host.st_mode) || S_ISBLK(host.st_mode)) return -EPERM;
+      if (a.mask & (kAttrUid | kAttrGid))
+        r = host::sys(SYS_fchown, f.host_fd, (a.mask & kAttrUid) ? a.uid : -1u, (a.mask & kAttrGid) ? a.gid : -1u);
+      if (r == 0 && (a.mask & kAttrMode)) r = host::sys(SYS_fchmod, f.host_fd, a.mode & 0777);
+    }
+  }
   if (r == 0 && (a.mask & kAttrSize)) r = host::sys(SYS_ftruncate, f.host_fd, a.size);
   if (r == 0 && (a.mask & (kAttrAtime | kAttrMtime))) {
     timespec ts[2] = {a.atime, a.mtime};
@@ -124,6 +145,7 @@ const FileOps kHostFileOps = {
     .fallocate = file_fallocate,
     .readv = file_readv,
     .writev = file_writev,
+    .xattr = hostfs_file_xattr,
 };
 
 File* hostfs_adopt_host_fd(Heap* heap, int host_fd, uint32_t flags) {

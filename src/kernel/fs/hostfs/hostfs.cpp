@@ -7,16 +7,31 @@
 // refuses it (ELOOP); the walk is then redone one component at a time to
 // find the link, and the link goes back to the VFS as a redirect, which
 // resolves it in the guest's namespace (mounts, chroot, "..").
+//
+// No check-then-use: a path is looked up once, and the operation acts on
+// what the lookup returned. Either that is a descriptor of the file itself
+// (an O_PATH one, from openat2 beneath the root, not following the last
+// component) and the call takes the descriptor (fstat, readlinkat and
+// fchownat with an empty path, fchmodat2 with AT_EMPTY_PATH, utimensat,
+// /proc/self/fd/N for the calls that only take a path); or it is the pair
+// (descriptor of the parent folder, final name), opened the same way, with
+// calls that never follow a symlink in the name (mkdirat, mknodat,
+// symlinkat, unlinkat, linkat without AT_SYMLINK_FOLLOW, renameat2). A
+// cache of folders can hand either form a descriptor it keeps instead of
+// one opened from the root: open_beneath() and open_parent() are the two
+// places that resolve.
 #include "kernel/fs/hostfs/hostfs.h"
 
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <linux/openat2.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
+#include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/hostfs/internal.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
@@ -56,7 +71,8 @@ void close_fd(long fd, int keep) {
 // After the host refused a path with ELOOP: walks it a component at a
 // time and turns the first symlink into a redirect. 0 when the only link
 // is the last component and `follow_last` is off (the caller's ELOOP or
-// "operate on the link" case), or an errno from the walk.
+// "operate on the link" case) or the last component is a device node, or
+// an errno from the walk.
 long find_link(HostFs& h, Lookup& lk, const char* inner, bool follow_last) {
   std::string_view p(inner);
   long dir = h.root_fd;
@@ -80,14 +96,13 @@ long find_link(HostFs& h, Lookup& lk, const char* inner, bool follow_last) {
     struct stat st;
     long r = host::sys(SYS_fstat, fd, &st);
     if (r == 0 && S_ISLNK(st.st_mode)) {
-      if (last && !follow_last) {
-        host::sys(SYS_close, fd);
-        return 0;
-      }
       char target[kPathMax];
       long len = host::sys(SYS_readlinkat, fd, "", target, sizeof target - 1);
       host::sys(SYS_close, fd);
       if (len < 0) return len;
+      struct stat node;
+      if (parse_node_link(std::string_view(target, (size_t)len), &node)) return last ? 0 : -ENOTDIR;
+      if (last && !follow_last) return 0;
       std::string_view rest = last ? std::string_view() : tail(p, end + 1);
       return vfs_make_redirect(lk, head(p, end), std::string_view(target, (size_t)len), rest);
     }
@@ -128,13 +143,20 @@ long open_parent(HostFs& h, Lookup& lk, const char** name) {
   return fd;
 }
 
-// With lk.follow, a symlink as the last component is the VFS's to follow.
+long redirect_to(Lookup& lk, const char* target, long len) {
+  return vfs_make_redirect(lk, lk.path, std::string_view(target, (size_t)len), std::string_view());
+}
+
+// With lk.follow, a symlink as the last component is the VFS's to follow
+// (a device node is not a link to the guest).
 long redirect_last(Lookup& lk, int dir, const char* name) {
   if (!lk.follow) return 0;
   char target[kPathMax];
   long len = host::sys(SYS_readlinkat, dir, name, target, sizeof target - 1);
   if (len < 0) return len == -EINVAL || len == -ENOENT ? 0 : len;
-  return vfs_make_redirect(lk, lk.path, std::string_view(target, (size_t)len), std::string_view());
+  struct stat node;
+  if (parse_node_link(std::string_view(target, (size_t)len), &node)) return 0;
+  return redirect_to(lk, target, len);
 }
 
 // Runs op(dirfd, name) in lk's parent directory.
@@ -148,12 +170,87 @@ long in_parent(Filesystem& fs, Lookup& lk, Op op) {
   return r;
 }
 
-// The host checks the host user's rights; a guest user's own are the
-// VFS's (perm.h).
-long fs_open(Task&, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
-  HostFs& h = hostfs_of(fs);
-  long fd = open_path(h, lk, (uint32_t)flags, (uint32_t)mode);
+// lk's file looked up once: an O_PATH descriptor of it (its last component
+// not followed), the host's stat of it and what the guest sees. With
+// lk.follow an ordinary symlink comes back as kRedirect instead.
+struct Found {
+  long fd = -1;
+  struct stat host;
+  GuestNode guest;
+  ~Found() {
+    if (fd >= 0) host::sys(SYS_close, fd);
+  }
+};
+
+long look_up(HostFs& h, Lookup& lk, Found* f) {
+  long fd = open_beneath(h, lk.path, O_PATH | O_NOFOLLOW, 0);
+  if (fd == -ELOOP) {  // a link on the way
+    long r = find_link(h, lk, lk.path, false);
+    return r < 0 ? r : -ELOOP;
+  }
   if (fd < 0) return fd;
+  f->fd = fd;
+  long r = host::sys(SYS_fstat, fd, &f->host);
+  if (r < 0) return r;
+  guest_view(h, (int)fd, f->host, &f->guest);
+  if (lk.follow && S_ISLNK(f->host.st_mode) && !f->guest.device) {
+    char target[kPathMax];
+    long len = host::sys(SYS_readlinkat, fd, "", target, sizeof target - 1);
+    return len < 0 ? len : redirect_to(lk, target, len);
+  }
+  return 0;
+}
+
+// A device node (kept as a node link) opens the kernel's device of that number.
+long open_device(Task& t, Lookup& lk, const struct stat& st, int flags, File** out) {
+  if (lk.mount && (lk.mount->flags & MS_NODEV)) return -EACCES;
+  if (creds_of(t).fsuid != 0) {
+    int acc = flags & O_ACCMODE;
+    long r = may_access(t, st, acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK);
+    if (r < 0) return r;
+  }
+  return S_ISCHR(st.st_mode) ? devfs_open_rdev(t, st.st_rdev, flags, out) : devfs_open_block(t, st.st_rdev, flags, out);
+}
+
+// open(2)'s O_CREAT with the guest's owner kept when the host cannot hold
+// it: the file is made exclusively first, so only a file this call made
+// gets the record.
+long open_creating(Task& t, HostFs& h, Lookup& lk, int flags, int mode, bool* made) {
+  const Creds& c = creds_of(t);
+  // The host file never gets set-id bits unless they are the host's to keep.
+  uint32_t host_mode = (uint32_t)mode & (h.host_owners ? 07777 : 0777);
+  *made = false;
+  bool tmpfile = (flags & __O_TMPFILE) == __O_TMPFILE;
+  if (!((flags & O_CREAT) || tmpfile) || !new_file_needs_adoption(h, (uint32_t)mode, c.fsuid, c.fsgid))
+    return open_path(h, lk, (uint32_t)flags, (flags & (O_CREAT | __O_TMPFILE)) ? host_mode : 0);
+  if (tmpfile || (flags & O_EXCL)) {
+    long fd = open_path(h, lk, (uint32_t)flags, host_mode);
+    *made = fd >= 0;
+    return fd;
+  }
+  long fd = open_path(h, lk, (uint32_t)(flags | O_EXCL), host_mode);
+  if (fd != -EEXIST) {
+    *made = fd >= 0;
+    return fd;
+  }
+  return open_path(h, lk, (uint32_t)(flags & ~O_CREAT), 0);
+}
+
+// The host checks the host user's rights; a guest user's own are the
+// VFS's (perm.h), on what fs_stat shows the guest.
+long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
+  HostFs& h = hostfs_of(fs);
+  bool made = false;
+  long fd = open_creating(t, h, lk, flags, mode, &made);
+  if (fd == -ELOOP && !(flags & O_PATH)) {
+    // A device node is a link to the host; to the guest it is a device.
+    Lookup node = lk;
+    node.follow = false;
+    Found f;
+    if (look_up(h, node, &f) == 0 && f.guest.device) return open_device(t, lk, f.guest.st, flags, out);
+  }
+  if (fd < 0) return fd;
+  if (made) adopt_new_file(h, (int)fd, (uint32_t)mode, creds_of(t).fsuid, creds_of(t).fsgid);
   File* f = file_alloc(h.heap, &kHostFileOps, (uint32_t)flags & ~O_CLOEXEC, (int)fd);
   if (!f) {
     host::sys(SYS_close, fd);
@@ -165,31 +262,30 @@ long fs_open(Task&, Filesystem& fs, Lookup& lk, int flags, int mode, File** out)
 }
 
 long fs_stat(Task&, Filesystem& fs, Lookup& lk, struct stat* out) {
-  long fd = open_path(hostfs_of(fs), lk, O_PATH | (lk.follow ? 0 : O_NOFOLLOW), 0);
-  if (fd < 0) return fd;
-  long r = host::sys(SYS_fstat, fd, out);
-  host::sys(SYS_close, fd);
+  Found f;
+  long r = look_up(hostfs_of(fs), lk, &f);
+  if (r == 0) *out = f.guest.st;
   return r;
 }
 
 long fs_readlink(Task&, Filesystem& fs, Lookup& lk, char* buf, size_t n) {
-  long fd = open_path(hostfs_of(fs), lk, O_PATH | O_NOFOLLOW, 0);
-  if (fd < 0) return fd;
-  long r = host::sys(SYS_readlinkat, fd, "", buf, n);
-  host::sys(SYS_close, fd);
-  return r == -ENOENT ? -EINVAL : r;  // not a symlink
+  Lookup link = lk;
+  link.follow = false;
+  Found f;
+  long r = look_up(hostfs_of(fs), link, &f);
+  if (r < 0) return r;
+  if (!S_ISLNK(f.host.st_mode) || f.guest.device) return -EINVAL;  // not a symlink
+  return host::sys(SYS_readlinkat, f.fd, "", buf, n);
 }
 
 long fs_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
-  long fd = open_path(hostfs_of(fs), lk, O_PATH | (lk.follow ? 0 : O_NOFOLLOW), 0);
-  if (fd < 0) return fd;
-  long r = host::sys(SYS_faccessat2, fd, "", mode, AT_EMPTY_PATH);
-  if (r == 0 && creds_of(t).fsuid != 0) {
-    struct stat st;
-    r = host::sys(SYS_fstat, fd, &st);
-    if (r == 0) r = may_access(t, st, mode);
-  }
-  host::sys(SYS_close, fd);
+  Found f;
+  long r = look_up(hostfs_of(fs), lk, &f);
+  if (r < 0) return r;
+  // The host's rights first (a read-only host file system, the host
+  // user's own permissions); a device node is judged by its guest mode.
+  if (!f.guest.device) r = host::sys(SYS_faccessat2, f.fd, "", mode, AT_EMPTY_PATH);
+  if (r == 0 && (creds_of(t).fsuid != 0 || f.guest.device)) r = may_access(t, f.guest.st, mode);
   return r;
 }
 
@@ -201,13 +297,41 @@ long fs_statfs(Task&, Filesystem& fs, Lookup& lk, struct statfs* out) {
   return r;
 }
 
-long fs_mkdir(Task&, Filesystem& fs, Lookup& lk, int mode) {
-  return in_parent(fs, lk, [&](int dir, const char* name) { return host::sys(SYS_mkdirat, dir, name, mode); });
+// After the host made `name` in `dir` for the guest: its guest owner and
+// set-id bits, when the host file cannot show them.
+void adopt_named(Task& t, HostFs& h, int dir, const char* name, uint32_t mode, uint32_t extra_flags) {
+  const Creds& c = creds_of(t);
+  if (!new_file_needs_adoption(h, mode, c.fsuid, c.fsgid)) return;
+  long fd = host::sys(SYS_openat, dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC | extra_flags);
+  if (fd < 0) return;
+  adopt_new_file(h, (int)fd, mode, c.fsuid, c.fsgid);
+  host::sys(SYS_close, fd);
 }
 
-long fs_mknod(Task&, Filesystem& fs, Lookup& lk, int mode, uint64_t dev) {
+long fs_mkdir(Task& t, Filesystem& fs, Lookup& lk, int mode) {
+  HostFs& h = hostfs_of(fs);
   return in_parent(fs, lk, [&](int dir, const char* name) {
-    return host::sys(SYS_mknodat, dir, name, mode, dev);
+    // A host folder never gets the set-user-ID bit (unless it is the
+    // host's to keep); set-group-ID and sticky it holds, as Linux means them.
+    long r = host::sys(SYS_mkdirat, dir, name, mode & (h.host_owners ? 07777 : 03777));
+    if (r == 0) adopt_named(t, h, dir, name, (uint32_t)mode & ~(uint32_t)(S_ISVTX | S_ISGID), O_DIRECTORY);
+    return r;
+  });
+}
+
+long fs_mknod(Task& t, Filesystem& fs, Lookup& lk, int mode, uint64_t dev) {
+  HostFs& h = hostfs_of(fs);
+  uint32_t type = (uint32_t)mode & S_IFMT;
+  return in_parent(fs, lk, [&](int dir, const char* name) -> long {
+    if ((type == S_IFCHR || type == S_IFBLK) && !h.host_owners) {
+      char target[96];
+      long r = format_node_link((uint32_t)mode, dev, creds_of(t).fsuid, creds_of(t).fsgid, target, sizeof target);
+      return r < 0 ? r : host::sys(SYS_symlinkat, target, dir, name);
+    }
+    uint32_t host_mode = h.host_owners ? (uint32_t)mode : type | ((uint32_t)mode & 0777);
+    long r = host::sys(SYS_mknodat, dir, name, host_mode, dev);
+    if (r == 0 && type == S_IFREG) adopt_named(t, h, dir, name, (uint32_t)mode & 07777, 0);
+    return r;
   });
 }
 
@@ -222,6 +346,8 @@ long fs_rmdir(Task&, Filesystem& fs, Lookup& lk) {
 }
 
 long fs_symlink(Task&, Filesystem& fs, Lookup& lk, const char* target) {
+  // A guest's link must not pass for one of flatux's device nodes.
+  if (starts_with(target, kNodeMagic)) return -EINVAL;
   return in_parent(fs, lk, [&](int dir, const char* name) {
     return host::sys(SYS_symlinkat, target, dir, name);
   });
@@ -231,21 +357,21 @@ long fs_link(Task&, Filesystem& fs, Lookup& a, Lookup& b) {
   return in_parent(fs, a, [&](int adir, const char* aname) {
     long r = redirect_last(a, adir, aname);
     if (r) return r;
+    // linkat without AT_SYMLINK_FOLLOW: a link swapped in meanwhile is
+    // linked itself, never followed.
     return in_parent(fs, b, [&](int bdir, const char* bname) {
       return host::sys(SYS_linkat, adir, aname, bdir, bname, 0);
     });
   });
 }
 
-// Through the descriptor's magic link, which needs no privilege
-// (AT_EMPTY_PATH wants CAP_DAC_READ_SEARCH on older hosts).
 long fs_link_file(Task&, Filesystem& fs, File& f, Lookup& lk) {
   if (f.host_fd < 0) return -ENOENT;
-  char proc[48];
-  KFmt p(proc, sizeof proc);
-  p.str("/proc/self/fd/").dec(f.host_fd);
+  // Through /proc/self/fd: linkat's AT_EMPTY_PATH wants privileges this
+  // process does not have.
+  FdPath p(f.host_fd);
   return in_parent(fs, lk, [&](int dir, const char* name) {
-    return host::sys(SYS_linkat, AT_FDCWD, p.c_str(), dir, name, AT_SYMLINK_FOLLOW);
+    return host::sys(SYS_linkat, AT_FDCWD, p.s, dir, name, AT_SYMLINK_FOLLOW);
   });
 }
 
@@ -257,37 +383,57 @@ long fs_rename(Task&, Filesystem& fs, Lookup& a, Lookup& b, unsigned flags) {
   });
 }
 
-long fs_setattr(Task&, Filesystem& fs, Lookup& lk, const Attr& a) {
-  return in_parent(fs, lk, [&](int dir, const char* name) -> long {
-    long r = redirect_last(lk, dir, name);
-    if (r) return r;
-    if (a.mask & (kAttrUid | kAttrGid)) {
-      r = host::sys(SYS_fchownat, dir, name, (a.mask & kAttrUid) ? a.uid : -1u,
-                    (a.mask & kAttrGid) ? a.gid : -1u, AT_SYMLINK_NOFOLLOW);
-      if (r < 0) return r;
-    }
-    if (a.mask & kAttrMode) {
-      struct stat st;
-      r = host::sys(SYS_newfstatat, dir, name, &st, AT_SYMLINK_NOFOLLOW);
-      if (r == 0 && S_ISLNK(st.st_mode)) r = -EOPNOTSUPP;  // links have no mode of their own
-      if (r == 0) r = host::sys(SYS_fchmodat, dir, name, a.mode);
-      if (r < 0) return r;
-    }
-    if (a.mask & kAttrSize) {
-      long fd = host::sys(SYS_openat, dir, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-      if (fd < 0) return fd;
-      r = host::sys(SYS_ftruncate, fd, a.size);
-      host::sys(SYS_close, fd);
-      if (r < 0) return r;
-    }
-    if (a.mask & (kAttrAtime | kAttrMtime)) {
-      timespec ts[2] = {a.atime, a.mtime};
-      if (!(a.mask & kAttrAtime)) ts[0].tv_nsec = UTIME_OMIT;
-      if (!(a.mask & kAttrMtime)) ts[1].tv_nsec = UTIME_OMIT;
-      r = host::sys(SYS_utimensat, dir, name, ts, AT_SYMLINK_NOFOLLOW);
-    }
-    return r;
-  });
+// A device node's owner or mode: its link written anew, then moved over
+// the old one.
+long set_node_attrs(Task&, HostFs& h, Lookup& lk, const GuestNode& g, const Attr& a) {
+  uint32_t mode = (g.st.st_mode & S_IFMT) | ((a.mask & kAttrMode) ? a.mode & 07777 : g.st.st_mode & 07777);
+  uint32_t uid = (a.mask & kAttrUid) ? a.uid : g.st.st_uid;
+  uint32_t gid = (a.mask & kAttrGid) ? a.gid : g.st.st_gid;
+  char target[96];
+  long r = format_node_link(mode, g.st.st_rdev, uid, gid, target, sizeof target);
+  if (r < 0) return r;
+  const char* name = nullptr;
+  long dir = open_parent(h, lk, &name);
+  if (dir < 0) return dir;
+  char tmp[64];
+  KFmt tf(tmp, sizeof tmp);
+  uint64_t nonce = 0;
+  host::sys(SYS_getrandom, &nonce, sizeof nonce, 0);
+  tf.str(".flatux-node-").hexraw(nonce).c_str();
+  r = host::sys(SYS_symlinkat, target, dir, tmp);
+  if (r == 0) {
+    r = host::sys(SYS_renameat2, dir, tmp, dir, name, 0);
+    if (r < 0) host::sys(SYS_unlinkat, dir, tmp, 0);
+  }
+  host::sys(SYS_close, dir);
+  return r;
+}
+
+long fs_setattr(Task& t, Filesystem& fs, Lookup& lk, const Attr& a) {
+  HostFs& h = hostfs_of(fs);
+  Found f;
+  long r = look_up(h, lk, &f);
+  if (r < 0) return r;
+  if (a.mask & (kAttrUid | kAttrGid | kAttrMode)) {
+    r = f.guest.device ? set_node_attrs(t, h, lk, f.guest, a) : set_guest_owner_mode(h, (int)f.fd, f.host, f.guest, a);
+    if (r < 0) return r;
+  }
+  if (a.mask & kAttrSize) {
+    if (!S_ISREG(f.host.st_mode)) return -EINVAL;
+    FdPath p(f.fd);  // the file looked up, opened for writing
+    long w = host::sys(SYS_openat, AT_FDCWD, p.s, O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (w < 0) return w;
+    r = host::sys(SYS_ftruncate, w, a.size);
+    host::sys(SYS_close, w);
+    if (r < 0) return r;
+  }
+  if (a.mask & (kAttrAtime | kAttrMtime)) {
+    timespec ts[2] = {a.atime, a.mtime};
+    if (!(a.mask & kAttrAtime)) ts[0].tv_nsec = UTIME_OMIT;
+    if (!(a.mask & kAttrMtime)) ts[1].tv_nsec = UTIME_OMIT;
+    r = host::sys(SYS_utimensat, f.fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+  }
+  return r;
 }
 
 // The current host path of an open directory, made relative to the root
@@ -295,11 +441,9 @@ long fs_setattr(Task&, Filesystem& fs, Lookup& lk, const Attr& a) {
 long fs_dir_path(Task&, Filesystem& fs, File& f, char* out, size_t n) {
   HostFs& h = hostfs_of(fs);
   if (f.host_fd < 0) return -ENOTDIR;
-  char proc[64];
-  KFmt p(proc, sizeof proc);
-  p.str("/proc/self/fd/").dec(f.host_fd);
+  FdPath p(f.host_fd);
   char host_path[kPathMax];
-  long len = host::sys(SYS_readlinkat, AT_FDCWD, p.c_str(), host_path, sizeof host_path - 1);
+  long len = host::sys(SYS_readlinkat, AT_FDCWD, p.s, host_path, sizeof host_path - 1);
   if (len < 0) return len;
   host_path[len] = 0;
   if (host_path[0] != '/') return -ENOENT;
@@ -309,6 +453,15 @@ long fs_dir_path(Task&, Filesystem& fs, File& f, char* out, size_t n) {
   if (!starts_with(hp, root) || (hp.size() > root.size() && hp[root.size()] != '/')) return -ENOENT;
   std::string_view rest = tail(hp, root.size());
   return copy_cstr(out, n, rest.empty() ? std::string_view("/") : rest) ? 0 : -ENAMETOOLONG;
+}
+
+long fs_xattr(Task&, Filesystem& fs, Lookup& lk, XattrOp& op) {
+  HostFs& h = hostfs_of(fs);
+  Found f;
+  long r = look_up(h, lk, &f);
+  if (r < 0) return r;
+  if (f.guest.device) return op.kind == XattrOp::kSet ? -EPERM : op.kind == XattrOp::kList ? 0 : -ENODATA;
+  return hostfs_fd_xattr(h.heap, (int)f.fd, op);
 }
 
 const FsOps kHostFsOps = {
@@ -328,28 +481,70 @@ const FsOps kHostFsOps = {
     .setattr = fs_setattr,
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
+    .xattr = fs_xattr,
 };
 
-// mount -t hostfs none /mnt -o /host/dir (UML's syntax); no option: "/".
+// A hostfs over host folder `fd` (taken over), whose host path is `path`.
+long create_at(Kernel& k, long fd, const char* path, Filesystem** out) {
+  HostFs* h = k.heap->make<HostFs>();
+  Filesystem* fs = k.heap->make<Filesystem>();
+  if (!h || !fs || !copy_cstr(h->root, sizeof h->root, path)) {
+    k.heap->destroy_obj(h);
+    k.heap->destroy_obj(fs);
+    host::sys(SYS_close, fd);
+    return -ENOMEM;
+  }
+  h->heap = k.heap;
+  h->root_fd = (int)fd;
+  h->root_len = strlen(h->root);
+  while (h->root_len > 1 && h->root[h->root_len - 1] == '/') h->root[--h->root_len] = 0;
+  h->root_is_slash = h->root_len == 1 && h->root[0] == '/';
+  h->host_owners = k.cfg.hostfs_host_owners;
+  h->host_uid = (uint32_t)host::sys(SYS_geteuid);
+  h->host_gid = (uint32_t)host::sys(SYS_getegid);
+  struct stat st;
+  if (host::sys(SYS_fstat, fd, &st) == 0) fs->dev = st.st_dev;
+  fs->ops = &kHostFsOps;
+  fs->priv = h;
+  *out = fs;
+  return 0;
+}
+
+// mount -t hostfs none /mnt -o /host/dir (UML's syntax); no option: the
+// kernel's host root. The folder is resolved beneath the kernel's host root
+// (flatux run --root, or hostfs= when booting) in one host call that
+// follows no link out of it, and that descriptor becomes the mount: a
+// folder swapped for a link meanwhile leads nowhere.
 long hostfs_mount(Kernel& k, const char*, unsigned long, const char* data, Filesystem** out) {
-  char canon[kPathMax];
-  const char* dir = data && *data ? data : "/";
-  long fd = host::sys(SYS_open, dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return fd;
-  char proc[48];
-  KFmt p(proc, sizeof proc);
-  p.str("/proc/self/fd/").dec(fd);
-  long len = host::sys(SYS_readlinkat, AT_FDCWD, p.c_str(), canon, sizeof canon - 1);
-  host::sys(SYS_close, fd);
-  if (len < 0) return len;
-  canon[len] = 0;
-  // A guest confined to a folder (flatux run --root) must not mount its way
-  // out of it: the host folder has to lie inside the kernel's own root.
-  std::string_view c(canon), root(k.cfg.root);
+  std::string_view want(data && *data ? data : k.cfg.root);
+  std::string_view root(k.cfg.root);
   while (root.size() > 1 && root.back() == '/') root.remove_suffix(1);
-  bool inside = root == "/" || (starts_with(c, root) && (c.size() == root.size() || c[root.size()] == '/'));
-  if (!inside) return -EPERM;
-  return hostfs_create(k.heap, canon, out);
+  if (want.empty() || want[0] != '/') return -EINVAL;
+  bool slash = root == "/";
+  if (!slash && !(starts_with(want, root) && (want.size() == root.size() || want[root.size()] == '/')))
+    return -EPERM;  // a guest confined to a folder must not mount its way out of it
+  char rel[kPathMax];
+  std::string_view inside = tail(want, slash ? 1 : root.size());
+  while (!inside.empty() && inside[0] == '/') inside = tail(inside, 1);
+  if (!copy_cstr(rel, sizeof rel, inside.empty() ? std::string_view(".") : inside)) return -ENAMETOOLONG;
+  long anchor = host::sys(SYS_open, k.cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (anchor < 0) return anchor;
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  long fd = host::sys(SYS_openat2, anchor, rel, &how, sizeof how);
+  host::sys(SYS_close, anchor);
+  if (fd == -EXDEV) return -EPERM;
+  if (fd < 0) return fd;
+  char canon[kPathMax];
+  FdPath p(fd);
+  long len = host::sys(SYS_readlinkat, AT_FDCWD, p.s, canon, sizeof canon - 1);
+  if (len < 0) {
+    host::sys(SYS_close, fd);
+    return len;
+  }
+  canon[len] = 0;
+  return create_at(k, fd, canon, out);
 }
 
 void hostfs_unmount(Filesystem& fs) {
@@ -364,28 +559,14 @@ void hostfs_unmount(Filesystem& fs) {
 
 const FsType kHostFsType = {.name = "hostfs", .mount = hostfs_mount, .unmount = hostfs_unmount};
 
-long hostfs_create(Heap* heap, const char* host_root, Filesystem** out) {
+HostFs* hostfs_of_file(const File& f) {
+  return f.fs && f.fs->ops == &kHostFsOps ? &hostfs_of(*f.fs) : nullptr;
+}
+
+long hostfs_create(Kernel& k, const char* host_root, Filesystem** out) {
   long fd = host::sys(SYS_open, host_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return fd;
-  HostFs* h = heap->make<HostFs>();
-  Filesystem* fs = heap->make<Filesystem>();
-  if (!h || !fs || !copy_cstr(h->root, sizeof h->root, host_root)) {
-    heap->destroy_obj(h);
-    heap->destroy_obj(fs);
-    host::sys(SYS_close, fd);
-    return -ENOMEM;
-  }
-  h->heap = heap;
-  h->root_fd = (int)fd;
-  h->root_len = strlen(h->root);
-  while (h->root_len > 1 && h->root[h->root_len - 1] == '/') h->root[--h->root_len] = 0;
-  h->root_is_slash = h->root_len == 1 && h->root[0] == '/';
-  struct stat st;
-  if (host::sys(SYS_fstat, fd, &st) == 0) fs->dev = st.st_dev;
-  fs->ops = &kHostFsOps;
-  fs->priv = h;
-  *out = fs;
-  return 0;
+  return create_at(k, fd, host_root, out);
 }
 
 }  // namespace flatux

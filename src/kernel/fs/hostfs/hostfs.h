@@ -7,8 +7,12 @@ namespace flatux {
 // mount(2) type "hostfs": the data string names the host folder.
 extern const FsType kHostFsType;
 
-// Opens `host_root` (a canonical host path) and returns a filesystem for it.
-long hostfs_create(Heap* heap, const char* host_root, Filesystem** out);
+// Opens `host_root` (a canonical host path the launcher gave) and returns a
+// filesystem for it.
+long hostfs_create(Kernel& k, const char* host_root, Filesystem** out);
+
+// fgetxattr and kin on an open hostfs file (the user.* namespace; xattr.cpp).
+long hostfs_file_xattr(Task& t, File& f, XattrOp& op);
 
 // A File over a duplicate of an existing host descriptor (stdin/out/err).
 File* hostfs_wrap_host_fd(Heap* heap, int host_fd, uint32_t flags);

@@ -1,5 +1,8 @@
-// hostfs internals shared by its path operations and its open files.
+// hostfs internals shared by its path operations, its open files, the
+// guest attributes it keeps (attrs.cpp) and its extended attributes.
 #pragma once
+#include <sys/stat.h>
+
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -10,10 +13,83 @@ struct HostFs {
   bool root_is_slash;
   size_t root_len;
   char root[kPathMax];
+  // Owners, set-id bits and device nodes go to the host as the guest gives
+  // them (--hostfs-owners=host) instead of being kept by flatux.
+  bool host_owners;
+  // Who owns what this process makes on the host (its fsuid/fsgid).
+  uint32_t host_uid, host_gid;
 };
 
 inline HostFs& hostfs_of(Filesystem& fs) { return *static_cast<HostFs*>(fs.priv); }
+// The hostfs an open file was opened on; nullptr for other host
+// descriptors (pipes, sockets, stdio, devices, a reopened link).
+HostFs* hostfs_of_file(const File& f);
 
 extern const FileOps kHostFileOps;
+
+// "/proc/self/fd/N": names an open host descriptor (an O_PATH one too) for
+// the host calls that take a path only.
+struct FdPath {
+  char s[32];
+  explicit FdPath(long fd);
+};
+
+// ---- guest attributes (attrs.cpp) ------------------------------------------
+//
+// A file a guest gave an owner, a set-id bit or a type the host must not
+// hold keeps the guest's view in flatux's own records; the host file stays
+// the invoking user's, never set-id, never a device node.
+//
+//   regular files, folders   a `user.flatux.attr` extended attribute holding
+//                            the guest's mode bits, uid and gid; the host
+//                            file then carries the sticky bit (meaningless on
+//                            a regular file, harmless on a folder flatux
+//                            serves) as the sign to look for it, so files
+//                            without one cost nothing extra. A folder's
+//                            set-group-ID bit stays on the host, which hands
+//                            it on to new folders inside
+//   device nodes             a host symlink whose target starts with
+//                            kNodeMagic and spells the type, number, mode and
+//                            owner; the host never opens it as a device, and
+//                            a guest cannot make such a link itself
+//   FIFOs, sockets, symlinks owners go to the host (they cannot carry user
+//                            extended attributes, and have nothing to run)
+
+constexpr const char kAttrXattr[] = "user.flatux.attr";
+constexpr const char kXattrReserved[] = "user.flatux.";  // hidden from guests
+constexpr const char kNodeMagic[] = "\177flatux-node:";
+
+// What the guest sees of a host file: its stat with the guest's mode,
+// owner and (for a device node) type and number.
+struct GuestNode {
+  struct stat st;
+  bool record = false;  // st carries a user.flatux.attr record
+  bool device = false;  // a device node kept as a host symlink
+};
+
+// Fills n from host descriptor `fd` (O_PATH or open). `host` is the host's
+// fstat of it. Never fails: without a record the host's view is the guest's.
+void guest_view(HostFs& h, int fd, const struct stat& host, GuestNode* n);
+
+// A symlink target is a device node record: fills st's type, rdev, mode,
+// uid and gid.
+bool parse_node_link(std::string_view target, struct stat* st);
+// Spells a device node as a symlink target.
+long format_node_link(uint32_t mode, uint64_t rdev, uint32_t uid, uint32_t gid, char* out, size_t n);
+
+// Applies the owner and mode parts of `a` to the file behind `fd` (host
+// fstat `host`, guest view `n`). Times and size are not touched.
+long set_guest_owner_mode(HostFs& h, int fd, const struct stat& host, const GuestNode& n, const Attr& a);
+
+// After the host made a file or folder for a guest whose fsuid/fsgid are
+// uid/gid, with the guest's requested mode: what the VFS does not do
+// itself (new_file_needs_adoption) is recorded, and the set-id bits are
+// taken off the host file.
+void adopt_new_file(HostFs& h, int fd, uint32_t mode, uint32_t uid, uint32_t gid);
+bool new_file_needs_adoption(const HostFs& h, uint32_t mode, uint32_t uid, uint32_t gid);
+
+// A guest's extended-attribute request on the host file open as `fd` (an
+// O_PATH descriptor too): user.* only, flatux's own records hidden.
+long hostfs_fd_xattr(Heap* heap, int fd, XattrOp& op);
 
 }  // namespace flatux

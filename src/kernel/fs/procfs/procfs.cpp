@@ -267,8 +267,8 @@ File* list_dir(Task& t, const ProcLookup& l) {
       for (int i = 0; i < proc_global_count(); i++) add(proc_global_name(i), DT_REG, 100 + i);
       add("sys", DT_DIR, 4);
       add("sysvipc", DT_DIR, 7);
-      for (Task* x : k.tasks)
-        if (x && x->tid == x->proc->pid && x->proc->state == ProcState::kRunning) add_num(x->tid, DT_DIR);
+      for (Task* x : k.live_tasks())
+        if (x && first_thread_of_process(*x) && x->proc->state == ProcState::kRunning) add_num(x->proc->pid, DT_DIR);
     } else if (l.node == Node::kPidDir) {
       for (const char* name : {"exe", "cwd", "root"}) add(name, DT_LNK, 10);
       add("fd", DT_DIR, 11);
@@ -421,6 +421,37 @@ long proc_unlink(Task& t, Filesystem& fs, Lookup& lk) {
   return r == -EEXIST ? -EACCES : r;
 }
 
+// chmod, chown, utimes and truncate through /proc/PID/fd/N change the open
+// file itself, as Linux's magic links do (glibc's fchmodat with
+// AT_SYMLINK_NOFOLLOW relies on it). The VFS has checked the policy
+// against the file's own attributes. An O_PATH descriptor cannot change
+// its file, so its file's filesystem is asked by name, where the file is
+// now.
+long change_by_name(Task& t, File& f, const Attr& a) {
+  if (!f.mount || !f.path) return -EPERM;
+  Filesystem& fs = *f.mount->fs;
+  if (!fs.ops->setattr) return -EPERM;
+  char inner[kPathMax];
+  const char* at = f.path;
+  if (fs.ops->dir_path && fs.ops->dir_path(t, fs, f, inner, sizeof inner) == 0) at = inner;
+  Lookup lk(at, false, f.mount);
+  long r = fs.ops->setattr(t, fs, lk, a);
+  return r == kRedirect ? -ENOENT : r;
+}
+
+long proc_setattr(Task& t, Filesystem&, Lookup& lk, const Attr& a) {
+  ProcLookup l = lookup(t, lk.path);
+  if (l.node != Node::kFdLink || !l.rest.empty()) return -EPERM;
+  File* f = fd_file(t, l);
+  if (!f) return -ENOENT;
+  long r;
+  if (f->mount && f->mount->readonly()) r = -EROFS;
+  else if (!(f->flags & O_PATH) && f->ops->setattr) r = f->ops->setattr(t, *f, a);
+  else r = change_by_name(t, *f, a);
+  f->put();
+  return r;
+}
+
 const FsOps kProcFsOps = {
     .name = "proc",
     .open = proc_open,
@@ -433,11 +464,21 @@ const FsOps kProcFsOps = {
     .unlink = proc_unlink,
     .rmdir = proc_unlink,
     .symlink = proc_symlink,
+    .setattr = proc_setattr,
     .magic_file = proc_magic_file,
     .walk_checks_search = true,
 };
 
 }  // namespace
+
+int procfs_dir_pid(const File& f) {
+  if (!f.fs || f.fs->ops != &kProcFsOps || !f.path) return 0;
+  std::string_view p(f.path);
+  std::string_view c = next(&p);
+  int pid;
+  if (!parse_int(c, &pid) || !next(&p).empty()) return 0;
+  return pid;
+}
 
 long procfs_create(Heap* heap, Filesystem** out) {
   Filesystem* fs = heap->make<Filesystem>();

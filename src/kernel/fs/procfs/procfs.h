@@ -9,4 +9,8 @@ extern const FsType kProcFsType;  // mount(2) type "proc"
 
 long procfs_create(Heap* heap, Filesystem** out);
 
+// The pid of a /proc/PID directory opened as `f`, or 0 for any other file
+// (pidfd_send_signal accepts such a directory as a pidfd).
+int procfs_dir_pid(const File& f);
+
 }  // namespace flatux

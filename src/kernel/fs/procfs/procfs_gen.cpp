@@ -62,16 +62,16 @@ char state_char(const Process& p) { return p.state == ProcState::kZombie ? 'Z' :
 void mask_hex(SynthText& o, uint64_t m) { o.hex(m, 16); }
 
 // Copies a range of a process's memory (cmdline, environ): from here when
-// it lives in the reader's host process, else from the host process it
-// lives in (a forked one).
-long user_range(SynthText& o, const Task& task, uintptr_t start, uintptr_t end) {
+// it lives in the reader's host process (and only what the process owns),
+// else from the host process it lives in (a forked one).
+long user_range(SynthText& o, const Task& task, const Mm& mm, uintptr_t start, uintptr_t end) {
   int host_pid = task_host_pid(task);
   bool here = host_pid == (int)host::sys(SYS_getpid);
   char buf[512];
   for (uintptr_t p = start; p < end;) {
     size_t n = end - p < sizeof buf ? end - p : sizeof buf;
     iovec local{buf, n}, remote{(void*)p, n};
-    long r = here ? copy_from_user(buf, (const void*)p, n)
+    long r = here ? copy_from_process(mm, buf, (const void*)p, n)
                   : host::sys(SYS_process_vm_readv, host_pid, &local, 1, &remote, 1, 0);
     if (r < 0 || (!here && r != (long)n)) return 0;  // gone: empty, like a zombie's
     o.str(std::string_view(buf, n));
@@ -208,12 +208,21 @@ void gen_meminfo(SynthText& o, Kernel& k) {
   };
   line("MemTotal:", si.totalram * unit);
   line("MemFree:", si.freeram * unit);
-  line("MemAvailable:", (si.freeram + si.bufferram) * unit);
+  uint64_t available = si.freeram + si.bufferram;
+  line("MemAvailable:", (available < si.totalram ? available : si.totalram) * unit);
   line("Buffers:", si.bufferram * unit);
   line("Cached:", 0);
   line("SwapTotal:", si.totalswap * unit);
   line("SwapFree:", si.freeswap * unit);
   line("Shmem:", si.sharedram * unit);
+  // The kernel's own memory: its heap (objects, tmpfs pages, caches) and
+  // the tasks' kernel stacks carved from it; and mem='s commit account.
+  size_t kstacks = k.heap->kstack_bytes();
+  line("Slab:", k.heap->bytes_in_use() - kstacks);
+  line("SUnreclaim:", k.heap->bytes_in_use() - kstacks);
+  line("KernelStack:", kstacks);
+  if (k.mem.limit) line("CommitLimit:", k.mem.limit);
+  line("Committed_AS:", k.mem.used.load(std::memory_order_relaxed));
 }
 
 void gen_global_stat(SynthText& o, Kernel& k) {
@@ -222,7 +231,7 @@ void gen_global_stat(SynthText& o, Kernel& k) {
   host::sys(SYS_clock_gettime, CLOCK_REALTIME, &rt);
   o.udec((uint64_t)rt.tv_sec - (monotonic_ns() - k.boot_ns) / 1000000000ull);
   int procs = 0;
-  for (Task* t : k.tasks) procs += t != nullptr;
+  for (Task* t : k.live_tasks()) procs += t != nullptr;
   o.str("\nprocesses ").dec(k.next_pid - 1).str("\nprocs_running ").dec(procs).str("\nprocs_blocked 0\n");
 }
 
@@ -289,8 +298,8 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
   if (!task || task->proc->state != ProcState::kRunning) return -ENOENT;
   Process& p = *task->proc;
   switch (f) {
-    case ProcFile::kCmdline: return p.mm ? user_range(o, *task, p.mm->arg_start, p.mm->arg_end) : 0;
-    case ProcFile::kEnviron: return p.mm ? user_range(o, *task, p.mm->env_start, p.mm->env_end) : 0;
+    case ProcFile::kCmdline: return p.mm ? user_range(o, *task, *p.mm, p.mm->arg_start, p.mm->arg_end) : 0;
+    case ProcFile::kEnviron: return p.mm ? user_range(o, *task, *p.mm, p.mm->env_start, p.mm->env_end) : 0;
     case ProcFile::kComm: o.str(p.comm).ch('\n'); return 0;
     case ProcFile::kStat: gen_stat(o, k, p, task); return 0;
     case ProcFile::kStatm: {

@@ -1,0 +1,249 @@
+#include "host/host_allowlist.h"
+
+#include <asm/ioctls.h>
+#include <cstddef>
+#include <cstdint>
+#include <fcntl.h>
+#include <linux/errno.h>
+#include <linux/filter.h>
+#include <linux/membarrier.h>
+#include <linux/netlink.h>
+#include <linux/prctl.h>
+#include <linux/seccomp.h>
+#include <linux/sockios.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "host/bpf.h"
+
+namespace flatux {
+namespace {
+
+// How a call's arguments are checked before it is allowed.
+enum class Check : uint8_t {
+  kNone,          // allowed as it is
+  kCloneFlags,    // no namespaces, no tracing
+  kSocket,        // families the kernel serves guests with (see socket_check)
+  kIoctl,         // the commands the kernel forwards
+  kFcntl,         // no signal ownership, leases or notifications
+  kPrctl,         // a child subreaper (forked host processes), no_new_privs
+  kOwnPid,        // the first argument is the first host process's pid
+  kMembarrier,    // serializing this process's CPUs after writing code, nothing else
+  kEnosys,        // refused as "no such call", so a caller falls back
+};
+
+struct Allowed {
+  int nr;
+  Check check;
+};
+
+// Every host call made after start. Adding a host call to the kernel means
+// adding it here; the attack tests and the suite find what is missing.
+constexpr Allowed kAllowed[] = {
+    // I/O on descriptors the kernel holds
+    {SYS_read, Check::kNone}, {SYS_write, Check::kNone}, {SYS_pread64, Check::kNone},
+    {SYS_pwrite64, Check::kNone}, {SYS_readv, Check::kNone}, {SYS_writev, Check::kNone},
+    {SYS_preadv, Check::kNone}, {SYS_pwritev, Check::kNone}, {SYS_preadv2, Check::kNone},
+    {SYS_pwritev2, Check::kNone}, {SYS_lseek, Check::kNone}, {SYS_close, Check::kNone},
+    {SYS_fcntl, Check::kFcntl}, {SYS_ioctl, Check::kIoctl}, {SYS_fsync, Check::kNone},
+    {SYS_fdatasync, Check::kNone}, {SYS_ftruncate, Check::kNone}, {SYS_fallocate, Check::kNone},
+    {SYS_fadvise64, Check::kNone}, {SYS_readahead, Check::kNone}, {SYS_getdents64, Check::kNone},
+    {SYS_sendfile, Check::kNone}, {SYS_splice, Check::kNone}, {SYS_tee, Check::kNone},
+    {SYS_copy_file_range, Check::kNone}, {SYS_pipe2, Check::kNone}, {SYS_memfd_create, Check::kNone},
+    {SYS_eventfd2, Check::kNone}, {SYS_timerfd_create, Check::kNone}, {SYS_timerfd_settime, Check::kNone},
+    {SYS_timerfd_gettime, Check::kNone}, {SYS_epoll_create1, Check::kNone}, {SYS_epoll_ctl, Check::kNone},
+    {SYS_epoll_pwait, Check::kNone}, {SYS_poll, Check::kNone}, {SYS_ppoll, Check::kNone},
+    // Paths: where they lead is the host's confinement's to decide
+    // (Landlock, the private mount namespace); these only name files.
+    {SYS_open, Check::kNone}, {SYS_openat, Check::kNone}, {SYS_openat2, Check::kNone},
+    {SYS_fstat, Check::kNone}, {SYS_newfstatat, Check::kNone}, {SYS_fstatfs, Check::kNone},
+    {SYS_readlinkat, Check::kNone}, {SYS_faccessat2, Check::kNone}, {SYS_mkdirat, Check::kNone},
+    {SYS_mknodat, Check::kNone}, {SYS_unlinkat, Check::kNone}, {SYS_symlinkat, Check::kNone},
+    {SYS_linkat, Check::kNone}, {SYS_renameat2, Check::kNone}, {SYS_fchmod, Check::kNone},
+    {SYS_fchmodat, Check::kNone}, {452 /* fchmodat2 */, Check::kNone}, {SYS_fchown, Check::kNone},
+    {SYS_fchownat, Check::kNone}, {SYS_utimensat, Check::kNone},
+    {SYS_getxattr, Check::kNone}, {SYS_setxattr, Check::kNone}, {SYS_listxattr, Check::kNone},
+    {SYS_removexattr, Check::kNone},
+    // Sockets
+    {SYS_socket, Check::kSocket}, {SYS_socketpair, Check::kSocket}, {SYS_bind, Check::kNone},
+    {SYS_listen, Check::kNone}, {SYS_accept4, Check::kNone}, {SYS_connect, Check::kNone},
+    {SYS_shutdown, Check::kNone}, {SYS_getsockname, Check::kNone}, {SYS_getpeername, Check::kNone},
+    {SYS_getsockopt, Check::kNone}, {SYS_setsockopt, Check::kNone}, {SYS_sendto, Check::kNone},
+    {SYS_recvfrom, Check::kNone}, {SYS_sendmsg, Check::kNone}, {SYS_recvmsg, Check::kNone},
+    // Memory
+    {SYS_mmap, Check::kNone}, {SYS_munmap, Check::kNone}, {SYS_mprotect, Check::kNone},
+    {SYS_mremap, Check::kNone}, {SYS_madvise, Check::kNone}, {SYS_msync, Check::kNone},
+    {SYS_brk, Check::kNone}, {SYS_mlock2, Check::kNone}, {SYS_munlock, Check::kNone},
+    {SYS_membarrier, Check::kMembarrier},  // rewritten syscall sites (host/code_patch.cpp)
+    // Threads, signals, time (the kernel's own tasks and its launcher)
+    {SYS_clone, Check::kCloneFlags}, {SYS_clone3, Check::kEnosys}, {SYS_exit, Check::kNone},
+    {SYS_exit_group, Check::kNone}, {SYS_wait4, Check::kNone}, {SYS_waitid, Check::kNone},
+    {SYS_futex, Check::kNone}, {SYS_futex_waitv, Check::kNone}, {SYS_tgkill, Check::kNone},
+    {SYS_rt_sigaction, Check::kNone}, {SYS_set_tid_address, Check::kNone}, {SYS_prctl, Check::kPrctl},
+    // Forked guests are host processes of their own: watched through
+    // pidfds (CLONE_PIDFD's, and the first process's), killed through them,
+    // their memory read for /proc/PID/cmdline (Landlock keeps that to this
+    // process's own descendants, as it does signals).
+    {SYS_pidfd_open, Check::kOwnPid}, {SYS_pidfd_send_signal, Check::kNone},
+    {SYS_process_vm_readv, Check::kNone},
+    {SYS_rt_sigprocmask, Check::kNone}, {SYS_rt_sigreturn, Check::kNone}, {SYS_sigaltstack, Check::kNone},
+    {SYS_restart_syscall, Check::kNone}, {SYS_arch_prctl, Check::kNone}, {SYS_sched_yield, Check::kNone},
+    {SYS_sched_getaffinity, Check::kNone}, {SYS_sched_setaffinity, Check::kNone},
+    {SYS_getcpu, Check::kNone}, {SYS_clock_gettime, Check::kNone}, {SYS_clock_getres, Check::kNone},
+    {SYS_clock_nanosleep, Check::kNone}, {SYS_nanosleep, Check::kNone}, {SYS_gettimeofday, Check::kNone},
+    {SYS_time, Check::kNone}, {SYS_getrandom, Check::kNone}, {SYS_sysinfo, Check::kNone},
+    {SYS_adjtimex, Check::kNone},  // the clock's state; setting it needs CAP_SYS_TIME over the host
+    // A guest thread's scheduling is its host thread's (sys/sys_sched.cpp:
+    // the kernel names only its own threads; a real-time policy needs
+    // CAP_SYS_NICE over the host, which confinement leaves out), and so is
+    // its rseq area (task/sys_rseq.cpp).
+    {SYS_sched_getscheduler, Check::kNone}, {SYS_sched_setscheduler, Check::kNone},
+    {SYS_sched_getparam, Check::kNone}, {SYS_sched_setparam, Check::kNone},
+    {SYS_sched_rr_get_interval, Check::kNone}, {SYS_getpriority, Check::kNone},
+    {SYS_setpriority, Check::kNone}, {SYS_rseq, Check::kNone},
+    {SYS_mincore, Check::kNone},  // whether the kernel heap is there, for an oops off a kernel stack
+    // Who we are (answers only)
+    {SYS_getpid, Check::kNone}, {SYS_gettid, Check::kNone}, {SYS_getppid, Check::kNone},
+    {SYS_getuid, Check::kNone}, {SYS_geteuid, Check::kNone}, {SYS_getgid, Check::kNone},
+    {SYS_getegid, Check::kNone},
+};
+constexpr int kNumAllowed = sizeof kAllowed / sizeof kAllowed[0];
+
+// Namespaces and tracing are never the kernel's business; a thread, a
+// vfork-like child or a child process sharing descriptors all pass.
+constexpr uint32_t kDeniedCloneFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |
+                                       CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_PTRACE |
+                                       CLONE_UNTRACED;
+
+// Terminal and socket queries the kernel forwards (hostfs/file.cpp,
+// net/sock_ioctl.cpp, tty/console.cpp, the launcher's terminal).
+constexpr uint32_t kIoctls[] = {
+    TCGETS, TCSETS, TCSETSW, TCSETSF, TIOCGWINSZ, TIOCSWINSZ, FIONREAD, FIONBIO, TIOCOUTQ,
+    SIOCGIFCONF, SIOCGIFFLAGS, SIOCGIFADDR, SIOCGIFDSTADDR, SIOCGIFBRDADDR, SIOCGIFNETMASK,
+    SIOCGIFMETRIC, SIOCGIFMTU, SIOCGIFHWADDR, SIOCGIFINDEX, SIOCGIFNAME, SIOCGIFTXQLEN, SIOCGIFMAP,
+    SIOCGIFPFLAGS, SIOCATMARK, SIOCOUTQNSD,
+};
+
+constexpr uint32_t kFcntls[] = {
+    F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW,
+    F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_ADD_SEALS, F_GET_SEALS, F_GETPIPE_SZ, F_SETPIPE_SZ,
+};
+
+constexpr uint32_t kPrctls[] = {PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS};
+
+constexpr uint32_t kMembarriers[] = {MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,
+                                     MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE};
+
+constexpr uint32_t kRetAllow = SECCOMP_RET_ALLOW;
+constexpr uint32_t kRetDeny = SECCOMP_RET_ERRNO | EPERM;
+constexpr uint32_t kRetEnosys = SECCOMP_RET_ERRNO | ENOSYS;
+
+// Allows when the low word of argument `arg` is one of `values`.
+template <size_t N>
+void emit_one_of(BpfProg& p, int arg, const uint32_t (&values)[N]) {
+  p.load(seccomp_arg_lo(arg));
+  int tests[N];
+  for (size_t i = 0; i < N; i++) tests[i] = p.emit(BPF_JMP | BPF_JEQ | BPF_K, values[i]);
+  p.ret(kRetDeny);
+  int allow = p.ret(kRetAllow);
+  for (size_t i = 0; i < N; i++) {
+    p.patch(tests[i], allow, true);
+    p.f[tests[i]].jf = 0;
+  }
+}
+
+// socket and socketpair (family, type, protocol): AF_UNIX; AF_INET and
+// AF_INET6 unless --net=none; AF_NETLINK for route queries and socket
+// diagnostics only. (The kernel asks the host for a pair in any family it
+// serves, so that the host says why there is none.) No other family is
+// reachable at all, so none of their protocol modules can be loaded.
+void emit_socket(BpfProg& p, bool net_none) {
+  p.load(seccomp_arg_lo(0));
+  int is_unix = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX);
+  int is_inet = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_INET);
+  int is_inet6 = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_INET6);
+  int is_netlink = p.emit(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK);
+  int deny = p.ret(kRetDeny);
+  int netlink = p.load(seccomp_arg_lo(2));
+  int route = p.emit(BPF_JMP | BPF_JEQ | BPF_K, NETLINK_ROUTE);
+  int diag = p.emit(BPF_JMP | BPF_JEQ | BPF_K, NETLINK_SOCK_DIAG);
+  p.ret(kRetDeny);
+  int allow = p.ret(kRetAllow);
+  p.patch(is_unix, allow, true);
+  p.patch(is_inet, net_none ? deny : allow, true);
+  p.patch(is_inet6, net_none ? deny : allow, true);
+  p.patch(is_netlink, netlink, true);
+  p.patch(route, allow, true);
+  p.patch(diag, allow, true);
+}
+
+void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
+  switch (c) {
+    case Check::kNone: p.ret(kRetAllow); return;
+    case Check::kEnosys: p.ret(kRetEnosys); return;
+    case Check::kCloneFlags: {
+      p.load(seccomp_arg_lo(0));
+      int t = p.emit(BPF_JMP | BPF_JSET | BPF_K, kDeniedCloneFlags, 1, 0);
+      p.ret(kRetAllow);
+      p.ret(kRetDeny);
+      (void)t;
+      return;
+    }
+    case Check::kSocket: emit_socket(p, o.net_none); return;
+    case Check::kIoctl: emit_one_of(p, 1, kIoctls); return;
+    case Check::kFcntl: emit_one_of(p, 1, kFcntls); return;
+    case Check::kPrctl: emit_one_of(p, 0, kPrctls); return;
+    case Check::kMembarrier: emit_one_of(p, 0, kMembarriers); return;
+    case Check::kOwnPid: {
+      p.load(seccomp_arg_lo(0));
+      p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_pid, 1, 0);
+      p.ret(kRetDeny);
+      p.ret(kRetAllow);
+      return;
+    }
+  }
+}
+
+// A binary search over sorted[lo, hi) on the syscall number (in A); each
+// leaf holds its entry's check. Jumps too far for a conditional jump go
+// through an unconditional one.
+bool emit_tree(BpfProg& p, const Allowed* sorted, int lo, int hi, const HostAllowlistOptions& o) {
+  if (hi - lo <= 3) {
+    for (int i = lo; i < hi; i++) {
+      int test = p.emit(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)sorted[i].nr);
+      emit_check(p, sorted[i].check, o);
+      if (!p.patch(test, p.n, false)) return false;  // false: the next test
+    }
+    p.ret(kRetDeny);
+    return true;
+  }
+  int mid = lo + (hi - lo) / 2;
+  int split = p.emit(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)sorted[mid].nr, 0, 1);
+  int far = p.emit(BPF_JMP | BPF_JA, 0);  // to the upper half
+  if (!emit_tree(p, sorted, lo, mid, o)) return false;
+  p.f[far].k = (uint32_t)(p.n - far - 1);
+  (void)split;
+  return emit_tree(p, sorted, mid, hi, o);
+}
+
+}  // namespace
+
+bool emit_host_allowlist(BpfProg& p, const HostAllowlistOptions& o, int* ncalls) {
+  Allowed sorted[kNumAllowed];
+  for (int i = 0; i < kNumAllowed; i++) sorted[i] = kAllowed[i];
+  for (int i = 1; i < kNumAllowed; i++)  // insertion sort: a small constant table
+    for (int j = i; j > 0 && sorted[j - 1].nr > sorted[j].nr; j--) {
+      Allowed t = sorted[j];
+      sorted[j] = sorted[j - 1];
+      sorted[j - 1] = t;
+    }
+  p.load(kSeccompNr);
+  p.emit(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);  // __X32_SYSCALL_BIT: never the kernel's
+  p.ret(kRetDeny);
+  if (!emit_tree(p, sorted, 0, kNumAllowed, o) || p.overflow) return false;
+  if (ncalls) *ncalls = kNumAllowed;
+  return true;
+}
+
+}  // namespace flatux

@@ -1,0 +1,235 @@
+#include "launcher/sandbox/sandbox.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "host/seccomp.h"
+#include "launcher/sandbox/identity.h"
+#include "launcher/sandbox/jail_mounts.h"
+#include "launcher/sandbox/landlock.h"
+
+namespace flatux::launcher {
+namespace {
+
+std::string describe_root(const SandboxGrant& g) {
+  return g.root + (g.root_readonly ? " (read-only)" : " (read-write)");
+}
+
+// ", 2 images" (nothing when there are none).
+std::string images(const SandboxGrant& g) {
+  size_t n = g.images.size();
+  return n == 0 ? "" : ", " + std::to_string(n) + (n == 1 ? " image" : " images");
+}
+
+int thread_count() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+// Without a private mount namespace the kernel's host FIFOs go to a
+// folder of their own under /dev/shm, the only one Landlock lets it make
+// them in. A helper started now (so outside the sandbox) removes it once
+// every process holding the other end of its pipe is gone; it is started
+// through a middle process that exits at once, so it is no descendant of
+// flatux.
+std::string private_fifo_dir() {
+  char dir[] = "/dev/shm/flatux-XXXXXX";
+  if (!mkdtemp(dir)) return "";
+  int dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int life[2];
+  if (dirfd < 0 || pipe2(life, O_CLOEXEC) != 0) {
+    rmdir(dir);
+    return "";
+  }
+  pid_t middle = fork();
+  if (middle == 0) {
+    pid_t janitor = fork();
+    if (janitor != 0) _exit(janitor > 0 ? 0 : 1);
+    setsid();
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(s, SIG_IGN);
+    close(life[1]);
+    for (char c;;) {
+      ssize_t n = read(life[0], &c, 1);
+      if (n == 0 || (n < 0 && errno != EINTR)) break;
+    }
+    // Entries are FIFOs the kernel unlinks at once; whatever is left goes,
+    // without following anything.
+    int listing = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (DIR* d = listing >= 0 ? fdopendir(listing) : nullptr) {
+      while (dirent* e = readdir(d))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(dirfd, e->d_name, 0);
+      closedir(d);
+    }
+    rmdir(dir);
+    _exit(0);
+  }
+  close(life[0]);
+  close(dirfd);
+  int status;
+  if (middle < 0 || waitpid(middle, &status, 0) != middle || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    close(life[1]);
+    rmdir(dir);
+    return "";
+  }
+  return dir;  // life[1] stays open, unnoticed, for the life of the process
+}
+
+void enter_mount_namespace(const SandboxGrant& g, bool unshared, SandboxState* s) {
+  std::string why;
+  if (!unshared) {
+    s->missing.push_back("private mounts (no user namespace to make them in): paths outside the root "
+                         "can still be named by chmod, chown, utimes, xattr and socket calls");
+    return;
+  }
+  if (!build_jail_mounts(g, &why)) {
+    s->missing.push_back("private mounts (" + why +
+                         "): paths outside the root can still be named by chmod, chown, utimes, xattr "
+                         "and socket calls");
+    return;
+  }
+  s->private_mounts = true;
+  s->fifo_dir = "/dev/shm";
+  s->applied.push_back("mounts: a private namespace showing only " + describe_root(g) +
+                       " without set-id or devices" + images(g) +
+                       ", /proc, /dev/{null,zero,full,random,urandom} and an empty /dev/shm");
+}
+
+}  // namespace
+
+bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState* s) {
+  if (o.off) {
+    s->applied.push_back("off (--no-sandbox): a guest can do anything this process may");
+    return true;
+  }
+  if (thread_count() != 1) {
+    fprintf(stderr, "flatux: sandbox: the process must have one thread to enter its sandbox\n");
+    return false;
+  }
+  bool root = geteuid() == 0;
+  bool jail = g.root != "/";
+  int ns = jail ? CLONE_NEWNS : 0;
+  std::string why;
+  bool unshared = false;
+  if (root && !o.keep_root) {
+    if (enter_identity_namespace(ns, &why)) {
+      s->in_user_namespace = unshared = true;
+      s->applied.push_back(
+          "identity: a user namespace mapping every host id to itself; capabilities there only "
+          "to serve files (chown, dac_override, dac_read_search, fowner, fsetid), none over the host");
+    } else {
+      s->missing.push_back("user namespace (" + why + "): running as root with only the capabilities to serve files");
+      std::string err;
+      if (!set_capabilities(file_server_capabilities(), &err)) s->missing.push_back("capabilities: " + err);
+      unshared = jail && unshare(CLONE_NEWNS) == 0;
+    }
+  } else if (root) {
+    s->applied.push_back("identity: root, as asked (--keep-root)");
+    unshared = jail && unshare(CLONE_NEWNS) == 0;
+  } else if (!jail) {
+    s->applied.push_back("identity: uid " + std::to_string(getuid()) + ", no capability to give up");
+  } else {
+    if (enter_own_id_namespace(ns, &why)) {
+      s->in_user_namespace = unshared = true;
+      s->applied.push_back("identity: uid " + std::to_string(getuid()) +
+                           " in a user namespace of its own (other users' files show as nobody)");
+    }
+  }
+  if (jail) enter_mount_namespace(g, unshared, s);
+  // The whole host read-write: /dev/shm as it is (nothing is confined).
+  bool whole_host = !jail && !g.root_readonly;
+  if (s->fifo_dir.empty() && !whole_host) s->fifo_dir = private_fifo_dir();
+  if (s->in_user_namespace) {
+    uint64_t keep = root ? file_server_capabilities() : 0;
+    if (!set_capabilities(keep, &why)) s->missing.push_back("dropping capabilities: " + why);
+  }
+  return true;
+}
+
+bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRange* text, int ntext,
+                  SandboxState* s) {
+  if (o.off) {
+    if (long r = install_syscall_filter(text, ntext); r < 0) {
+      fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
+      return false;
+    }
+    return true;
+  }
+  if (thread_count() != 1) {
+    fprintf(stderr, "flatux: sandbox: the process must have one thread to seal its sandbox\n");
+    return false;
+  }
+  LandlockApplied ll;
+  std::string why;
+  if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
+    std::string line = "landlock ABI " + std::to_string(ll.abi) + ": ";
+    line += ll.files ? "files beneath " + describe_root(g) + images(g) +
+                           ", the five character devices, /proc/cpuinfo, FIFOs in " +
+                           (s->fifo_dir.empty() ? std::string("(nowhere)") : s->fifo_dir)
+                     : "files: the whole host read-write, nothing to refuse";
+    if (ll.net) line += "; TCP bind and connect refused";
+    if (ll.scopes) line += "; signals and abstract sockets kept inside";
+    s->applied.push_back(line);
+    if (g.net_none && !ll.net)
+      s->missing.push_back("landlock network rules (ABI " + std::to_string(ll.abi) + " < 4): only the allowlist keeps TCP out");
+    if (!ll.scopes)
+      s->missing.push_back("landlock scopes (ABI " + std::to_string(ll.abi) +
+                           " < 6): signals and abstract sockets can reach processes of the same user");
+  } else {
+    s->missing.push_back("landlock (" + why + "): host files are not confined");
+  }
+  int ncalls = 0;
+  HostAllowlistOptions allow{.net_none = g.net_none, .own_pid = (uint32_t)getpid()};
+  if (long r = install_syscall_filter(text, ntext, &allow, &ncalls); r < 0) {
+    fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
+    return false;
+  }
+  s->applied.push_back("seccomp: guest calls trap; the kernel's own host calls are held to an allowlist of " +
+                       std::to_string(ncalls) +
+                       " (clone, socket, socketpair, ioctl, fcntl, prctl and pidfd_open arguments checked), "
+                       "others fail with EPERM");
+  s->applied.push_back("no_new_privs");
+  for (const std::string& m : s->missing) fprintf(stderr, "flatux: sandbox: missing %s\n", m.c_str());
+  if (o.require && !s->missing.empty()) {
+    fprintf(stderr, "flatux: sandbox: refusing to run (--require-sandbox)\n");
+    return false;
+  }
+  return true;
+}
+
+void sandbox_write_report(const SandboxState& s, int fd) {
+  for (const std::string& a : s.applied) dprintf(fd, "flatux: sandbox: %s\n", a.c_str());
+  for (const std::string& m : s.missing) dprintf(fd, "flatux: sandbox: missing %s\n", m.c_str());
+}
+
+bool sandbox_parse_option(const std::string& arg, SandboxOptions* o, SandboxGrant* g, std::string* error) {
+  if (arg == "--no-sandbox") o->off = true;
+  else if (arg == "--require-sandbox") o->require = true;
+  else if (arg == "--keep-root") o->keep_root = true;
+  else if (arg == "--security") o->report = true;
+  else if (arg == "--net=none") g->net_none = true;
+  else if (arg == "--net=host") g->net_none = false;
+  else if (arg == "--hostfs-owners=host") g->host_owners = true;
+  else if (arg == "--hostfs-owners=guest") g->host_owners = false;
+  else if (arg.compare(0, 6, "--net=") == 0 || arg.compare(0, 16, "--hostfs-owners=") == 0) {
+    *error = arg + ": unknown value";
+    return true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace flatux::launcher

@@ -1,0 +1,79 @@
+// The host process's own confinement. A guest shares the address space
+// with the kernel, so it can corrupt the kernel and call the host kernel
+// through host code; what holds is what the host kernel lets this process
+// do at all. The launcher makes that equal to what the command line
+// granted the guest, before the first guest instruction, for the life of
+// the process and every process it makes:
+//
+//   identity   started by root: a user namespace mapping every host id to
+//              itself, so files keep their owners but the process holds no
+//              capability over anything of the host's (identity.cpp)
+//   mounts     a folder root: a private mount namespace in which only the
+//              granted paths exist (jail_mounts.cpp)
+//   landlock   file access beneath the granted paths only, no TCP with
+//              --net=none, no signals or abstract sockets leaving the
+//              process (landlock.cpp)
+//   allowlist  the seccomp filter's second half: the kernel's own host
+//              calls must be ones it makes, arguments checked
+//              (src/host/host_allowlist.cpp)
+//   no_new_privs
+#pragma once
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel.h"
+
+namespace flatux::launcher {
+
+// What the command line gave the guest.
+struct SandboxGrant {
+  std::string root = "/";        // canonical host folder: the guest's root, or hostfs= when booting
+  bool root_readonly = false;
+  struct Image {
+    std::string path;            // canonical
+    bool readonly;
+  };
+  std::vector<Image> images;     // ubd files
+  bool net_none = false;
+  bool host_owners = false;      // --hostfs-owners=host: ownership and device nodes pass through
+};
+
+struct SandboxOptions {
+  bool off = false;              // --no-sandbox: no confinement at all (trusted guests)
+  bool require = false;          // --require-sandbox: refuse to run when a layer is missing
+  bool keep_root = false;        // --keep-root: started by root, keep root's host identity
+  bool report = false;           // --security: say what was applied
+};
+
+// What was applied, layer by layer, for the report; `missing` lists the
+// layers this configuration needs that the host could not provide.
+struct SandboxState {
+  std::vector<std::string> applied;
+  std::vector<std::string> missing;
+  bool in_user_namespace = false;
+  bool private_mounts = false;
+  std::string fifo_dir;          // where the kernel makes host FIFOs (tmpfs named pipes)
+};
+
+// Before the kernel exists, while the process has one thread: the
+// identity and the mount namespace. False after a message when flatux
+// must not go on.
+bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState* s);
+
+// After the kernel object exists, before any guest code: Landlock, then
+// the seccomp filter (guest calls trap; calls from `text`, the kernel's
+// code, are held to the host-call allowlist), no_new_privs. With the
+// sandbox off, the filter only traps.
+bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRange* text, int ntext,
+                  SandboxState* s);
+
+// Writes the report: one line per layer, "flatux: sandbox: ...".
+void sandbox_write_report(const SandboxState& s, int fd);
+
+// Options shared by `flatux run` and a boot: --no-sandbox, --require-sandbox,
+// --keep-root, --security, --hostfs-owners=guest|host. True when `arg` is
+// one (consumed); false otherwise. *error is set on a bad value.
+bool sandbox_parse_option(const std::string& arg, SandboxOptions* o, SandboxGrant* g, std::string* error);
+
+}  // namespace flatux::launcher

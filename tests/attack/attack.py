@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Runs attacker.c as a guest and checks, from the host, that it got nothing.
+
+    attack.py --flatux FLATUX --attacker PROG --work DIR --mode gadget|heap
+              --how run|boot [--ro] [--net-none] [--layout-file FILE] [--dynamic]
+
+Around a fresh guest root (the jail) it sets up what a guest must not
+reach: a secret file and a file that must not change in a folder next to
+the jail, a host process that must not be signalled, a TCP and a UDP
+listener on 127.0.0.1, an AF_UNIX listener by path and one by abstract
+name. The attacker runs under `flatux run --root JAIL` (--how run) or as
+init of a booted ext4 image with hostfs=JAIL (--how boot). Then the host
+side is checked: the gadget really reached the host (its getpid is
+flatux's pid), nothing outside changed, the victim process got no signal,
+the listeners got nothing, nothing was mounted.
+"""
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+SECRET = "flatux attack marker: outside the guest root\n"
+UNTOUCHED = "this host file must not change\n"
+VICTIM_CODE = r"""
+import os, signal, sys, time
+log = sys.argv[1]
+def note(sig, frame):
+    with open(log, "a") as f:
+        f.write(f"signal {sig}\n")
+for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGINT):
+    signal.signal(s, note)
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def libs_of(prog):
+    """The shared objects a glibc program loads, with the loader."""
+    out = subprocess.run(["ldd", prog], capture_output=True, text=True, check=True).stdout
+    paths = []
+    for line in out.splitlines():
+        parts = line.split()
+        for p in parts:
+            if p.startswith("/") and os.path.exists(p):
+                paths.append(p)
+    return paths
+
+
+def make_root(root, attacker, dynamic):
+    os.makedirs(root)
+    for d in ("tmp", "mnt", "dev", "proc", "sys"):
+        os.makedirs(os.path.join(root, d))
+    shutil.copy2(attacker, os.path.join(root, "attacker"))
+    with open(os.path.join(root, "inside"), "w") as f:
+        f.write("inside the guest root\n")
+    if dynamic:
+        for lib in libs_of(attacker):
+            dest = os.path.join(root, lib.lstrip("/"))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.copy2(lib, dest)
+
+
+def snapshot(path):
+    st = os.lstat(path)
+    try:
+        xattrs = sorted(os.listxattr(path, follow_symlinks=False))
+    except OSError:
+        xattrs = []
+    with open(path, "rb") as f:
+        data = f.read()
+    return (st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, st.st_ino, data, tuple(xattrs))
+
+
+def mounted_under(path):
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f if line.split()[4].startswith(path)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flatux", required=True)
+    ap.add_argument("--attacker", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--mode", choices=["gadget", "heap"], required=True)
+    ap.add_argument("--how", choices=["run", "boot"], required=True)
+    ap.add_argument("--ro", action="store_true")
+    ap.add_argument("--net-none", action="store_true")
+    ap.add_argument("--layout-file", default="")
+    ap.add_argument("--dynamic", action="store_true", help="the attacker is a glibc dynamic program")
+    ap.add_argument("--fork", action="store_true", help="attack from a forked guest (a host process of its own)")
+    ap.add_argument("--flatux-arg", action="append", default=[])
+    ap.add_argument("--expect-escape", action="store_true",
+                    help="the harness's own check: unconfined (--no-sandbox) the attacker must get through")
+    a = ap.parse_args()
+
+    work = os.path.abspath(a.work)
+    for m in mounted_under(work):
+        subprocess.run(["umount", "-l", m])
+    shutil.rmtree(work, ignore_errors=True)
+    jail = os.path.join(work, "jail")
+    outside = os.path.join(work, "outside")
+    os.makedirs(os.path.join(outside, "mnt"))
+    marker = os.path.join(outside, "marker")
+    victim = os.path.join(outside, "victim")
+    with open(marker, "w") as f:
+        f.write(SECRET)
+    os.chmod(marker, 0o600)
+    with open(victim, "w") as f:
+        f.write(UNTOUCHED)
+    os.chmod(victim, 0o644)
+    make_root(jail, a.attacker, a.dynamic)
+    signals_log = os.path.join(work, "victim-signals")
+
+    victim_proc = subprocess.Popen([sys.executable, "-c", VICTIM_CODE, signals_log],
+                                   stdout=subprocess.PIPE, start_new_session=True)
+    victim_proc.stdout.readline()
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    tcp.setblocking(False)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.setblocking(False)
+    unix_path = os.path.join(outside, "sock")
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind(unix_path)
+    unix.listen(8)
+    unix.setblocking(False)
+    abstract_name = f"flatux-attack-{os.getpid()}"
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    abstract.bind("\0" + abstract_name)
+    abstract.listen(8)
+    abstract.setblocking(False)
+    before = {name: snapshot(os.path.join(outside, name)) for name in ("marker", "victim")}
+    listing = sorted(os.listdir(outside))
+
+    env = {
+        "ATTACK_MODE": a.mode,
+        "ATTACK_MARKER": marker,
+        "ATTACK_VICTIM": victim,
+        "ATTACK_OUTSIDE": outside,
+        "ATTACK_JAIL": jail,
+        "ATTACK_VICTIM_PID": str(victim_proc.pid),
+        "ATTACK_UNIX": unix_path,
+        "ATTACK_ABSTRACT": abstract_name,
+        "ATTACK_TCP_PORT": str(tcp.getsockname()[1]),
+        "ATTACK_UDP_PORT": str(udp.getsockname()[1]),
+        "ATTACK_NET_NONE": "1" if a.net_none else "0",
+        "ATTACK_LAYOUT": open(a.layout_file).read().strip() if a.layout_file else "",
+        "ATTACK_FORK": "1" if a.fork else "0",
+    }
+    net = ["--net=none"] if a.net_none else []
+    if a.how == "run":
+        argv = [a.flatux, "run", "--root", jail] + (["--ro"] if a.ro else []) + net + a.flatux_arg
+        argv += ["--", "/attacker"]
+        run_env = dict(os.environ, **env)
+    else:
+        image_root = os.path.join(work, "image-root")
+        make_root(image_root, a.attacker, a.dynamic)
+        image = os.path.join(work, "root.ext4")
+        subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-d", image_root, image, "64M"], check=True)
+        env["ATTACK_HOSTFS_AT"] = "/mnt"
+        env["ATTACK_POWEROFF"] = "1"
+        argv = [a.flatux] + net + a.flatux_arg + [f"ubd0={image}", "rw", f"hostfs={jail}",
+                                                   "init=/attacker", "loglevel=3"]
+        argv += [f"{k}={v}" for k, v in env.items()]
+        run_env = dict(os.environ)
+    print("$", " ".join(argv), flush=True)
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=run_env)
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    out = out.decode(errors="replace")
+    print(out, end="")
+    print(f"(flatux pid {proc.pid}, exit status {proc.returncode}, {time.monotonic() - start:.2f} s)")
+
+    failures = []
+    gadget = [l for l in out.splitlines() if l.startswith("GADGET host_pid=")]
+    if not gadget:
+        failures.append("the attacker found no host gadget: the test proves nothing")
+    else:
+        fields = dict(w.split("=") for w in gadget[0].split() if "=" in w)
+        host_pid, host_ppid = int(fields["host_pid"]), int(fields["host_ppid"])
+        # Forked, the attacker's host process is flatux's child.
+        want = host_ppid if a.fork else host_pid
+        if want != proc.pid or (a.fork and host_pid == proc.pid):
+            failures.append(f"the gadget's getpid/getppid said {host_pid}/{host_ppid}, flatux is {proc.pid}: "
+                            "not the host's")
+    escaped = [l for l in out.splitlines() if l.startswith("ESCAPED")]
+    if escaped:
+        failures.append(f"{len(escaped)} probe(s) were not refused")
+    if a.how == "run":
+        if proc.returncode != 0:
+            failures.append(f"attacker exit status {proc.returncode}, want 0")
+    elif "ATTACK_STATUS=0" not in out or proc.returncode != 0:
+        failures.append(f"booted attacker did not finish cleanly (flatux status {proc.returncode})")
+    if "probes," not in out:
+        failures.append("the attacker did not run its probes")
+
+    for name, snap in before.items():
+        path = os.path.join(outside, name)
+        if not os.path.lexists(path):
+            failures.append(f"host file {path} is gone")
+        elif snapshot(path) != snap:
+            failures.append(f"host file {path} changed: {snap[:5]} -> {snapshot(path)[:5]}")
+    now = sorted(os.listdir(outside))
+    if now != listing:
+        failures.append(f"the folder outside the root changed: {listing} -> {now}")
+    if os.listdir(os.path.join(outside, "mnt")) or mounted_under(os.path.join(outside, "mnt")):
+        failures.append("something was mounted or made in the host folder")
+        for m in mounted_under(outside):
+            subprocess.run(["umount", "-l", m])
+    if victim_proc.poll() is not None:
+        failures.append("the host victim process died")
+    if os.path.exists(signals_log):
+        with open(signals_log) as f:
+            failures.append(f"the host victim process was signalled: {f.read().strip()}")
+    for name, s in (("tcp", tcp), ("unix", unix), ("abstract", abstract)):
+        try:
+            conn, _ = s.accept()
+            conn.close()
+            failures.append(f"the host {name} listener was connected to")
+        except BlockingIOError:
+            pass
+    try:
+        data = udp.recv(64)
+        failures.append(f"the host UDP socket received {data!r}")
+    except BlockingIOError:
+        pass
+
+    os.killpg(victim_proc.pid, signal.SIGKILL)
+    victim_proc.wait()
+    for f in failures:
+        print("FAIL:", f)
+    if a.expect_escape:
+        # Unconfined, the probes must get through and the host side must see it.
+        host_seen = [f for f in failures if f.startswith(("host ", "the "))]
+        got_through = bool(escaped) and bool(host_seen) and bool(gadget)
+        print("ok: the harness sees an unconfined attacker get through" if got_through
+              else "FAILED: an unconfined attacker went unnoticed")
+        return 0 if got_through else 1
+    print("ok" if not failures else "FAILED")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
