@@ -329,7 +329,7 @@ constexpr size_t kMaxFpstate = 16384;
 // SS_AUTODISARM stack is never "the one in use").
 void task_thread_main(void* arg) {
   Task* t = static_cast<Task*>(arg);
-  fast_entry_thread_init(*t->kernel, t->kstack);
+  kstack_thread_start(*t->kernel, t->kstack);
   // A forked child's own tid goes into its own copy of the memory only.
   if (t->set_child_tid) put_user((void*)t->set_child_tid, (int)t->tid);
   alignas(64) char fpbuf[kMaxFpstate];
@@ -404,6 +404,12 @@ void kstack_guard(void* base) {
   host::sys(SYS_mprotect, (uintptr_t)base + kFastStackTop, 4096, PROT_NONE);
 }
 
+void kstack_thread_start(const Kernel& k, void* base) {
+  // No sigaltstack here: enter_guest's sigreturn arms it (SS_AUTODISARM).
+  // Armed any earlier, a kick arriving before that would be written over
+  // the very stack this thread runs on.
+  fast_entry_thread_init(k, base);
+}
 
 bool kstack_setup(Task& t) {
   void* base = t.kernel->heap->alloc_kstack();
@@ -462,15 +468,14 @@ void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {
     uc.uc_flags |= 0x1;  // UC_FP_XSTATE
   }
   uc.uc_flags |= kUcSigcontextSS | kUcStrictRestoreSS;
-  // The kernel stack is the thread's sigaltstack, armed by this sigreturn
-  // and disarmed by the host as each handler starts (SS_AUTODISARM), and
-  // re-armed by the handler's sigreturn. So the host never takes the
-  // guest's RSP for "already on the alternate stack", wherever it points
-  // (into this very stack, say): a trap from guest code always starts at
-  // the stack's top. A fault or kick taken while kernel code runs finds it
-  // disarmed and lands on the current stack, below the running handler;
-  // one taken in a fast entry (kernel code outside any handler) finds it
-  // armed and lands at its top, apart from the fast-entry stack.
+  // The kernel stack's signal part is the thread's sigaltstack, armed by
+  // this sigreturn and disarmed by the host as each handler starts
+  // (SS_AUTODISARM), and re-armed by the handler's sigreturn. So the host
+  // never takes the guest's RSP for "already on the alternate stack",
+  // wherever it points (into this very stack, say): a trap from guest code
+  // (or a host signal during a fast entry) always starts at the stack's
+  // top. A fault or kick taken while a handler runs finds it disarmed and
+  // lands on the current stack, below the running handler.
   uc.uc_stack.ss_sp = (char*)t.kstack + kSignalStackBottom;
   uc.uc_stack.ss_size = kKernelStackSize - kSignalStackBottom;
   uc.uc_stack.ss_flags = kSsAutodisarm;

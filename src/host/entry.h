@@ -29,11 +29,12 @@ bool kstack_setup(Task& t);
 void kstack_release(Task& t);
 // The parts of kstack_setup and of a task thread's start, for a kernel
 // stack made elsewhere (a task moving to another host process): the
-// header for task t and the guard pages (in the calling host process's
-// page tables). The thread that will run the task sets its GS base
-// (fast_entry_thread_init); its sigaltstack is armed by enter_guest.
+// header for task t; the guard pages (in the calling host process's page
+// tables); and, on the thread that will run the task, its
+// GS base (host/kstack.h).
 void kstack_header_init(void* base, Task& t);
 void kstack_guard(void* base);
+void kstack_thread_start(const Kernel& k, void* base);
 
 // Starts a new host thread for t that enters guest mode with t.entry_regs
 // (and t.entry_fpstate, or a clean FPU). Returns 0 or -errno.

@@ -75,7 +75,8 @@ constexpr Allowed kAllowed[] = {
     {SYS_mmap, Check::kNone}, {SYS_munmap, Check::kNone}, {SYS_mprotect, Check::kNone},
     {SYS_mremap, Check::kNone}, {SYS_madvise, Check::kNone}, {SYS_msync, Check::kNone},
     {SYS_brk, Check::kNone}, {SYS_mlock2, Check::kNone}, {SYS_munlock, Check::kNone},
-    {SYS_membarrier, Check::kMembarrier},  // rewritten syscall sites (host/code_patch.cpp)
+    // Rewritten syscall sites: every CPU must see the new code (host/code_patch.cpp)
+    {SYS_membarrier, Check::kMembarrier},
     // Threads, signals, time (the kernel's own tasks and its launcher)
     {SYS_clone, Check::kCloneFlags}, {SYS_clone3, Check::kEnosys}, {SYS_exit, Check::kNone},
     {SYS_exit_group, Check::kNone}, {SYS_wait4, Check::kNone}, {SYS_waitid, Check::kNone},
@@ -130,10 +131,10 @@ constexpr uint32_t kFcntls[] = {
     F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_ADD_SEALS, F_GET_SEALS, F_GETPIPE_SZ, F_SETPIPE_SZ,
 };
 
-constexpr uint32_t kPrctls[] = {PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS};
-
 constexpr uint32_t kMembarriers[] = {MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE,
                                      MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE};
+
+constexpr uint32_t kPrctls[] = {PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS};
 
 constexpr uint32_t kRetAllow = SECCOMP_RET_ALLOW;
 constexpr uint32_t kRetDeny = SECCOMP_RET_ERRNO | EPERM;

@@ -23,10 +23,10 @@ struct NetState;
 struct LogBuffer;
 struct Console;
 struct BlockDevices;
-struct SiteSurvey;
 struct PtyTable;
 struct Dnotify;
 struct PidReservations;
+struct SiteSurvey;
 struct IpcNamespace;
 struct HostProc;
 struct GateRequest;
@@ -62,9 +62,9 @@ struct KernelConfig {
   bool xsave = false;         // the OS enabled XSAVE (CPUID.1:ECX.OSXSAVE)
   uintptr_t image_base = 0;   // flatux's own load address (oops messages)
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
-  SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
   char fifo_dir[256] = "";    // host folder for the host FIFOs behind named pipes ("": /dev/shm, /tmp)
   bool hostfs_host_owners = false;  // hostfs: guest owners, set-id bits and devices go to the host as they are
+  SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
   BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
 

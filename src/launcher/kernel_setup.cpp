@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "host/entry.h"
@@ -74,6 +75,17 @@ bool map_page0(std::string* why) {
   return true;
 }
 
+// `flatux run` starts with the host's node and domain names, as the program
+// would see them natively (it resolves its own name through the host's
+// /etc/hosts); a booted system starts as "flatux" and names itself. Either
+// way sethostname changes only the guest's copy.
+void take_host_names(Kernel& k) {
+  struct utsname u;
+  if (uname(&u) != 0) return;
+  snprintf(k.uts.nodename, sizeof k.uts.nodename, "%s", u.nodename);
+  snprintf(k.uts.domainname, sizeof k.uts.domainname, "%s", u.domainname);
+}
+
 }  // namespace
 
 bool choose_syscall_entry(KernelConfig& cfg, const std::string& requested) {
@@ -110,6 +122,7 @@ Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb) {
     fprintf(stderr, "flatux: cannot create the kernel (heap or root filesystem)\n");
     return nullptr;
   }
+  if (!cfg.boot.enabled) take_host_names(*k);
   if (long r = install_host_handlers(); r < 0) {
     fprintf(stderr, "flatux: installing signal handlers: %s\n", strerror((int)-r));
     return nullptr;

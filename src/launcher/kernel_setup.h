@@ -18,6 +18,7 @@ bool open_strace(KernelConfig& cfg, const std::string& strace);
 // for rewrite-page0); auto falls back to trap without them, an explicit
 // mode fails with a message (false).
 bool choose_syscall_entry(KernelConfig& cfg, const std::string& mode);
+
 // What the command line granted and how to hold the process to it.
 struct Sandbox {
   SandboxGrant grant;

@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 #include <linux/futex.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include "kernel/kernel.h"
 #include "kernel/mm/site_survey.h"
 #include "kernel/task/process.h"
+#include "kernel/vfs/mount.h"
 #include "launcher/boot_mode.h"
 #include "launcher/kernel_setup.h"
 #include "launcher/sandbox/sandbox.h"
@@ -55,6 +57,7 @@ struct RunOptions {
   std::string site_survey;    // --site-survey=FILE: syscall sites by shape, written at the end
   std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file (FILE canonical once parsed)
   std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
+  std::vector<std::string> tmpfs;   // "DIR[:OPTIONS]": a private tmpfs mounted at DIR
   std::vector<std::string> argv;
   flatux::launcher::SandboxOptions sandbox;
   std::string hostfs_owners = "guest";
@@ -117,8 +120,34 @@ bool parse_ubd_specs(const RunOptions& o, std::vector<UbdSpec>* out) {
   return true;
 }
 
-// The ubd devices and --mount-ext4 DEV:DIR.
-bool attach_devices(flatux::Kernel& k, const RunOptions& o, const std::vector<UbdSpec>& ubds) {
+struct TmpfsSpec {
+  std::string given, dir, options;
+};
+
+// --tmpfs DIR[:OPTIONS], checked before the sandbox is built: like
+// mount(2), only over a folder that is there, a folder of the root.
+bool parse_tmpfs_specs(const RunOptions& o, const char* root, std::vector<TmpfsSpec>* out) {
+  for (const std::string& spec : o.tmpfs) {
+    size_t colon = spec.find(':');
+    std::string dir = spec.substr(0, colon);
+    struct stat st;
+    std::string host_dir = (strcmp(root, "/") == 0 ? "" : root) + dir;
+    if (dir.empty() || dir[0] != '/' || stat(host_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "flatux: --tmpfs %s: not a folder of the root\n", spec.c_str());
+      return false;
+    }
+    // Anyone may make files there, as in the host's /tmp, unless the
+    // options say otherwise (a later mode= wins).
+    std::string options = "mode=1777";
+    if (colon != std::string::npos) options += "," + spec.substr(colon + 1);
+    out->push_back({spec, dir, options});
+  }
+  return true;
+}
+
+// The ubd devices, --mount-ext4 DEV:DIR and --tmpfs DIR[:OPTIONS].
+bool attach_devices(flatux::Kernel& k, const RunOptions& o, const std::vector<UbdSpec>& ubds,
+                    const std::vector<TmpfsSpec>& tmpfs) {
   for (const UbdSpec& u : ubds) {
     if (long r = flatux::ubd_attach(k, u.index, u.file.c_str(), u.readonly); r < 0) {
       fprintf(stderr, "flatux: ubd%d=%s: %s\n", u.index, u.given.c_str(), strerror((int)-r));
@@ -134,6 +163,13 @@ bool attach_devices(flatux::Kernel& k, const RunOptions& o, const std::vector<Ub
     std::string dev = spec.substr(0, colon), dir = spec.substr(colon + 1);
     if (long r = flatux::ext4_mount_device(k, dev.c_str(), dir.c_str(), 0); r < 0) {
       fprintf(stderr, "flatux: mounting %s at %s: %s\n", dev.c_str(), dir.c_str(), strerror((int)-r));
+      return false;
+    }
+  }
+  for (const TmpfsSpec& t : tmpfs) {
+    if (long r = flatux::mount_new_fs(k, "tmpfs", t.dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, t.options.c_str());
+        r < 0) {
+      fprintf(stderr, "flatux: --tmpfs %s: %s\n", t.given.c_str(), strerror((int)-r));
       return false;
     }
   }
@@ -165,6 +201,8 @@ int run(const RunOptions& o) {
   cfg.net_none = o.net == "none";
   std::vector<UbdSpec> ubds;
   if (!parse_ubd_specs(o, &ubds)) return 125;
+  std::vector<TmpfsSpec> tmpfs;
+  if (!parse_tmpfs_specs(o, root, &tmpfs)) return 125;
   flatux::launcher::Sandbox sb;
   sb.options = o.sandbox;
   sb.grant.root = root;
@@ -175,16 +213,21 @@ int run(const RunOptions& o) {
   std::string prog = find_program(o);  // looked up before the host's view narrows
   if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
   if (!flatux::launcher::choose_syscall_entry(cfg, o.syscall_entry)) return 125;
-  flatux::Kernel* k = flatux::launcher::start_kernel(cfg, sb);
-  if (!k) return 125;
-  if (!attach_devices(*k, o, ubds)) return 125;
+  // Opened before the host process is confined to what the guests were given.
   int survey_fd = -1;
   if (!o.site_survey.empty()) {
     survey_fd = open(o.site_survey.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (survey_fd < 0 || !flatux::site_survey_start(*k, survey_fd)) {
+    if (survey_fd < 0) {
       fprintf(stderr, "flatux: --site-survey=%s: %s\n", o.site_survey.c_str(), strerror(errno));
       return 125;
     }
+  }
+  flatux::Kernel* k = flatux::launcher::start_kernel(cfg, sb);
+  if (!k) return 125;
+  if (!attach_devices(*k, o, ubds, tmpfs)) return 125;
+  if (survey_fd >= 0 && !flatux::site_survey_start(*k, survey_fd)) {
+    fprintf(stderr, "flatux: --site-survey=%s: cannot start the survey\n", o.site_survey.c_str());
+    return 125;
   }
 
   install_forwarding();
@@ -230,7 +273,7 @@ int guest_argv_start(int argc, char** argv) {
     std::string_view a = argv[i];
     if (a == "--") return i + 1;
     if (a == "--root" || a == "--net" || a == "--ubd" || a == "--mount-ext4" || a == "--hostfs-owners" ||
-        a == "--syscall-entry" || a == "--site-survey") {
+        a == "--syscall-entry" || a == "--site-survey" || a == "--tmpfs") {
       i++;  // takes the next word
       continue;
     }
@@ -265,6 +308,8 @@ int main(int argc, char** argv) {
                       "--syscall-entry=trap)");
   run_cmd->add_option("--ubd", o.ubd, "N=FILE or Nr=FILE: block device /dev/ubd<a+N> on a host file (r: read-only)");
   run_cmd->add_option("--mount-ext4", o.mounts, "DEV:DIR: mount the ext4/ext3/ext2 filesystem on DEV (/dev/ubda) at DIR");
+  run_cmd->add_option("--tmpfs", o.tmpfs,
+                      "DIR[:OPTIONS]: a private tmpfs at DIR (e.g. /tmp, or /tmp:size=64m), in no host folder");
   run_cmd->add_option("--hostfs-owners", o.hostfs_owners,
                       "guest (default): owners, set-id bits and device nodes a guest gives hostfs files are "
                       "kept by flatux; host: they go to the host files as they are (trusted guests)")

@@ -7,7 +7,6 @@
 #include <sys/syscall.h>
 
 #include "host/entry.h"
-#include "host/fast_entry.h"
 #include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
@@ -47,12 +46,10 @@ void moved_thread_main(void* arg) {
   ExecMove* m = static_cast<ExecMove*>(arg);
   Task& t = *m->task;
   Kernel& k = *t.kernel;
-  // Its guard pages, in this host process's page tables, and its GS base
-  // (the fast entry's way to its kernel stack).
+  // Its guard pages, in this host process's page tables. No sigaltstack
+  // yet: enter_guest arms it (SS_AUTODISARM), as for any new thread.
   kstack_guard(m->kstack);
-  fast_entry_thread_init(k, m->kstack);
-  // No sigaltstack yet: enter_guest arms it (SS_AUTODISARM), as for any
-  // new thread (host/entry.cpp).
+  kstack_thread_start(k, m->kstack);
   m->load_result = exec_load(t, *m->mm, m->path, m->argv, m->envp, m->res);
   m->loaded.store(1);
   futex_wake(&m->loaded, 1);

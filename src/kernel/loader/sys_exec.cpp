@@ -92,7 +92,6 @@ void kill_other_threads(Task& t) {
 void reset_process_state(Task& t, const ExecResult& res) {
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
-  rseq_drop(t);
   if (p.files->refs.load() > 1) {
     if (FdTable* own = p.files->clone()) {
       p.files->refs.fetch_sub(1);
@@ -178,6 +177,10 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   // Past the point of no return: the old image goes.
   strace_result(t, nr, a, 0);
   kill_other_threads(t);
+  // The rseq area is in the old image: the registration goes first, or the
+  // host finds the area gone on this thread's next return to user mode and
+  // kills the host process.
+  rseq_drop(t);
   Mm* old = t.proc->mm;
   t.proc->mm = mm;
   if (old->refs.fetch_sub(1) == 1) {

@@ -194,8 +194,8 @@ long sys_mprotect(Task& t, SyscallArgs a) {
   if (!mm.regions.covers(a[0], a[0] + len)) return -ENOMEM;
   if (mm_too_many_maps(mm, mm_splits_for(mm, a[0], a[0] + len))) return -ENOMEM;  // vm.max_map_count
   if ((prot & PROT_WRITE) && !mm_charge_fits(mm, len)) return -ENOMEM;
-  syscall_sites_protect(mm, a[0], a[0] + len, prot & kProtMask);
   if (!(prot & PROT_WRITE)) rseq_range_going(t, a[0], len);
+  syscall_sites_protect(mm, a[0], a[0] + len, prot & kProtMask);
   long r = host::sys(SYS_mprotect, a[0], len, prot & kProtMask);
   if (r < 0) return r;
   bool ok = mm.regions.set_prot(a[0], a[0] + len, prot & kProtMask);

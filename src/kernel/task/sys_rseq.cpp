@@ -10,8 +10,10 @@
 // reads the critical-section descriptor it points to; if it cannot, it
 // kills the host process (all of flatux). So a registration is dropped
 // before the memory can go: at exit (before the tid word a joiner waits on
-// is cleared), at exec, and when the thread itself unmaps or write-protects
-// the area (SIGSEGV for the guest, as Linux gives it). A guest that breaks
+// is cleared), at exec (before the old image goes), in the first thread of
+// a host process forked from the task's thread (host/hostproc.cpp: the
+// clone hands the registration on), and when the thread itself unmaps or
+// write-protects the area (SIGSEGV for the guest, as Linux gives it). A guest that breaks
 // its descriptor by writing garbage, or another thread of it that unmaps
 // the area, still takes the instance down with it: the shared address
 // space limit (docs/ARCHITECTURE.md).

@@ -20,8 +20,8 @@ struct Process;
 struct Task;
 struct Tty;
 struct MemAccount;
-struct SyscallSites;
 struct PidFd;
+struct SyscallSites;
 struct SemUndoList;
 struct HostProc;
 

@@ -18,4 +18,11 @@ uint64_t mount_anon_dev(Kernel& k);
 // for a number with no device.
 long lookup_bdev(Kernel& k, const char* source, BlockDevice** out);
 
+// A new filesystem of the registered type `type_name` (ENODEV: none such)
+// made from source and data (mount(2)'s), mounted at guest_path with the
+// per-mount flags among `flags`; what mount(2) does once it has checked
+// the caller and the target. The launcher's --tmpfs uses it as well.
+long mount_new_fs(Kernel& k, const char* type_name, const char* guest_path, const char* source,
+                  unsigned long flags, const char* data);
+
 }  // namespace flatux

@@ -88,18 +88,9 @@ long new_mount(Task& t, Target& at, uint64_t guest_source, uint64_t guest_type, 
   long r = copy_string(guest_type, type_name, sizeof type_name, "");
   if (r < 0) return r;
   if ((r = copy_string(guest_source, source, sizeof source, "none")) < 0) return r;
-  Vfs& vfs = *t.kernel->vfs;
-  const FsType* type = vfs.find_type(type_name);
-  if (!type) return -ENODEV;
+  if (!t.kernel->vfs->find_type(type_name)) return -ENODEV;
   if (!S_ISDIR(at.st.st_mode)) return -ENOTDIR;
-  Filesystem* fs = nullptr;
-  if ((r = type->mount(*t.kernel, source, flags, data, &fs)) < 0) return r;
-  fs->readonly = flags & MS_RDONLY;
-  char options[256];
-  options_of(type, *fs, data, options, sizeof options);
-  r = vfs.mount(at.guest, fs, type, flags & kPerMountFlags, source, "/", options);
-  if (r < 0 && fs->mounts.load() == 0 && type->unmount) type->unmount(*fs);
-  return r;
+  return mount_new_fs(*t.kernel, type_name, at.guest, source, flags, data);
 }
 
 long remount(Task& t, Target& at, unsigned long flags, const char* data) {
@@ -216,6 +207,22 @@ long sys_umount2(Task& t, SyscallArgs a) {
   // plain unmount, it fails while the mount is in use.
   if (!lazy && in_use_as_dir(*t.kernel, at.guest)) return -EBUSY;
   return t.kernel->vfs->umount(at.mount, lazy);
+}
+
+long mount_new_fs(Kernel& k, const char* type_name, const char* guest_path, const char* source,
+                  unsigned long flags, const char* data) {
+  Vfs& vfs = *k.vfs;
+  const FsType* type = vfs.find_type(type_name);
+  if (!type) return -ENODEV;
+  Filesystem* fs = nullptr;
+  long r = type->mount(k, source, flags, data, &fs);
+  if (r < 0) return r;
+  fs->readonly = flags & MS_RDONLY;
+  char options[256];
+  options_of(type, *fs, data, options, sizeof options);
+  r = vfs.mount(guest_path, fs, type, flags & kPerMountFlags, source, "/", options);
+  if (r < 0 && fs->mounts.load() == 0 && type->unmount) type->unmount(*fs);
+  return r;
 }
 
 }  // namespace flatux
