@@ -44,17 +44,27 @@ def descendants(root):
     return out
 
 
-def pss_kib(pids):
+def smaps_kib(pids, fields):
     total = 0
     for p in pids:
         try:
             with open(f"/proc/{p}/smaps_rollup") as f:
                 for line in f:
-                    if line.startswith("Pss:"):
+                    if line.split(":")[0] in fields:
                         total += int(line.split()[1])
         except OSError:
             pass
     return total
+
+
+def pss_kib(pids):
+    return smaps_kib(pids, ("Pss",))
+
+
+# Memory flatux wrote: its clean file pages (the binary, shared with any
+# other flatux running at the time) would move its PSS with theirs.
+def dirty_kib(pids):
+    return smaps_kib(pids, ("Private_Dirty", "Shared_Dirty"))
 
 
 def wait_for_line(proc, want, timeout=60):
@@ -122,7 +132,7 @@ def case_many_forks(flatux, rounds=900):
             return fail("the loop did not finish")
         time.sleep(0.3)
         hosts = descendants(proc.pid)
-        samples.append((len(hosts), fd_count(proc.pid), pss_kib({proc.pid} | hosts)))
+        samples.append((len(hosts), fd_count(proc.pid), dirty_kib({proc.pid} | hosts)))
         proc.stdin.write("\n")
         proc.stdin.flush()
     proc.wait(timeout=30)
