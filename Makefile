@@ -24,8 +24,10 @@ run: rootfs
 # The whole suite runs twice: with the default syscall entry (auto: sites
 # rewritten at their first call where the host allows), then every test
 # that runs guests again with each guest call trapping (SIGSYS). Tests that
-# do not depend on the entry, or pick one themselves, run once.
-MODE_INDEPENDENT = ^(unit|freestanding|fuzz|mkimage|bench)\.|\.native$$|\.flatux-(rewrite|trap|page0|auto)$$|^e2e\.strace\.modes
+# do not depend on the entry, or pick one themselves, run once; so do the
+# long soaks and the Python suite (minutes each), whose calls the guest
+# tests already cover in both modes.
+MODE_INDEPENDENT = ^(unit|freestanding|fuzz|mkimage|bench|soak|docs)\.|^python_suite$$|\.native$$|\.flatux-(rewrite|trap|page0|auto)$$|^e2e\.strace\.modes
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
