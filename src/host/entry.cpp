@@ -424,10 +424,14 @@ bool kstack_setup(Task& t) {
   return true;
 }
 
+void kstack_unguard(void* base) {
+  host::sys(SYS_mprotect, (uintptr_t)base + 4096, 4096, PROT_READ | PROT_WRITE);
+  host::sys(SYS_mprotect, (uintptr_t)base + kFastStackTop, 4096, PROT_READ | PROT_WRITE);
+}
+
 void kstack_release(Task& t) {
   if (!t.kstack) return;
-  host::sys(SYS_mprotect, (uintptr_t)t.kstack + 4096, 4096, PROT_READ | PROT_WRITE);
-  host::sys(SYS_mprotect, (uintptr_t)t.kstack + kFastStackTop, 4096, PROT_READ | PROT_WRITE);
+  kstack_unguard(t.kstack);
   t.kernel->heap->free_kstack(t.kstack);
   t.kstack = nullptr;
 }

@@ -35,6 +35,9 @@ void kstack_release(Task& t);
 // GS base (host/kstack.h).
 void kstack_header_init(void* base, Task& t);
 void kstack_guard(void* base);
+// Undoes kstack_guard (in the calling host process) before the stack goes
+// back to the heap.
+void kstack_unguard(void* base);
 void kstack_thread_start(const Kernel& k, void* base);
 
 // Starts a new host thread for t that enters guest mode with t.entry_regs

@@ -249,7 +249,7 @@ void hostprocs_free_gone_locked(Kernel& k) {
       continue;
     }
     *link = r->next;
-    host::sys(SYS_mprotect, (uintptr_t)r->kstack + 4096, 4096, PROT_READ | PROT_WRITE);
+    kstack_unguard(r->kstack);
     k.heap->free_kstack(r->kstack);
     k.heap->destroy_obj(r);
   }
