@@ -42,22 +42,49 @@ long stat_parent(Task& t, Lookup& lk, struct stat* st) {
   return kRedirect;
 }
 
-// A guest user other than root needs write and search permission on the
-// directory, and in a sticky directory must own the file or the directory
-// to remove it (Linux's may_delete).
-long check_dir_permission(Task& t, Lookup& lk, bool removing) {
-  if (t.proc->creds.fsuid == 0) return 0;
-  struct stat dir;
-  long r = stat_parent(t, lk, &dir);
-  if (r) return r;
-  r = may_access(t, dir, W_OK | X_OK);
-  if (r || !removing || !(dir.st_mode & S_ISVTX)) return r;
-  struct stat victim;
+// The directory holding lk's last component and, with `victim`, the
+// entry itself (lstat): what the permission policy judges.
+long stat_dir_and_victim(Task& t, Lookup& lk, struct stat* dir, struct stat* victim) {
+  if (long r = stat_parent(t, lk, dir)) return r;
+  if (!victim) return 0;
   Filesystem& fs = *lk.mount->fs;
-  r = fs.ops->stat(t, fs, lk, &victim);
-  if (r) return r;
-  uint32_t me = t.proc->creds.fsuid;
-  return victim.st_uid == me || dir.st_uid == me ? 0 : -EPERM;
+  Lookup own(lk.path, false, lk.mount);
+  return fs.ops->stat(t, fs, own, victim);
+}
+
+// A new name at lk (may_create). A name that exists is EEXIST before the
+// directory's write permission, once the caller may search it.
+long may_create_at(Task& t, Lookup& lk) {
+  const Creds& c = creds_of(t);
+  if (c.fsuid == 0) return 0;
+  struct stat dir, there;
+  if (long r = stat_dir_and_victim(t, lk, &dir, nullptr)) return r;
+  long r = may_create(c, perms_of(dir));
+  if (r && may_lookup(c, perms_of(dir)) == 0 && stat_dir_and_victim(t, lk, &dir, &there) == 0) return -EEXIST;
+  return r;
+}
+
+// Removing the name at lk (may_delete: the sticky rule).
+long may_delete_at(Task& t, Lookup& lk) {
+  const Creds& c = creds_of(t);
+  if (c.fsuid == 0) return 0;
+  struct stat dir, victim;
+  if (long r = stat_dir_and_victim(t, lk, &dir, &victim)) return r;
+  return may_delete(c, perms_of(dir), perms_of(victim));
+}
+
+// Renaming a to b (both on one mount): may_rename on what is there.
+long may_rename_at(Task& t, Lookup& a, Lookup& b, unsigned flags) {
+  const Creds& c = creds_of(t);
+  if (c.fsuid == 0) return 0;
+  struct stat adir, source, bdir, target;
+  if (long r = stat_dir_and_victim(t, a, &adir, &source)) return r;
+  long r = stat_dir_and_victim(t, b, &bdir, &target);
+  if (r && r != -ENOENT) return r;
+  bool same_dir = adir.st_dev == bdir.st_dev && adir.st_ino == bdir.st_ino;
+  FilePerms there = perms_of(target);
+  return may_rename(c, perms_of(adir), perms_of(source), perms_of(bdir), r == 0 ? &there : nullptr, same_dir,
+                    flags);
 }
 
 // A name about to be created on a read-only mount: EEXIST if it exists
@@ -72,7 +99,7 @@ long create_on_readonly(Task& t, Lookup& lk) {
 
 // After a filesystem made a node at lk: its owner is the caller's.
 long claimed(Task& t, Lookup& lk, long r) {
-  if (r < 0 || (t.proc->creds.fsuid == 0 && t.proc->creds.fsgid == 0)) return r;
+  if (r < 0 || (creds_of(t).fsuid == 0 && creds_of(t).fsgid == 0)) return r;
   Filesystem& fs = *lk.mount->fs;
   Lookup own(lk.path, false, lk.mount);
   struct stat st;
@@ -89,7 +116,7 @@ long may_remove(Task& t, Lookup& lk) {
     long e = fs.ops->stat(t, fs, lk, &st);
     return e < 0 ? e : -EROFS;
   }
-  return check_dir_permission(t, lk, true);
+  return may_delete_at(t, lk);
 }
 
 // Two-path calls: the first path's walk runs the second's inside it, so
@@ -108,7 +135,7 @@ long link_open_file(Task& t, File& f, Lookup& lk);
 long vfs_may_create(Task& t, Lookup& lk) {
   if (is_mount_root(lk)) return -EEXIST;
   if (lk.mount->readonly()) return create_on_readonly(t, lk);
-  return check_dir_permission(t, lk, false);
+  return may_create_at(t, lk);
 }
 
 long vfs_mkdir(Task& t, int dirfd, const char* path, int mode) {
@@ -220,12 +247,10 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
   if (flags & RENAME_WHITEOUT) return -EINVAL;  // overlayfs's business
   return walk2(t, olddirfd, oldpath, false, newdirfd, newpath, [&](Lookup& a, Lookup& b) -> long {
     Filesystem& fs = *a.mount->fs;
-    long r = may_remove(t, a);
-    if (r) return r;
-    if (is_mount_root(b)) return -EBUSY;
+    if (is_mount_root(a) || is_mount_root(b)) return -EBUSY;
+    if (a.mount->readonly()) return may_remove(t, a);
     if (a.mount != b.mount) return -EXDEV;
-    if (b.mount->readonly()) return -EROFS;
-    r = check_dir_permission(t, b, false);
+    long r = may_rename_at(t, a, b, flags);
     if (r) return r;
     r = fs.ops->rename ? fs.ops->rename(t, fs, a, b, flags) : -EPERM;
     dnotify_result(t, a, r, DN_RENAME);

@@ -131,7 +131,7 @@ long open_checked(Task& t, Lookup& lk, int flags, int mode, File** out) {
     // An unnamed file is made in the directory lk names: write and search on it.
     struct stat dir;
     long e = fs.ops->stat(t, fs, lk, &dir);
-    if (e == 0 && S_ISDIR(dir.st_mode)) e = may_access(t, dir, W_OK | X_OK);
+    if (e == 0 && S_ISDIR(dir.st_mode)) e = may_create(creds_of(t), perms_of(dir));
     if (e < 0 && e != -ENOTDIR) return e;
   }
   for (int tries = 0; tries < 3; tries++) {
@@ -152,6 +152,7 @@ long open_checked(Task& t, Lookup& lk, int flags, int mode, File** out) {
     long r = fs.ops->open(t, fs, lk, creating && !tmpfile ? flags | O_EXCL : flags, mode, out);
     if (r == -EEXIST && creating && !tmpfile && !(flags & O_EXCL)) continue;  // made meanwhile: open it
     if (r < 0) return r;
+    if (!creating && fs.ops->open_checks_access) return 0;
     File& f = **out;
     struct stat st;
     if (!f.ops->stat || f.ops->stat(t, f, &st) < 0) return 0;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/errno.h>
 #include <unistd.h>
 
@@ -12,43 +13,81 @@
 
 namespace flatux {
 
-bool in_group(Task& t, uint32_t gid) {
-  const Creds& c = creds_of(t);
+bool in_group(const Creds& c, uint32_t gid) {
   if (c.fsgid == gid) return true;
   for (int i = 0; i < c.ngroups; i++)
     if (c.groups[i] == gid) return true;
   return false;
 }
 
-bool owner_or_root(Task& t, uint32_t uid) {
-  const Creds& c = creds_of(t);
-  return c.fsuid == 0 || c.fsuid == uid;
-}
+bool owner_or_root(const Creds& c, uint32_t uid) { return c.fsuid == 0 || c.fsuid == uid; }
 
-long may_access(Task& t, const struct stat& st, int mask) {
-  const Creds& c = creds_of(t);
+long permission(const Creds& c, FilePerms f, int mask) {
   mask &= R_OK | W_OK | X_OK;
   if (c.fsuid == 0) {
     // Root reads and writes anything, and executes what anyone may
     // execute; directories are always searchable.
-    if (!(mask & X_OK) || S_ISDIR(st.st_mode) || (st.st_mode & 0111)) return 0;
+    if (!(mask & X_OK) || S_ISDIR(f.mode) || (f.mode & 0111)) return 0;
     return -EACCES;
   }
   unsigned bits;
-  if (c.fsuid == st.st_uid) bits = (st.st_mode >> 6) & 7;
-  else if (in_group(t, st.st_gid)) bits = (st.st_mode >> 3) & 7;
-  else bits = st.st_mode & 7;
+  if (c.fsuid == f.uid) bits = (f.mode >> 6) & 7;
+  else if (in_group(c, f.gid)) bits = (f.mode >> 3) & 7;
+  else bits = f.mode & 7;
   return ((unsigned)mask & ~bits) ? -EACCES : 0;
 }
 
-long may_open(Task& t, const struct stat& st, int flags) {
+long may_lookup(const Creds& c, FilePerms dir) { return permission(c, dir, X_OK); }
+
+long may_create(const Creds& c, FilePerms dir) { return permission(c, dir, W_OK | X_OK); }
+
+bool sticky_blocks(const Creds& c, FilePerms dir, FilePerms victim) {
+  return (dir.mode & S_ISVTX) && c.fsuid != victim.uid && c.fsuid != dir.uid && c.fsuid != 0;
+}
+
+long may_delete(const Creds& c, FilePerms dir, FilePerms victim) {
+  if (long r = permission(c, dir, W_OK | X_OK)) return r;
+  return sticky_blocks(c, dir, victim) ? -EPERM : 0;
+}
+
+long may_rename(const Creds& c, FilePerms old_dir, FilePerms source, FilePerms new_dir, const FilePerms* target,
+                bool same_dir, unsigned flags) {
+  if (long r = may_delete(c, old_dir, source)) return r;
+  if (long r = target ? may_delete(c, new_dir, *target) : may_create(c, new_dir)) return r;
+  if (same_dir) return 0;
+  if (S_ISDIR(source.mode))
+    if (long r = permission(c, source, W_OK)) return r;
+  if ((flags & RENAME_EXCHANGE) && target && S_ISDIR(target->mode)) return permission(c, *target, W_OK);
+  return 0;
+}
+
+long may_open(const Creds& c, FilePerms f, int flags) {
   if (flags & O_PATH) return 0;
   int acc = flags & O_ACCMODE;
   int mask = acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK;
   if (flags & O_TRUNC) mask |= W_OK;
-  if (long r = may_access(t, st, mask)) return r;
-  if ((flags & O_NOATIME) && !owner_or_root(t, st.st_uid)) return -EPERM;
+  if (S_ISDIR(f.mode) && ((mask & W_OK) || (flags & O_CREAT))) return -EISDIR;
+  if (long r = permission(c, f, mask)) return r;
+  if ((flags & O_NOATIME) && !owner_or_root(c, f.uid)) return -EPERM;
   return 0;
+}
+
+long may_link(const Creds& c, FilePerms f) {
+  if (owner_or_root(c, f.uid)) return 0;
+  bool setgid_exec = (f.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP);
+  if (!S_ISREG(f.mode) || (f.mode & S_ISUID) || setgid_exec || permission(c, f, R_OK | W_OK)) return -EPERM;
+  return 0;
+}
+
+FilePerms init_owner(const Creds& c, FilePerms dir, uint32_t mode) {
+  FilePerms n{mode, c.fsuid, c.fsgid};
+  if (dir.mode & S_ISGID) {
+    n.gid = dir.gid;
+    if (S_ISDIR(mode)) n.mode |= S_ISGID;
+    else if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && c.fsuid != 0 && !in_group(c, dir.gid))
+      n.mode &= ~S_ISGID;
+  }
+  return n;
 }
 
 long may_walk(Task& t, Lookup& lk) {
@@ -63,7 +102,7 @@ long may_walk(Task& t, Lookup& lk) {
     Lookup plk(dir, true, lk.mount);
     struct stat st;
     if (fs.ops->stat(t, fs, plk, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    if (may_access(t, st, X_OK) < 0) return -EACCES;
+    if (may_lookup(creds_of(t), perms_of(st)) < 0) return -EACCES;
   }
   return 0;
 }
@@ -80,7 +119,7 @@ void claim_new_node(Task& t, Lookup& lk, File* f, const struct stat& st, bool lk
   if (copy_cstr(dir, sizeof dir, parent)) {
     Lookup plk(dir, true, lk.mount);
     struct stat ds;
-    if (fs.ops->stat(t, fs, plk, &ds) == 0 && (ds.st_mode & S_ISGID)) gid = ds.st_gid;
+    if (fs.ops->stat(t, fs, plk, &ds) == 0) gid = init_owner(c, perms_of(ds), st.st_mode).gid;
   }
   if (st.st_uid == c.fsuid && st.st_gid == gid) return;
   Lookup own(lk.path, false, lk.mount);

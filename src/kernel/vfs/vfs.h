@@ -112,6 +112,9 @@ struct FsOps {
   // The filesystem's walk checks search permission on each directory
   // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
   bool walk_checks_search = false;
+  // The filesystem's open applies may_open (perm.h) to the inode it opens,
+  // under its own lock; otherwise the VFS does, to the open file's stat.
+  bool open_checks_access = false;
 };
 
 struct Filesystem {

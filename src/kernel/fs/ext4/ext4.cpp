@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "host/foreign_gate.h"
+#include "kernel/vfs/perm.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
@@ -272,25 +273,6 @@ void Volume::forget_name(uint32_t dir, const char* name, size_t len) {
   }
 }
 
-// ---- permissions
-
-bool Volume::permits(const Cred& c, const Attr& a, int mask) {
-  mask &= R_OK | W_OK | X_OK;
-  if (c.check) return c.check(c.ctx, a, mask);
-  if (c.uid == 0) {  // CAP_DAC_OVERRIDE: all but executing a file no one may execute
-    return !(mask & X_OK) || S_ISDIR(a.mode) || (a.mode & 0111);
-  }
-  uint32_t bits = c.uid == a.uid ? (a.mode >> 6) & 7 : c.gid == a.gid ? (a.mode >> 3) & 7 : a.mode & 7;
-  return (bits & (uint32_t)mask) == (uint32_t)mask;
-}
-
-long Volume::may_access(const Cred& c, uint32_t ino, int mask) {
-  long err = 0;
-  Inode* in = inode(ino, &err);
-  if (!in) return err;
-  return permits(c, in->a, mask) ? 0 : -EACCES;
-}
-
 // ---- the walk
 
 long Volume::walk(const Cred& c, Walk& w) {
@@ -315,7 +297,7 @@ long Volume::walk(const Cred& c, Walk& w) {
     Inode* dir = inode(cur, &err);
     if (!dir) return err;
     if (!S_ISDIR(dir->a.mode)) return -ENOTDIR;
-    if (!permits(c, dir->a, X_OK)) return -EACCES;
+    if (long r = may_lookup(c.creds, perms_of(dir->a))) return r;
     if (len > 255) return -ENAMETOOLONG;
     uint32_t child = 0;
     long r = lookup_name(cur, s, len, &child);

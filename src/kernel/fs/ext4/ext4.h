@@ -24,13 +24,15 @@ namespace flatux::ext4 {
 using ext2glue::Attr;
 using ext2glue::Time;
 
-// Who is asking (the guest's filesystem credentials). With `check`, that
-// decides permissions (the VFS's may_access for a guest task); without it,
-// Linux's generic_permission on uid/gid is applied here (tests, boot).
+// Who is asking: the credentials the permission policy (vfs/perm.h)
+// judges with, a guest's or given ids (tests, boot).
 struct Cred {
-  uint32_t uid, gid;
-  bool (*check)(void* ctx, const ext2glue::Attr& a, int mask) = nullptr;
-  void* ctx = nullptr;
+  Creds creds;
+  Cred(uint32_t fsuid, uint32_t fsgid) {
+    creds.fsuid = fsuid;
+    creds.fsgid = fsgid;
+  }
+  explicit Cred(const Creds& c) : creds(c) {}
 };
 
 constexpr long kWalkRedirect = 1;
@@ -103,10 +105,6 @@ class Volume {
   void open_ref(uint32_t ino);
   void close_ref(uint32_t ino);
 
-  // Permission (Linux's generic_permission with the caller's credentials).
-  long may_access(const Cred& c, uint32_t ino, int mask);
-  static bool permits(const Cred& c, const Attr& a, int mask);
-
   struct Stats { uint64_t gate_calls, data_hits, data_misses, dentry_hits, inode_hits; };
   Stats stats() const { return stats_; }
 
@@ -139,6 +137,7 @@ class Volume {
   long failed_change(uint32_t dir, const char* name, size_t len, long err);
   long finish_create(uint32_t dir, const char* name, size_t len, long r, const Attr& dir_after,
                      const Attr& created);
+  long changeable_dir(uint32_t dir, Attr* out);
   long check_dir_change(const Cred& c, uint32_t dir, uint32_t victim);
   Inode* dir_for_new_name(const Cred& c, uint32_t dir, const char* name, long* err);
   long drop_link(uint32_t dir, const char* name, uint32_t ino, bool is_dir);

@@ -55,18 +55,7 @@ void to_stat(const ext2glue::Attr& a, const Volume& v, struct stat* st) {
   st->st_ctim = {a.ctime.sec, a.ctime.nsec};
 }
 
-// The guest's credentials, with the VFS's permission policy.
-bool task_permits(void* ctx, const ext2glue::Attr& a, int mask) {
-  struct stat st{};
-  st.st_mode = a.mode;
-  st.st_uid = a.uid;
-  st.st_gid = a.gid;
-  return may_access(*static_cast<Task*>(ctx), st, mask) == 0;
-}
-
-ext4::Cred cred_of(Task& t) {
-  return ext4::Cred{creds_of(t).fsuid, creds_of(t).fsgid, task_permits, &t};
-}
+ext4::Cred cred_of(Task& t) { return ext4::Cred(creds_of(t)); }
 
 // Walks lk (to its last component's directory with `parent`); a symlink
 // on the way becomes the VFS's redirect.
@@ -331,11 +320,7 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
   if (S_ISLNK(a.mode) && !(flags & O_PATH)) return -ELOOP;  // O_NOFOLLOW met a link
   if ((flags & O_DIRECTORY) && !S_ISDIR(a.mode)) return -ENOTDIR;
   if (!(flags & O_PATH)) {
-    if (S_ISDIR(a.mode) && (acc != O_RDONLY || (flags & O_TRUNC) || create)) return -EISDIR;
-    if (!created) {
-      int mask = (acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK) | ((flags & O_TRUNC) ? W_OK : 0);
-      if (!Volume::permits(cred_of(t), a, mask)) return -EACCES;
-    }
+    if (!created && (r = may_open(creds_of(t), perms_of(a), flags)) < 0) return r;
     if (S_ISCHR(a.mode) || S_ISBLK(a.mode) || S_ISFIFO(a.mode) || S_ISSOCK(a.mode)) return -ENXIO;
     if ((flags & O_TRUNC) && acc != O_RDONLY && S_ISREG(a.mode) && a.size) {
       Attr trunc;
@@ -381,7 +366,7 @@ long fs_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
   if ((mode & W_OK) && (lk.mount->readonly() || vol_of(fs).readonly()) &&
       (S_ISREG(a.mode) || S_ISDIR(a.mode) || S_ISLNK(a.mode)))
     return -EROFS;
-  return Volume::permits(cred_of(t), a, mode) ? 0 : -EACCES;
+  return permission(creds_of(t), perms_of(a), mode);
 }
 
 long fs_statfs(Task& t, Filesystem& fs, Lookup& lk, struct statfs* out) {
@@ -469,6 +454,7 @@ const FsOps kExt4FsOps = {
     .dir_path = nullptr,
     .sync = fs_sync,
     .walk_checks_search = true,
+    .open_checks_access = true,
 };
 
 // ---- mounting

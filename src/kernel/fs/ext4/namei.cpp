@@ -10,6 +10,7 @@
 #include "kernel/fs/ext4/ext4.h"
 #include "kernel/fs/ext4/internal.h"
 #include "kernel/kernel.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux::ext4 {
 
@@ -17,15 +18,10 @@ namespace {
 
 bool is_dot_name(const char* n) { return (n[0] == '.' && !n[1]) || (n[0] == '.' && n[1] == '.' && !n[2]); }
 
-// Ownership of a new node: the caller's fsuid; the directory's group when it
-// is setgid (and then a new directory is setgid too), else the caller's.
+// Ownership of a new node, as the permission policy gives it (init_owner).
 ext2glue::NewNode new_node(const Cred& c, const Attr& dir, uint32_t mode, Time now) {
-  ext2glue::NewNode n{mode, c.uid, c.gid, 0, now};
-  if (dir.mode & S_ISGID) {
-    n.gid = dir.gid;
-    if (S_ISDIR(mode)) n.mode |= S_ISGID;
-  }
-  return n;
+  FilePerms owner = init_owner(c.creds, perms_of(dir), mode);
+  return ext2glue::NewNode{owner.mode, owner.uid, owner.gid, 0, now};
 }
 
 }  // namespace
@@ -52,22 +48,29 @@ long Volume::failed_change(uint32_t dir, const char* name, size_t len, long err)
   return err;
 }
 
-// A change to `dir`: the caller needs write and search permission on it,
-// and in a sticky directory must own the victim or the directory.
-long Volume::check_dir_change(const Cred& c, uint32_t dir, uint32_t victim) {
+// A directory whose names may change: on a writable volume, a directory
+// still linked. Its attributes go to *out.
+long Volume::changeable_dir(uint32_t dir, Attr* out) {
   if (readonly_) return -EROFS;
   long err = 0;
   Inode* d = inode(dir, &err);
   if (!d) return err;
   if (!S_ISDIR(d->a.mode)) return -ENOTDIR;
   if (d->a.nlink == 0) return -ENOENT;  // removed while we held it
-  if (!permits(c, d->a, W_OK | X_OK)) return -EACCES;
-  if (victim && (d->a.mode & S_ISVTX) && c.uid != 0 && c.uid != d->a.uid) {
-    Inode* v = inode(victim, &err);
-    if (!v) return err;
-    if (v->a.uid != c.uid) return -EPERM;
-  }
+  *out = d->a;
   return 0;
+}
+
+// A change to `dir`: a new name (victim 0, may_create) or the removal of
+// `victim` (may_delete, with the sticky rule).
+long Volume::check_dir_change(const Cred& c, uint32_t dir, uint32_t victim) {
+  Attr d;
+  if (long r = changeable_dir(dir, &d)) return r;
+  if (!victim) return may_create(c.creds, perms_of(d));
+  long err = 0;
+  Inode* v = inode(victim, &err);
+  if (!v) return err;
+  return may_delete(c.creds, perms_of(d), perms_of(v->a));
 }
 
 // Before a new name goes into `dir`: the caller may change it and the name
@@ -249,8 +252,8 @@ long Volume::rename_locked(const Cred& c, uint32_t odir, const char* oname, uint
   if (r < 0 && r != -ENOENT) return r;
   if ((flags & RENAME_EXCHANGE) && !dst) return -ENOENT;
   if ((flags & RENAME_NOREPLACE) && dst) return -EEXIST;
-  if ((r = check_dir_change(c, odir, src)) < 0) return r;
-  if ((r = check_dir_change(c, ndir, dst)) < 0) return r;
+  Attr od, nd;
+  if ((r = changeable_dir(odir, &od)) < 0 || (r = changeable_dir(ndir, &nd)) < 0) return r;
   long err = 0;
   Inode* si = inode(src, &err);
   if (!si) return err;
@@ -261,6 +264,9 @@ long Volume::rename_locked(const Cred& c, uint32_t odir, const char* oname, uint
     da = di->a;
   }
   if (src == dst) return 0;  // two names of one inode: nothing happens (Linux)
+  FilePerms target = perms_of(da);
+  r = may_rename(c.creds, perms_of(od), perms_of(sa), perms_of(nd), dst ? &target : nullptr, odir == ndir, flags);
+  if (r < 0) return r;
   bool sdir = S_ISDIR(sa.mode), ddir = dst && S_ISDIR(da.mode);
   bool exchange = flags & RENAME_EXCHANGE;
   // A directory cannot move below itself (nor, exchanged, the other one).

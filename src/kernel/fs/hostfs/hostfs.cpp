@@ -204,11 +204,8 @@ long look_up(HostFs& h, Lookup& lk, Found* f) {
 // A device node (kept as a node link) opens the kernel's device of that number.
 long open_device(Task& t, Lookup& lk, const struct stat& st, int flags, File** out) {
   if (lk.mount && (lk.mount->flags & MS_NODEV)) return -EACCES;
-  if (creds_of(t).fsuid != 0) {
-    int acc = flags & O_ACCMODE;
-    long r = may_access(t, st, acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK);
-    if (r < 0) return r;
-  }
+  if (creds_of(t).fsuid != 0)
+    if (long r = may_open(t, st, flags)) return r;
   return S_ISCHR(st.st_mode) ? devfs_open_rdev(t, st.st_rdev, flags, out) : devfs_open_block(t, st.st_rdev, flags, out);
 }
 

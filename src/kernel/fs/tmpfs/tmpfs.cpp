@@ -130,6 +130,7 @@ const FsOps kTmpFsOps = {
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
     .walk_checks_search = true,
+    .open_checks_access = true,
 };
 
 long tmpfs_mount(Kernel& k, const char*, unsigned long, const char* data, Filesystem** out) {

@@ -148,9 +148,6 @@ long shm_seek(TmpInode& n, int64_t off, bool data);
 long shm_fallocate(Tmpfs& fs, TmpInode& n, int mode, int64_t off, int64_t len);
 void shm_release(Tmpfs& fs, TmpInode& n);
 
-// Permission bits asked of tmp_may(): R_OK, W_OK, X_OK.
-constexpr int kMayExec = 1, kMayWrite = 2, kMayRead = 4;
-bool tmp_may(Task& t, const TmpInode& n, int mask);
 
 // Namespace operations (tmpfs_namei.cpp). Each takes fs.lock itself.
 long tmp_stat_path(Task& t, Tmpfs& fs, Lookup& p, struct stat* out);

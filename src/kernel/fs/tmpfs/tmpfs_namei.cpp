@@ -43,7 +43,7 @@ long walk(Task& t, Tmpfs& fs, Lookup& p, Walk* w) {
     while (*e && *e != '/') e++;
     size_t len = (size_t)(e - s);
     if (!S_ISDIR(cur->mode)) return -ENOTDIR;
-    if (!tmp_may(t, *cur, kMayExec)) return -EACCES;
+    if (long r = may_lookup(creds_of(t), perms_of(*cur))) return r;
     if (len > kTmpNameMax) return -ENAMETOOLONG;
     TmpDirent* d = tmp_find(fs, cur, s, len);
     const char* next = e;
@@ -73,33 +73,16 @@ long walk_existing(Task& t, Tmpfs& fs, Lookup& p, Walk* w, bool follow) {
   return 0;
 }
 
-// The sticky-bit rule: in a sticky directory only the owner of the entry or
-// of the directory (or root) may remove or rename it.
-bool sticky_blocks(Task& t, const TmpInode& dir, const TmpInode& n) {
-  uint32_t uid = t.proc->creds.fsuid;
-  return (dir.mode & S_ISVTX) && uid != 0 && uid != n.uid && uid != dir.uid;
-}
-
-long may_change(Task& t, const TmpInode& dir) {
-  return tmp_may(t, dir, kMayWrite | kMayExec) ? 0 : -EACCES;
-}
-
-// A new inode named by w (which must not exist yet): owners from the
-// caller, the group from a setgid directory.
+// A new inode named by w (which must not exist yet), owned as the
+// permission policy says (init_owner).
 long create(Task& t, Tmpfs& fs, Walk& w, uint32_t mode, TmpInode** out) {
   if (w.inode) return -EEXIST;
-  if (long r = may_change(t, *w.dir)) return r;
   if (w.dir->nlink == 0) return -ENOENT;  // removed while we held it
-  const Creds& c = t.proc->creds;
-  uint32_t gid = c.fsgid;
-  if (w.dir->mode & S_ISGID) {
-    gid = w.dir->gid;
-    if (S_ISDIR(mode)) mode |= S_ISGID;
-  }
-  if (!S_ISDIR(mode) && (mode & S_ISGID) && (mode & S_IXGRP) && c.fsuid != 0 && !in_group(t, gid))
-    mode &= ~S_ISGID;
+  const Creds& c = creds_of(t);
+  if (long r = may_create(c, perms_of(*w.dir))) return r;
+  FilePerms owner = init_owner(c, perms_of(*w.dir), mode);
   long err = 0;
-  TmpInode* n = tmp_new_inode(fs, mode, c.fsuid, gid, &err);
+  TmpInode* n = tmp_new_inode(fs, owner.mode, owner.uid, owner.gid, &err);
   if (!n) return err;
   if (S_ISDIR(mode)) n->size = 40;
   if (long r = tmp_add_entry(fs, w.dir, w.name, w.len, n)) {
@@ -142,16 +125,17 @@ long move_entry(Tmpfs& fs, TmpDirent* d, TmpInode* dir, const char* name, size_t
 long do_rename(Task& t, Tmpfs& fs, Walk& o, Walk& n, unsigned flags) {
   if (!o.entry) return o.inode ? -EBUSY : -ENOENT;  // "/" has no entry
   if (!n.entry && n.inode) return -EBUSY;
-  if (long r = may_change(t, *o.dir)) return r;
-  if (long r = may_change(t, *n.dir)) return r;
-  if (sticky_blocks(t, *o.dir, *o.inode)) return -EPERM;
-  if (n.inode && sticky_blocks(t, *n.dir, *n.inode)) return -EPERM;
+  if ((flags & RENAME_EXCHANGE) && !n.inode) return -ENOENT;
+  if (n.inode && (flags & RENAME_NOREPLACE)) return -EEXIST;
+  if (n.inode == o.inode) return 0;  // the same file under both names: nothing happens
+  FilePerms target = n.inode ? perms_of(*n.inode) : FilePerms{};
+  if (long r = may_rename(creds_of(t), perms_of(*o.dir), perms_of(*o.inode), perms_of(*n.dir),
+                          n.inode ? &target : nullptr, o.dir == n.dir, flags))
+    return r;
   bool odir = S_ISDIR(o.inode->mode);
   if (flags & RENAME_EXCHANGE) {
-    if (!n.inode) return -ENOENT;
     bool ndir = S_ISDIR(n.inode->mode);
     if ((odir && is_ancestor(o.inode, n.dir)) || (ndir && is_ancestor(n.inode, o.dir))) return -EINVAL;
-    if (o.inode == n.inode) return 0;
     TmpInode* a = o.inode;
     TmpInode* b = n.inode;
     o.entry->inode = b;
@@ -169,10 +153,7 @@ long do_rename(Task& t, Tmpfs& fs, Walk& o, Walk& n, unsigned flags) {
     a->ctime = b->ctime = o.dir->mtime = o.dir->ctime = n.dir->mtime = n.dir->ctime = now;
     return 0;
   }
-  if (n.inode && (flags & RENAME_NOREPLACE)) return -EEXIST;
   if (odir && is_ancestor(o.inode, n.dir)) return -EINVAL;
-  if (n.inode == o.inode) return 0;  // the same file under both names: nothing happens
-  if (odir && n.dir != o.dir && !tmp_may(t, *o.inode, kMayWrite)) return -EACCES;  // its ".." changes
   if (n.inode) {
     bool ndir = S_ISDIR(n.inode->mode);
     if (odir && !ndir) return -ENOTDIR;
@@ -196,14 +177,6 @@ long do_rename(Task& t, Tmpfs& fs, Walk& o, Walk& n, unsigned flags) {
 }
 
 }  // namespace
-
-bool tmp_may(Task& t, const TmpInode& n, int mask) {
-  struct stat st {};
-  st.st_mode = n.mode;
-  st.st_uid = n.uid;
-  st.st_gid = n.gid;
-  return may_access(t, st, mask) == 0;
-}
 
 void tmp_fill_stat(const TmpInode& n, struct stat* out) {
   memset(out, 0, sizeof *out);
@@ -249,7 +222,7 @@ long tmp_access(Task& t, Tmpfs& fs, Lookup& p, int mode) {
   Walk w;
   long r = walk_existing(t, fs, p, &w, p.follow);
   if (r < 0 || mode == F_OK) return r;
-  return tmp_may(t, *w.inode, mode & 7) ? 0 : -EACCES;
+  return permission(creds_of(t), perms_of(*w.inode), mode);
 }
 
 long tmp_mknod(Task& t, Tmpfs& fs, Lookup& p, uint32_t mode, uint64_t dev) {
@@ -293,11 +266,10 @@ long tmp_unlink(Task& t, Tmpfs& fs, Lookup& p, bool dir) {
   long r = walk_existing(t, fs, p, &w, false);
   if (r < 0) return r;
   if (!w.entry) return dir ? -EBUSY : -EISDIR;  // the root
+  if (long e = may_delete(creds_of(t), perms_of(*w.dir), perms_of(*w.inode))) return e;
   bool isdir = S_ISDIR(w.inode->mode);
   if (dir && !isdir) return -ENOTDIR;
   if (!dir && isdir) return -EISDIR;
-  if (long e = may_change(t, *w.dir)) return e;
-  if (sticky_blocks(t, *w.dir, *w.inode)) return -EPERM;
   if (dir && w.inode->entries) return -ENOTEMPTY;
   timespec now = tmp_now();
   w.inode->ctime = w.dir->mtime = w.dir->ctime = now;
@@ -309,17 +281,13 @@ long tmp_unlink(Task& t, Tmpfs& fs, Lookup& p, bool dir) {
 long tmp_link_inode(Task& t, Tmpfs& fs, TmpInode* n, Lookup& new_p) {
   if (S_ISDIR(n->mode)) return -EPERM;
   if (n->nlink == 0 && !n->linkable) return -ENOENT;
-  // fs.protected_hardlinks: only the owner links what it could not write.
-  if (!owner_or_root(t, n->uid) &&
-      (!S_ISREG(n->mode) || (n->mode & S_ISUID) || ((n->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) ||
-       !tmp_may(t, *n, kMayRead | kMayWrite)))
-    return -EPERM;
+  if (long r = may_link(creds_of(t), perms_of(*n))) return r;
   Walk w;
   long r = walk(t, fs, new_p, &w);
   if (r < 0) return r;
   if (w.inode) return -EEXIST;
-  if ((r = may_change(t, *w.dir))) return r;
   if (w.dir->nlink == 0) return -ENOENT;
+  if ((r = may_create(creds_of(t), perms_of(*w.dir)))) return r;
   if ((r = tmp_add_entry(fs, w.dir, w.name, w.len, n))) return r;
   timespec now = tmp_now();
   n->ctime = w.dir->mtime = w.dir->ctime = now;
@@ -385,11 +353,11 @@ long tmp_open_inode(Task& t, Tmpfs& fs, Lookup& p, int flags, uint32_t mode, Tmp
     if (S_ISLNK(w.inode->mode)) return redirect(p, w.name + w.len, *w.inode, "");
     if (!S_ISDIR(w.inode->mode)) return -ENOTDIR;
     if (acc != O_WRONLY && acc != O_RDWR) return -EINVAL;
-    if (long e = may_change(t, *w.inode)) return e;
+    const Creds& c = creds_of(t);
+    if (long e = may_create(c, perms_of(*w.inode))) return e;
+    FilePerms owner = init_owner(c, perms_of(*w.inode), S_IFREG | (mode & 07777));
     long err = 0;
-    const Creds& c = t.proc->creds;
-    uint32_t gid = (w.inode->mode & S_ISGID) ? w.inode->gid : c.fsgid;
-    TmpInode* n = tmp_new_inode(fs, S_IFREG | (mode & 07777), c.fsuid, gid, &err);
+    TmpInode* n = tmp_new_inode(fs, owner.mode, owner.uid, owner.gid, &err);
     if (!n) return err;
     n->linkable = !(flags & O_EXCL);
     tmp_get(n);
@@ -415,10 +383,7 @@ long tmp_open_inode(Task& t, Tmpfs& fs, Lookup& p, int flags, uint32_t mode, Tmp
   }
   if ((flags & O_DIRECTORY) && !S_ISDIR(n->mode)) return -ENOTDIR;
   if (!(flags & O_PATH) && !created) {
-    if (S_ISDIR(n->mode) && (acc != O_RDONLY || (flags & O_CREAT))) return -EISDIR;
-    int mask = (acc == O_RDONLY ? kMayRead : acc == O_WRONLY ? kMayWrite : kMayRead | kMayWrite);
-    if ((flags & O_TRUNC) && S_ISREG(n->mode)) mask |= kMayWrite;
-    if (!tmp_may(t, *n, mask)) return -EACCES;
+    if (long e = may_open(creds_of(t), perms_of(*n), flags)) return e;
     if ((flags & O_TRUNC) && S_ISREG(n->mode)) {
       tmp_truncate(fs, *n, 0);
       tmp_touch(n, true, true);
