@@ -12,10 +12,9 @@
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
-#include "kernel/lib/kfmt.h"
 #include "kernel/mm/site_survey.h"
 #include "kernel/mm/syscall_sites.h"
-#include "kernel/printk.h"
+#include "kernel/panic.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscall.h"
 
@@ -27,8 +26,6 @@ void flatux_restorer();
 void flatux_sigsys_entry(int, siginfo_t*, void*);
 void flatux_kick_entry(int, siginfo_t*, void*);
 void flatux_fault_entry(int, siginfo_t*, void*);
-long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid, unsigned long tls,
-                         void (*fn)(void*), void* arg);
 }
 
 namespace flatux {
@@ -66,83 +63,6 @@ uint64_t guest_mode_mask() { return kernel_mode_mask() & ~bit(SIGSYS); }
 Task* current_task_or_null() {
   KStackHeader* h = current_kstack_checked();
   return h ? h->task : nullptr;
-}
-
-bool in_kernel_text(const Kernel* k, uintptr_t ip) {
-  for (int i = 0; i < k->cfg.ntext; i++)
-    if (ip >= k->cfg.text[i].start && ip < k->cfg.text[i].end) return true;
-  return false;
-}
-
-void write_stderr(std::string_view s) { host::sys(SYS_write, 2, s.data(), s.size()); }
-
-const char* signal_abbrev(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    default: return "signal";
-  }
-}
-
-// Walks the frame-pointer chain; kernel code keeps frame pointers.
-void print_backtrace(KFmt& f, uintptr_t rbp, uintptr_t lo, uintptr_t hi, uintptr_t image) {
-  for (int depth = 0; depth < 32 && rbp >= lo && rbp + 16 <= hi && (rbp & 7) == 0; depth++) {
-    uintptr_t next = reinterpret_cast<uintptr_t*>(rbp)[0];
-    uintptr_t ret = reinterpret_cast<uintptr_t*>(rbp)[1];
-    f.str("  #").udec(depth).ch(' ').hex(ret);
-    if (image && ret > image) f.str(" (flatux+").hex(ret - image).ch(')');
-    f.ch('\n');
-    if (next <= rbp) break;
-    rbp = next;
-  }
-}
-
-[[noreturn]] void oops(Kernel* k, KStackHeader* h, int sig, const siginfo_t* si, const ucontext_t* uc) {
-  char buf[2048];
-  KFmt f(buf, sizeof buf);
-  const greg_t* g = uc->uc_mcontext.gregs;
-  // Off a kernel stack (the launcher's or the timer's thread) there is no
-  // task to find the kernel by; the heap's fixed address still has it.
-  // (A process with no kernel heap at all, as a unit test's, has none.)
-  unsigned char resident;
-  if (!k && host::sys(SYS_mincore, kHeapBase, 4096, &resident) == 0)
-    k = static_cast<Kernel*>(Heap::root_of_this_process());
-  uintptr_t image = k ? k->cfg.image_base : 0;
-  uintptr_t rip = g[REG_RIP];
-  f.str("flatux: kernel oops: ").str(signal_abbrev(sig)).str(" at rip=").hex(rip);
-  if (image && rip > image && in_kernel_text(k, rip)) f.str(" (flatux+").hex(rip - image).ch(')');
-  for (int i = 0; k && i < k->cfg.ntext; i++)
-    if (rip >= k->cfg.text[i].start && rip < k->cfg.text[i].end)
-      f.str(" (text range ").hex(k->cfg.text[i].start).str("+").hex(rip - k->cfg.text[i].start).ch(')');
-  f.str(" fault address=").hex((uintptr_t)si->si_addr).str(" rsp=").hex(g[REG_RSP]);
-  f.str(" host thread ").dec(host::sys(SYS_gettid));
-  if (h && h->task) f.str(" task=").dec(h->task->tid);
-  f.str("\nbacktrace:\n");
-  if (h) {
-    uintptr_t lo = (uintptr_t)h + kFastStackBottom;
-    print_backtrace(f, g[REG_RBP], lo, (uintptr_t)h + kKernelStackSize, image);
-  } else {
-    // No frame pointers to follow in host libraries: the code addresses
-    // among the words above the stack pointer show the way it came.
-    f.str("  (not on a kernel stack; code addresses on the stack:)\n");
-    const uintptr_t* sp = reinterpret_cast<const uintptr_t*>(g[REG_RSP]);
-    for (int i = 0, shown = 0; k && i < 256 && shown < 16; i++) {
-      uintptr_t w = sp[i];
-      for (int j = 0; j < k->cfg.ntext; j++)
-        if (w >= k->cfg.text[j].start && w < k->cfg.text[j].end) {
-          f.str("  [rsp+").hex(8 * i).str("] ").hex(w).str(" (text range ").hex(k->cfg.text[j].start)
-              .str("+").hex(w - k->cfg.text[j].start).str(")\n");
-          shown++;
-        }
-    }
-  }
-  f.str("flatux: halting.\n");
-  write_stderr(f.view());
-  host::sys(SYS_exit_group, 125);
-  __builtin_unreachable();
 }
 
 // Serves the guest syscall described by the host frame uc (the trap path,
@@ -451,22 +371,6 @@ long start_task_thread(Task& t) {
   return r < 0 ? r : 0;
 }
 
-long start_kernel_thread(Kernel& k, void (*fn)(void*), void* arg, void** stack) {
-  void* base = k.heap->alloc_kstack();
-  if (!base) return -EAGAIN;
-  auto* h = static_cast<KStackHeader*>(base);
-  h->task = nullptr;  // a kernel thread: no guest task
-  h->magic = kKStackMagic;
-  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-  long r = flatux_clone_thread(flags, (void*)kstack_top(base), nullptr, 0, fn, arg);
-  if (r < 0) {
-    k.heap->free_kstack(base);
-    return r;
-  }
-  *stack = base;
-  return 0;
-}
-
 void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {
   ucontext_t uc;
   memset(&uc, 0, sizeof uc);
@@ -493,15 +397,6 @@ void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate) {
   uc.uc_mcontext.fpregs = fpstate ? reinterpret_cast<fpregset_t>(fpbuf) : nullptr;
   reinterpret_cast<uint64_t*>(&uc.uc_sigmask)[0] = guest_mode_mask();
   flatux_sigreturn_to(&uc);
-}
-
-void kernel_panic(Kernel* k, const char* msg) {
-  char buf[512];
-  KFmt f(buf, sizeof buf);
-  f.str("flatux: kernel panic: ").str(msg).ch('\n');
-  write_stderr(f.view());
-  host::sys(SYS_exit_group, 125);
-  __builtin_unreachable();
 }
 
 }  // namespace flatux

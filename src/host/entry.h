@@ -3,18 +3,15 @@
 #include <cstdint>
 #include <sys/ucontext.h>
 
+#include "host/isyscall.h"
 #include "kernel/kernel.h"
 
-extern "C" long flatux_isyscall(const std::atomic<uint32_t>* notify, long nr, long a1, long a2,
-                                long a3, long a4, long a5, long a6);
-extern "C" void flatux_unblock_kick();
+// clone(2) of a host thread in this host process that starts on
+// `stack_top` and runs fn(arg), never returning from it (entry.S).
+extern "C" long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid, unsigned long tls,
+                                    void (*fn)(void*), void* arg);
 
 namespace flatux {
-
-// The host signal used to make a task look at its guest signals now
-// ("kick"): it interrupts guest code, and blocking host calls made with
-// isys(). Guests can neither see nor block it.
-constexpr int kKickSignal = 62;
 
 // A syscall handler's result meaning "the handler already set every guest
 // register itself" (rt_sigreturn): the dispatcher leaves RAX alone.
@@ -44,9 +41,6 @@ void kstack_thread_start(const Kernel& k, void* base);
 // (and t.entry_fpstate, or a clean FPU). Returns 0 or -errno.
 long start_task_thread(Task& t);
 
-// Starts a kernel thread (no guest task) in the calling host process,
-// running fn(arg) on a kernel stack from the heap (stored in *stack).
-long start_kernel_thread(Kernel& k, void (*fn)(void*), void* arg, void** stack);
 
 // Replaces the current guest context with `regs` on the calling task's
 // thread (clean FPU unless fpstate is given). Used by execve. Never returns.
@@ -55,25 +49,8 @@ long start_kernel_thread(Kernel& k, void (*fn)(void*), void* arg, void** stack);
 // Makes task t look at its signals soon (it may be running guest code).
 void kick_task(Task& t);
 
-// A host syscall that returns -EINTR as soon as t has a signal to handle.
-// A kick that came earlier in this trap, while kernel code ran, was left
-// pending and blocked until the return to guest code; unblocked first
-// (and dropped: notify is what counts), so a later one can end the wait.
-template <typename... A>
-long isys(Task& t, long nr, A... args) {
-  if (t.kick_deferred) [[unlikely]] {
-    t.kick_deferred = false;
-    flatux_unblock_kick();
-  }
-  long v[6] = {(long)args...};
-  return flatux_isyscall(&t.notify, nr, v[0], v[1], v[2], v[3], v[4], v[5]);
-}
-
 // Size of the FPU/xstate area in the host's signal frames (from its
 // fpx_sw_bytes), or 512 when only the legacy area is present.
 size_t fpstate_size(const void* fpstate);
-
-// A fatal kernel error: message, clean exit.
-[[noreturn]] void kernel_panic(Kernel* k, const char* msg);
 
 }  // namespace flatux

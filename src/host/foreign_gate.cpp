@@ -4,10 +4,10 @@
 #include <cstring>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
 #include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
+#include "kernel/task/kthread.h"
 
 namespace flatux {
 

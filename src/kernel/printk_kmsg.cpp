@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/printk.h"

@@ -3,7 +3,7 @@
 #include <linux/errno.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/printk.h"

@@ -20,6 +20,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/task/kthread.h"
 #include "kernel/task/task.h"
 #include "kernel/vfs/file.h"
 
@@ -48,23 +49,6 @@ const BlockOps kLoopOps = {
     .last_close = loop_last_close,
 };
 
-// The identity backing-file I/O runs under: root, no files of its own.
-Task* make_io_task(Kernel& k) {
-  Process* p = k.heap->make<Process>();
-  Task* t = p ? k.heap->make<Task>() : nullptr;
-  if (!t) {
-    k.heap->destroy_obj(p);
-    return nullptr;
-  }
-  p->kernel = &k;
-  p->pid = p->pgid = p->sid = 0;
-  copy_cstr(p->comm, sizeof p->comm, "kloopd");
-  t->kernel = &k;
-  t->proc = p;
-  t->tid = 0;
-  return t;
-}
-
 LoopDevice* make_device(Kernel& k, int index) {
   LoopDevice* lo = k.heap->make<LoopDevice>();
   if (!lo) return nullptr;
@@ -83,7 +67,8 @@ LoopDevices* table(Kernel& k) {
   Guard g(k.blocks->lock);
   if (k.blocks->loops) return k.blocks->loops;
   LoopDevices* t = k.heap->make<LoopDevices>();
-  if (!t || !(t->io_task = make_io_task(k))) return nullptr;
+  // The identity backing-file I/O runs under: root, no files of its own.
+  if (!t || !(t->io_task = make_kernel_task(k, "kloopd"))) return nullptr;
   for (int i = 0; i < kLoopPrealloc; i++) t->dev[i] = make_device(k, i);
   k.blocks->loops = t;
   return t;

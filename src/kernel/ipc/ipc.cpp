@@ -8,7 +8,7 @@
 #include <sys/syscall.h>
 #include <asm/ipcbuf.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "kernel/kernel.h"
 #include "kernel/time.h"
 #include "kernel/vfs/perm.h"

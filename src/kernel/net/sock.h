@@ -148,7 +148,5 @@ long sock_ioctl(Task& t, File& f, unsigned cmd, uint64_t arg);
 // Installs a socket File as a new descriptor (drops the caller's reference).
 long install_file(Task& t, File* f, bool cloexec);
 
-// Host results of calls that may block: EINTR means a guest signal.
-inline long restartable(long r) { return r == -4 /*EINTR*/ ? -512 /*ERESTARTSYS*/ : r; }
 
 }  // namespace flatux

@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/net/net.h"

@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"

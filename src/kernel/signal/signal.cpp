@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 
 #include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/hostproc.h"
 #include "host/raw_syscall.h"
 #include "kernel/fs/anon/virtual_wait.h"

@@ -6,7 +6,7 @@
 
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/error_or.h"
 #include "kernel/signal/signal.h"

@@ -7,7 +7,7 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/signal/signal.h"

@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"

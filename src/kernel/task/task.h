@@ -203,7 +203,7 @@ struct Task {
   int altstack_flags = SS_DISABLE;
   // Set when something needs the task's attention on its way back to guest
   // code: a deliverable signal, or a request to exit. Blocking waits in the
-  // kernel watch it too (host/entry.h: interruptible host calls).
+  // kernel watch it too (kernel/task/isys.h: interruptible host calls).
   std::atomic<uint32_t> notify{0};
   // A kick came while kernel code ran and was left pending and blocked
   // until the return to guest code (host/entry.cpp); isys() unblocks it.

@@ -6,12 +6,12 @@
 #include <sched.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
 #include "host/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
+#include "kernel/task/kthread.h"
 #include "kernel/task/process.h"
 #include "kernel/time.h"
 

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
@@ -49,7 +49,6 @@ const FileOps kTtyOps = {
 
 // Not a terminal: the host's stdin and stdout, byte for byte.
 Console& console_of(File& f) { return *static_cast<Console*>(f.priv); }
-long restartable(long r) { return r == -EINTR ? -ERESTARTSYS : r; }
 long pass_read(Task& t, File& f, void* buf, size_t n) {
   if (!access_ok(buf, n)) return -EFAULT;
   return restartable(isys(t, SYS_read, console_of(f).host_in, buf, n));

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/usercopy.h"
 #include "kernel/signal/signal.h"
 #include "kernel/time.h"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
 #include "kernel/time.h"

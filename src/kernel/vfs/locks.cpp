@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "kernel/heap.h"
 #include "kernel/signal/signal.h"
 #include "kernel/vfs/file.h"

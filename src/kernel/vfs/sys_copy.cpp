@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
@@ -26,8 +26,6 @@ namespace {
 
 constexpr size_t kBounce = 64 * 1024;
 constexpr size_t kMaxCount = 0x7ffff000;  // Linux's MAX_RW_COUNT
-
-long restartable(long r) { return r == -EINTR ? -ERESTARTSYS : r; }
 
 bool readable(const File& f) { return (f.flags & O_ACCMODE) != O_WRONLY && !(f.flags & O_PATH); }
 bool writable(const File& f) { return (f.flags & O_ACCMODE) != O_RDONLY && !(f.flags & O_PATH); }

@@ -14,7 +14,7 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"

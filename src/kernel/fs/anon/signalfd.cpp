@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"

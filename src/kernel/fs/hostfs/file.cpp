@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
-#include "host/entry.h"
+#include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
@@ -16,10 +16,6 @@
 
 namespace flatux {
 namespace {
-
-// Pipes and terminals can block: a guest signal interrupts the host call,
-// and the signal code then restarts it or reports EINTR (SA_RESTART).
-long restartable(long r) { return r == -EINTR ? -ERESTARTSYS : r; }
 
 long file_read(Task& t, File& f, void* buf, size_t n) {
   if (!access_ok(buf, n)) return -EFAULT;
