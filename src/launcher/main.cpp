@@ -24,7 +24,7 @@
 #include "kernel/kernel.h"
 #include "kernel/mm/site_survey.h"
 #include "kernel/task/process.h"
-#include "kernel/vfs/mount.h"
+#include "kernel/vfs/new_fs.h"
 #include "launcher/boot_mode.h"
 #include "launcher/cmdline.h"
 #include "launcher/kernel_setup.h"

@@ -15,7 +15,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/loader/elf_parse.h"
 #include "kernel/mm/mm.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/perm.h"
 
 namespace flatux {

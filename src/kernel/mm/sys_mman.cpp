@@ -14,7 +14,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/task/rseq.h"
 #include "kernel/vfs/fdref.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 
 namespace flatux {
 namespace {

@@ -12,7 +12,7 @@
 #include "kernel/lib/sha256.h"
 #include "kernel/net/net.h"
 #include "kernel/net/sock.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 
 namespace flatux {
 namespace {

@@ -9,7 +9,7 @@
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/namei.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/perm.h"
 
 namespace flatux {

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "host/kstack.h"
-#include "kernel/vfs/mount.h"
+#include "kernel/vfs/new_fs.h"
 #include "kernel/vfs/namei.h"
 
 namespace flatux {

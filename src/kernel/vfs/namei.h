@@ -10,7 +10,7 @@
 
 namespace flatux {
 
-// The checks before a name is created at lk (namespace.cpp): EEXIST at a
+// The checks before a name is created at lk (names.cpp): EEXIST at a
 // mount root, EROFS (or EEXIST) on a read-only mount, then the directory's
 // write and search permission.
 long vfs_may_create(Task& t, Lookup& lk);

@@ -10,7 +10,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/time.h"
 #include "kernel/vfs/fdref.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/vfs/patharg.h"
 

@@ -8,7 +8,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 
 namespace flatux {
 namespace {

@@ -16,7 +16,7 @@
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/syscalls.h"
-#include "kernel/vfs/mount.h"
+#include "kernel/vfs/new_fs.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/patharg.h"
 

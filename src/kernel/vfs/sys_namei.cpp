@@ -6,7 +6,7 @@
 #include "host/usercopy.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/task.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/patharg.h"
 
 namespace flatux {

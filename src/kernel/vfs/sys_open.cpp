@@ -14,7 +14,7 @@
 #include "kernel/vfs/fown.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/perm.h"
 
 namespace flatux {

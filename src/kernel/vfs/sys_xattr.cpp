@@ -15,7 +15,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/namei.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/patharg.h"
 #include "kernel/vfs/perm.h"
 

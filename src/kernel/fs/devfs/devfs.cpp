@@ -17,7 +17,7 @@
 #include "kernel/printk_kmsg.h"
 #include "kernel/tty/console.h"
 #include "kernel/tty/pty.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/synth.h"
 
 namespace flatux {

@@ -22,7 +22,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/printk.h"
-#include "kernel/vfs/mount.h"
+#include "kernel/vfs/new_fs.h"
 #include "kernel/vfs/perm.h"
 
 namespace flatux {

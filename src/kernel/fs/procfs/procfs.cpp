@@ -19,7 +19,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/sys/sysctl.h"
 #include "kernel/task/process.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/synth.h"
 
 namespace flatux {

@@ -13,7 +13,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
-#include "kernel/vfs/mount.h"
+#include "kernel/vfs/new_fs.h"
 
 namespace flatux {
 namespace {

@@ -14,7 +14,7 @@ long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow);
 // Sets statfs's f_flags from the mount's flags (ST_RDONLY, ST_NOSUID...).
 void statfs_mount_flags(const Mount& m, struct statfs* out);
 
-// The namespace operations (vfs/namespace.cpp).
+// Creating, removing and renaming names (vfs/names.cpp).
 long vfs_mkdir(Task& t, int dirfd, const char* path, int mode);
 long vfs_mknod(Task& t, int dirfd, const char* path, int mode, uint64_t dev);
 long vfs_unlink(Task& t, int dirfd, const char* path);

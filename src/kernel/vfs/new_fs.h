@@ -1,5 +1,6 @@
-// mount(2) and umount2(2) (vfs/sys_mount.cpp) and what filesystem types
-// need from them.
+// Making a new filesystem to mount: what mount(2) (vfs/sys_mount.cpp),
+// the launcher and the filesystem types share — the source's block
+// device, an anonymous device number, and the mount of a new filesystem.
 #pragma once
 #include <cstdint>
 

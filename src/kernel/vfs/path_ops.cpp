@@ -1,4 +1,4 @@
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 
 #include "kernel/vfs/dnotify.h"
 

@@ -1,5 +1,7 @@
-// Creating, removing and renaming names: the checks every filesystem
-// shares (read-only mounts, mount points, crossing mounts), then the
+// Creating, removing and renaming names (mkdir, mknod, unlink, rmdir,
+// symlink, link, rename): the checks every filesystem shares (read-only
+// mounts, mount points, crossing mounts, and Linux's namei permission
+// checks through perm.h on what the filesystem's stat says), then the
 // filesystem's own operation.
 #include <cstring>
 #include <fcntl.h>
@@ -11,7 +13,7 @@
 #include "kernel/vfs/namei.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
-#include "kernel/vfs/ops.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/perm.h"
 
 namespace flatux {
