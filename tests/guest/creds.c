@@ -224,6 +224,8 @@ static void test_search(void) {
   CHECK_ERR(unlink(at("outer/inner/f")), EACCES);
   CHECK_ERR(rename(at("outer/inner/f"), at("open/stolen")), EACCES);
   CHECK_ERR(rename(at("open/new"), at("outer/inner/new")), EACCES);
+  CHECK_ERR(rename(at("open/new"), at("missing/new")), ENOENT);
+  CHECK_ERR(rename(at("open/dir"), at("missing/dir")), ENOENT);
   CHECK_ERR(link(at("open/new"), at("outer/inner/new")), EACCES);
   CHECK_ERR(symlink("x", at("outer/inner/l")), EACCES);
   CHECK_ERR(chdir(at("outer/inner")), EACCES);

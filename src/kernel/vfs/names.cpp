@@ -81,7 +81,11 @@ long may_rename_at(Task& t, Lookup& a, Lookup& b, unsigned flags) {
   if (c.fsuid == 0) return 0;
   struct stat adir, source, bdir, target;
   if (long r = stat_dir_and_victim(t, a, &adir, &source)) return r;
-  long r = stat_dir_and_victim(t, b, &bdir, &target);
+  if (long r = stat_dir_and_victim(t, b, &bdir, nullptr)) return r;
+  // The new name may be free (ENOENT); its directory must be there.
+  Filesystem& fs = *b.mount->fs;
+  Lookup own(b.path, false, b.mount);
+  long r = fs.ops->stat(t, fs, own, &target);
   if (r && r != -ENOENT) return r;
   bool same_dir = adir.st_dev == bdir.st_dev && adir.st_ino == bdir.st_ino;
   FilePerms there = perms_of(target);
