@@ -29,9 +29,18 @@ std::string images(const SandboxGrant& g) {
   return n == 0 ? "" : ", " + std::to_string(n) + (n == 1 ? " image" : " images");
 }
 
-int thread_count() {
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return -1;
+// The threads of this process, counted in `task_dir` (this process's
+// /proc/self/task, opened before the private mounts hide it) or, without
+// one, through the path.
+int thread_count(int task_dir = -1) {
+  int fd = task_dir >= 0 ? dup(task_dir) : open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  lseek(fd, 0, SEEK_SET);
+  DIR* d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return -1;
+  }
   int n = 0;
   while (dirent* e = readdir(d))
     if (e->d_name[0] != '.') n++;
@@ -104,7 +113,8 @@ void enter_mount_namespace(const SandboxGrant& g, bool unshared, SandboxState* s
   s->fifo_dir = "/dev/shm";
   s->applied.push_back("mounts: a private namespace showing only " + describe_root(g) +
                        " without set-id or devices" + images(g) +
-                       ", /proc, /dev/{null,zero,full,random,urandom} and an empty /dev/shm");
+                       ", /proc/cpuinfo, its own /proc/self/fd, /dev/{null,zero,full,random,urandom} and an "
+                       "empty /dev/shm");
 }
 
 std::string left_out(const char* layer) {
@@ -155,6 +165,10 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
                            " in a user namespace of its own (other users' files show as nobody)");
     }
   }
+  // Kept until the seal counts threads with it (the private /proc has no
+  // /proc/self/task), closed before any guest code runs: a descriptor of
+  // the host's /proc would lead to every host process's folder.
+  s->task_dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (mounts) enter_mount_namespace(g, unshared, s);
   else if (jail) s->missing.push_back(left_out("mounts"));
   if (drop_to_file_server && !set_capabilities(file_server_capabilities(), &why))
@@ -178,7 +192,10 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
     }
     return true;
   }
-  if (thread_count() != 1) {
+  int threads = thread_count(s->task_dir);
+  if (s->task_dir >= 0) close(s->task_dir);
+  s->task_dir = -1;
+  if (threads != 1) {
     fprintf(stderr, "flatux: sandbox: the process must have one thread to seal its sandbox\n");
     return false;
   }
@@ -186,11 +203,13 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   std::string why;
   if (o.without & kLayerLandlock) {
     s->missing.push_back(left_out("landlock"));
-  } else if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
+  } else if (apply_landlock(g, s->fifo_dir, s->private_mounts, &ll, &why)) {
     std::string line = "landlock ABI " + std::to_string(ll.abi) + ": ";
-    line += ll.files ? "files beneath " + describe_root(g) + images(g) +
-                           ", the five character devices, /proc/cpuinfo, FIFOs in " +
-                           (s->fifo_dir.empty() ? std::string("(nowhere)") : s->fifo_dir)
+    line += ll.files ? std::string(ll.reads ? "files" : "writing, making and removing files") + " beneath " +
+                           describe_root(g) + images(g) + ", the five character devices" +
+                           (ll.reads ? ", /proc/cpuinfo" : "") + ", FIFOs in " +
+                           (s->fifo_dir.empty() ? std::string("(nowhere)") : s->fifo_dir) +
+                           (ll.reads ? "" : " (reading: the private mounts)")
                      : "files: the whole host read-write, nothing to refuse";
     if (ll.net) line += "; TCP bind and connect refused";
     if (ll.scopes) line += "; signals and abstract sockets kept inside";

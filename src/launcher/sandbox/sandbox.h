@@ -64,6 +64,7 @@ struct SandboxState {
   bool in_user_namespace = false;
   bool private_mounts = false;
   std::string fifo_dir;          // where the kernel makes host FIFOs (tmpfs named pipes)
+  int task_dir = -1;             // /proc/self/task from before the private mounts, until the seal
 };
 
 // Before the kernel exists, while the process has one thread: the
