@@ -221,6 +221,13 @@ static void probe_files(void) {
   gclose(fd);
   verdict("proc-pid-root", fd, how, NULL);
 
+  // flatux's standard input is a host file outside the root, handed over
+  // to be read: its magic link must not reopen it for writing.
+  fd = gadget_sys(SYS_openat, AT_FDCWD, "/proc/self/fd/0", O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd >= 0) gadget_sys(SYS_write, fd, "ESCAPED\n", 8);
+  gclose(fd);
+  verdict("stdin-reopen-write", fd, how, NULL);
+
   // What the host's /proc tells of other processes and of the host itself
   // without any ptrace check: their command lines (passwords are passed
   // that way), the host network's sockets, the kernel's settings.

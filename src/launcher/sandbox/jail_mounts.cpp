@@ -10,11 +10,11 @@
 // them); no other process's /proc/PID, no /proc/sys, no /proc/net.
 // Everything else of the host's tree is gone: no path leads to a host
 // file, a host socket or a device outside the grant, whatever a call
-// names. This is what keeps reading in the grant (Landlock, which adds a
-// path walk to every open it checks, is kept to writing, making and
-// removing: landlock.cpp). (Landlock can refuse opening, making and
-// removing files, but not chmod, chown, utimes, xattrs or connecting to a
-// socket by path.)
+// names. (Landlock can refuse opening, making and removing files, but not
+// chmod, chown, utimes, xattrs or connecting to a socket by path; the
+// mounts cannot refuse reopening, through /proc/self/fd, a file the
+// process was handed, such as a standard input redirected from a host
+// file, in a mode it was not given: Landlock does.)
 #include "launcher/sandbox/jail_mounts.h"
 
 #include <cerrno>

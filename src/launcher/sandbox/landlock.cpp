@@ -13,14 +13,6 @@
 //
 // Opening through /proc/self/fd/N is checked against the file reopened, so
 // the kernel's magic-link reopens need no rule of their own.
-//
-// Under the private mounts (jail_mounts.cpp), which show nothing outside
-// the grant, reading files and folders and truncating are theirs alone:
-// Landlock checks an open by walking from the file up to a rule (about
-// 0.65 us plus 0.35 us a level on this machine), and checks truncation on
-// every open whatever it asks, so handling either costs every guest open
-// of a hostfs file 7-8 %. Writing, making, removing, linking and renaming
-// stay held by both layers.
 #include "launcher/sandbox/landlock.h"
 
 #include <cerrno>
@@ -108,8 +100,7 @@ int landlock_abi() {
   return abi < 0 ? 0 : (int)abi;
 }
 
-bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, bool reads_confined, LandlockApplied* out,
-                    std::string* why) {
+bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, LandlockApplied* out, std::string* why) {
   int abi = landlock_abi();
   out->abi = abi;
   if (abi < 1) {
@@ -121,9 +112,7 @@ bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, bool rea
   // domain handling no file access stays out of every open, which would
   // otherwise walk the path up to a rule.
   bool whole_host = g.root == "/" && !g.root_readonly;
-  uint64_t handled = whole_host ? 0 : fs_rights(abi);
-  if (reads_confined) handled &= ~(kReadFile | kReadDir | kTruncate);
-  RulesetAttr attr{handled, 0, 0};
+  RulesetAttr attr{whole_host ? 0 : fs_rights(abi), 0, 0};
   size_t size = sizeof(uint64_t);
   if (abi >= 4) {
     size = 2 * sizeof(uint64_t);
@@ -157,7 +146,6 @@ bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, bool rea
     return false;
   }
   out->files = attr.handled_access_fs != 0;
-  out->reads = (attr.handled_access_fs & kReadFile) != 0;
   out->net = attr.handled_access_net != 0;
   out->scopes = attr.scoped != 0;
   return true;

@@ -9,7 +9,6 @@ namespace flatux::launcher {
 struct LandlockApplied {
   int abi = 0;          // the running kernel's Landlock version (0: none)
   bool files = false;   // file rules (none when the grant is the whole host, read-write)
-  bool reads = false;   // reading files and folders among them (not when private mounts hold reads)
   bool net = false;     // TCP bind/connect refused (--net=none, ABI >= 4)
   bool scopes = false;  // signals and abstract sockets kept inside (ABI >= 6)
 };
@@ -19,9 +18,7 @@ int landlock_abi();
 
 // Restricts the calling thread and everything it creates afterwards: call
 // it while the process has one thread. `fifo_dir` is where the kernel makes
-// host FIFOs ("" for none). With `reads_confined` (the private mounts show
-// nothing but the grant) reading and truncating are left to them.
-bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, bool reads_confined, LandlockApplied* out,
-                    std::string* why);
+// host FIFOs ("" for none).
+bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, LandlockApplied* out, std::string* why);
 
 }  // namespace flatux::launcher

@@ -203,13 +203,11 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   std::string why;
   if (o.without & kLayerLandlock) {
     s->missing.push_back(left_out("landlock"));
-  } else if (apply_landlock(g, s->fifo_dir, s->private_mounts, &ll, &why)) {
+  } else if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
     std::string line = "landlock ABI " + std::to_string(ll.abi) + ": ";
-    line += ll.files ? std::string(ll.reads ? "files" : "writing, making and removing files") + " beneath " +
-                           describe_root(g) + images(g) + ", the five character devices" +
-                           (ll.reads ? ", /proc/cpuinfo" : "") + ", FIFOs in " +
-                           (s->fifo_dir.empty() ? std::string("(nowhere)") : s->fifo_dir) +
-                           (ll.reads ? "" : " (reading: the private mounts)")
+    line += ll.files ? "files beneath " + describe_root(g) + images(g) +
+                           ", the five character devices, /proc/cpuinfo, FIFOs in " +
+                           (s->fifo_dir.empty() ? std::string("(nowhere)") : s->fifo_dir)
                      : "files: the whole host read-write, nothing to refuse";
     if (ll.net) line += "; TCP bind and connect refused";
     if (ll.scopes) line += "; signals and abstract sockets kept inside";
