@@ -100,6 +100,8 @@ def main():
                     help="LAYER[,LAYER]: run with --sandbox-without=...; the probes named by --escapes "
                          "must then get through (what the layers left out hold alone)")
     ap.add_argument("--escapes", default="", help="probe names that must escape (with --without)")
+    ap.add_argument("--stdin-file", action="store_true",
+                    help="flatux's standard input is a host file outside the root (else /dev/null)")
     ap.add_argument("--held", default="",
                     help="probe names the layers left in must still refuse (with --without)")
     ap.add_argument("--needs-root", action="store_true", help="skip (77) unless run by root")
@@ -178,6 +180,7 @@ def main():
         "ATTACK_LAYOUT": open(a.layout_file).read().strip() if a.layout_file else "",
         "ATTACK_FORK": "1" if a.fork else "0",
         "ATTACK_RO_IMAGE": ro_image,
+        "ATTACK_STDIN_FILE": "1" if a.stdin_file else "0",
     }
     net = ["--net=none"] if a.net_none else []
     if a.how == "run":
@@ -198,7 +201,7 @@ def main():
         run_env = dict(os.environ)
     print("$", " ".join(argv), flush=True)
     start = time.monotonic()
-    with open(stdin_file, "rb") as stdin:
+    with open(stdin_file if a.stdin_file else os.devnull, "rb") as stdin:
         proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=run_env)
     try:
         out, _ = proc.communicate(timeout=120)

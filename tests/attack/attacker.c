@@ -27,6 +27,7 @@
 //   ATTACK_POWEROFF    1: power off at the end (a booted init)
 //   ATTACK_FORK        1: attack from a fork()ed child, a host process of its own
 //   ATTACK_RO_IMAGE    host path of an image flatux was given read-only (ubd1r=)
+//   ATTACK_STDIN_FILE  1: flatux's standard input is a host file outside the root
 //
 // Output: "GADGET host_pid=N host_ppid=M", then one line per probe: "denied NAME: ..."
 // or "ESCAPED NAME: ...". Exit 0 when every probe was refused, 1 when one
@@ -223,10 +224,12 @@ static void probe_files(void) {
 
   // flatux's standard input is a host file outside the root, handed over
   // to be read: its magic link must not reopen it for writing.
-  fd = gadget_sys(SYS_openat, AT_FDCWD, "/proc/self/fd/0", O_WRONLY | O_TRUNC | O_CLOEXEC);
-  if (fd >= 0) gadget_sys(SYS_write, fd, "ESCAPED\n", 8);
-  gclose(fd);
-  verdict("stdin-reopen-write", fd, how, NULL);
+  if (atoi(env("ATTACK_STDIN_FILE"))) {
+    fd = gadget_sys(SYS_openat, AT_FDCWD, "/proc/self/fd/0", O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd >= 0) gadget_sys(SYS_write, fd, "ESCAPED\n", 8);
+    gclose(fd);
+    verdict("stdin-reopen-write", fd, how, NULL);
+  }
 
   // What the host's /proc tells of other processes and of the host itself
   // without any ptrace check: their command lines (passwords are passed

@@ -117,6 +117,50 @@ void enter_mount_namespace(const SandboxGrant& g, bool unshared, SandboxState* s
                        "empty /dev/shm");
 }
 
+// Whether this process holds a descriptor of a host file, folder or
+// device other than a terminal and the five devices every guest gets: a
+// descriptor the private mounts cannot hide, since its magic link in
+// /proc/self/fd reopens it in whatever mode the host allows (standard
+// input redirected from a file, reopened for writing). Pipes, sockets and
+// anonymous inodes reopen as themselves. `own` is the sandbox's own
+// /proc/self/task, closed before any guest code runs.
+bool holds_host_files(int own) {
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return true;
+  struct stat devices[5];
+  int ndev = 0;
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
+    if (stat(dev, &devices[ndev]) == 0) ndev++;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    int fd = atoi(e->d_name);
+    struct stat st;
+    if (fd == dirfd(d) || fd == own || fstat(fd, &st) != 0) continue;
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || (st.st_mode & S_IFMT) == 0) continue;
+    char link[64];
+    char target[32] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    if (readlink(link, target, sizeof target - 1) > 0 && strncmp(target, "anon_inode:", 11) == 0) continue;
+    if (S_ISCHR(st.st_mode)) {
+      bool granted = isatty(fd);
+      for (int i = 0; i < ndev && !granted; i++) granted = devices[i].st_rdev == st.st_rdev;
+      if (granted) continue;
+    }
+    found = true;
+    break;
+  }
+  closedir(d);
+  return found;
+}
+
+// Files need Landlock only where the private mounts leave a way out: a
+// handed-over host descriptor, or the capability to make device nodes
+// (root kept, outside a user namespace), which nodev mounts do not stop.
+bool mounts_hold_files(const SandboxState& s) {
+  return s.private_mounts && !s.holds_host_files && (s.in_user_namespace || geteuid() != 0);
+}
+
 std::string left_out(const char* layer) {
   return std::string(layer) + " (left out: --sandbox-without=" + layer + ")";
 }
@@ -169,6 +213,7 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   // /proc/self/task), closed before any guest code runs: a descriptor of
   // the host's /proc would lead to every host process's folder.
   s->task_dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  s->holds_host_files = holds_host_files(s->task_dir);
   if (mounts) enter_mount_namespace(g, unshared, s);
   else if (jail) s->missing.push_back(left_out("mounts"));
   if (drop_to_file_server && !set_capabilities(file_server_capabilities(), &why))
@@ -203,12 +248,14 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   std::string why;
   if (o.without & kLayerLandlock) {
     s->missing.push_back(left_out("landlock"));
-  } else if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
+  } else if (apply_landlock(g, s->fifo_dir, mounts_hold_files(*s), &ll, &why)) {
     std::string line = "landlock ABI " + std::to_string(ll.abi) + ": ";
     line += ll.files ? "files beneath " + describe_root(g) + images(g) +
                            ", the five character devices, /proc/cpuinfo, FIFOs in " +
                            (s->fifo_dir.empty() ? std::string("(nowhere)") : s->fifo_dir)
-                     : "files: the whole host read-write, nothing to refuse";
+            : s->private_mounts ? "files: the private mounts hold them (no host file handed over, no capability to "
+                                  "make devices)"
+                                : "files: the whole host read-write, nothing to refuse";
     if (ll.net) line += "; TCP bind and connect refused";
     if (ll.scopes) line += "; signals and abstract sockets kept inside";
     s->applied.push_back(line);

@@ -65,6 +65,7 @@ struct SandboxState {
   bool private_mounts = false;
   std::string fifo_dir;          // where the kernel makes host FIFOs (tmpfs named pipes)
   int task_dir = -1;             // /proc/self/task from before the private mounts, until the seal
+  bool holds_host_files = false; // a descriptor of a host file was handed over (sandbox.cpp)
 };
 
 // Before the kernel exists, while the process has one thread: the
