@@ -15,6 +15,7 @@ namespace flatux {
 class Heap;
 struct File;
 struct Task;
+struct FdShare;
 struct Filesystem;
 struct Mount;
 struct Attr;
@@ -66,6 +67,9 @@ struct File {
   std::atomic<int> refs{1};
   uint32_t flags = 0;  // O_ACCMODE | O_APPEND | O_NONBLOCK | O_PATH ...
   int host_fd = -1;    // the host open file description backing it, if any
+  // Whose share of the host descriptor table host_fd is charged to (the
+  // table it was first installed in; kernel/sys/host_share.h).
+  std::atomic<FdShare*> fd_share{nullptr};
   Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
   Mount* mount = nullptr;    // the mount it was opened through (holds a reference)
   LockTable* locks = nullptr;  // set once it holds a flock or OFD lock
@@ -109,7 +113,7 @@ class FdTable {
   static constexpr int kMaxFds = 1024;
 
   explicit FdTable(Heap* h) : heap_(h) {}
-  ~FdTable() { close_all(); }
+  ~FdTable();
 
   std::atomic<int> refs{1};  // shared by CLONE_FILES
 
@@ -119,7 +123,13 @@ class FdTable {
   // Closes every descriptor marked close-on-exec.
   void close_on_exec();
 
-  // Takes a reference to f on success; returns the fd or -EMFILE.
+  // The share of the host descriptor table that files first installed
+  // here are charged to (the table takes the reference). A clone gets a
+  // share of its own from the same pool.
+  void set_share(FdShare* s) { share_ = s; }
+  // Takes a reference to f on success; returns the fd or -EMFILE, or, for
+  // a file with a host descriptor not yet charged, -EMFILE past this
+  // table's share of the host table and -ENFILE when that is full.
   int install(File* f, bool cloexec, int min_fd = 0);
   int install_at(int fd, File* f, bool cloexec);  // dup2 semantics
   File* get(int fd);                               // new reference or nullptr
@@ -136,7 +146,10 @@ class FdTable {
   void set_limit(int n) { limit_ = n < kMaxFds ? n : kMaxFds; }
 
  private:
+  long charge_locked(File* f);
+
   Heap* heap_;
+  FdShare* share_ = nullptr;
   KMutex lock_;
   int limit_ = kMaxFds;
   File* files_[kMaxFds]{};
