@@ -190,13 +190,14 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
       mm_set_map_pool(*p->mm, k.hproc0->maps);
     }
     p->files = k.heap->make<FdTable>(k.heap);
-    if (p->files) {
-      p->files->set_share(fd_share_make(k.heap, &k.host_fds));
+    FdShare* share = fd_share_make(k.heap, &k.host_fds);
+    if (p->files && share) {
+      p->files->set_share(share);
       p->files->set_limit((int)p->rlimits[RLIMIT_NOFILE][0]);
     }
     p->fs = k.heap->make<FsContext>();
     p->sighand = k.heap->make<SigHand>();
-    if (!p->mm || !p->files || !p->fs || !p->sighand) return -ENOMEM;
+    if (!p->mm || !p->files || !share || !p->fs || !p->sighand) return -ENOMEM;
     t = task_create_locked(k, *p, p->pid, k.hproc0);
     if (!t) return -ENOMEM;
     // The nice value flatux itself was started with, as a native program
