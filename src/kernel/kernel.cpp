@@ -50,11 +50,12 @@ long mount_run_dev(Kernel& k, Filesystem* dev, const KernelConfig& cfg) {
 }
 
 // The pools guests draw on. The kernel keeps back, of the descriptors, one
-// per possible host process (its pidfd) and per task besides a margin for
-// its own files (exec, loading, /proc); of the mappings, the split a
-// kernel stack's guard pages make for every possible task, and a margin.
+// per possible host process (its pidfd) and one per task (its wakeup
+// eventfd) besides a margin for its own files (exec, loading, /proc); of
+// the mappings, the split a kernel stack's guard pages make for every
+// possible task, and a margin.
 void share_host_limits(Kernel& k) {
-  constexpr long kFdReserve = kMaxTasks + 512;
+  constexpr long kFdReserve = 2 * kMaxTasks + 512;
   constexpr long kMapReserve = kMaxTasks * kKStackMaps + 1024;
   k.host_fds.small = kSmallFds;
   if (k.cfg.host_nofile > 0)

@@ -11,6 +11,7 @@
 #include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
+#include "kernel/task/task.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -84,6 +85,13 @@ long FdTable::charge_locked(File* f) {
   // A file being installed in two tables at once is charged once.
   if (!f->fd_share.compare_exchange_strong(none, share_)) fd_share_uncharge(heap_, share_);
   return 0;
+}
+
+ErrorOr<FdShare*> charge_host_fd_to(Task& t) {
+  FdShare* s = t.proc && t.proc->files ? t.proc->files->share() : nullptr;
+  if (!s) return s;
+  if (fd_share_charge(*s) < 0) return kerr(-ENFILE);
+  return s;
 }
 
 int FdTable::lowest_free() {

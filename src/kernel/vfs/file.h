@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernel/lib/error_or.h"
 #include "kernel/lib/sync.h"
 
 struct stat;
@@ -108,6 +109,13 @@ long file_write_at_pos(Task& t, File& f, const void* buf, size_t n);
 // when the file has a size (end >= 0; otherwise EINVAL).
 long file_seek_kept(File& f, int64_t off, int whence, int64_t end);
 
+// For a host descriptor the kernel holds on a guest's behalf outside any
+// descriptor table (a tmpfs file's memfd once it is shared-mapped, a System
+// V segment's): charges it to the calling process's share and returns that
+// share, for fd_share_uncharge when the descriptor is closed (nullptr: a
+// caller without one), or -ENFILE (mmap's and shmget's errno for it).
+ErrorOr<FdShare*> charge_host_fd_to(Task& t);
+
 class FdTable {
  public:
   static constexpr int kMaxFds = 1024;
@@ -127,6 +135,7 @@ class FdTable {
   // here are charged to (the table takes the reference). A clone gets a
   // share of its own from the same pool.
   void set_share(FdShare* s) { share_ = s; }
+  FdShare* share() const { return share_; }
   // Takes a reference to f on success; returns the fd or -EMFILE, or, for
   // a file with a host descriptor not yet charged, -EMFILE past this
   // table's share of the host table and -ENFILE when that is full.
