@@ -8,10 +8,10 @@
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
 #include "kernel/sys/host_share.h"
+#include "kernel/task/task.h"
 #include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
-#include "kernel/task/task.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
