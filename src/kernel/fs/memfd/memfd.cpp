@@ -33,10 +33,6 @@ void measure_locked(File& f) {
   if (host::sys(SYS_fstat, f.host_fd, &st) == 0) host_charge_set(*f.charge, (uint64_t)st.st_blocks * 512);
 }
 
-bool fits(const MemAccount& acct, uint64_t bytes) {
-  return !acct.limit || acct.used.load(std::memory_order_relaxed) + bytes <= acct.limit;
-}
-
 // What writing `n` bytes may add: every page the range touches.
 uint64_t most_for(uint64_t n) {
   if (n > (1ull << 62)) return ~0ull;
@@ -73,8 +69,27 @@ bool page_present(int fd, uint64_t pos) {
   return host::sys(SYS_lseek, fd, (long)start, SEEK_DATA) == (long)start;
 }
 
-// Near the limit: a page at a time, a new page only while one still fits,
-// so that rewriting pages the memfd already has keeps working. `off` < 0:
+// How much of [at, at + left) one host write may take without passing
+// mem=: the run of pages the memfd already has (rewriting them costs
+// nothing), or as many new pages as still fit. 0: not one page fits.
+uint64_t next_chunk(File& f, uint64_t at, uint64_t left) {
+  uint64_t in_page = kPage - at % kPage;
+  if (page_present(f.host_fd, at)) {
+    long hole = host::sys(SYS_lseek, f.host_fd, (long)at, SEEK_HOLE);
+    uint64_t run = hole > (long)at ? (uint64_t)hole - at : in_page;
+    return run < left ? run : left;
+  }
+  const MemAccount& acct = *f.charge->acct;
+  uint64_t used = acct.used.load(std::memory_order_relaxed);
+  if (!acct.limit) return left;
+  uint64_t pages = used < acct.limit ? (acct.limit - used) / kPage : 0;
+  if (!pages) return 0;
+  uint64_t most = pages * kPage - at % kPage;
+  return most < left ? most : left;
+}
+
+// Near the limit: each host write takes only pages the memfd has or pages
+// that still fit, so that rewriting what it holds keeps working. `off` < 0:
 // at the file position. ENOSPC when nothing could be written.
 long write_pagewise(File& f, const char* buf, size_t n, int64_t off) {
   HostCharge& c = *f.charge;
@@ -90,10 +105,9 @@ long write_pagewise(File& f, const char* buf, size_t n, int64_t off) {
   long err = -ENOSPC;
   while (done < n) {
     uint64_t at = (uint64_t)pos + done;
-    size_t chunk = kPage - at % kPage;
-    if (chunk > n - done) chunk = n - done;
     measure_locked(f);
-    if (!page_present(f.host_fd, at) && !fits(*c.acct, kPage)) break;
+    uint64_t chunk = next_chunk(f, at, n - done);
+    if (!chunk) break;
     long r = host::sys(SYS_pwrite64, f.host_fd, buf + done, chunk, (long)at);
     if (r <= 0) {
       err = r < 0 ? r : -EIO;
