@@ -192,6 +192,34 @@ static void mapping_keeps_charge(long start) {
          got / MiB, after / MiB);
 }
 
+// Pages written through a shared mapping stay charged once it is gone:
+// a second memfd cannot do the same again.
+static void mapped_writes_stay_charged(long start) {
+  int fds[2];
+  long dirtied[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    fds[i] = new_memfd("dirty");
+    CHECK_OK(ftruncate(fds[i], 36 * MiB));
+    char* p = mmap(NULL, 36 * MiB, PROT_READ | PROT_WRITE, MAP_SHARED, fds[i], 0);
+    if (p == MAP_FAILED) {
+      CHECK(i == 1 && errno == ENOMEM, "mapping memfd %d: %s", i, strerror(errno));
+      continue;
+    }
+    memset(p, 'd', 36 * MiB);
+    dirtied[i] = 36 * MiB;
+    CHECK(munmap(p, 36 * MiB) == 0, "munmap");
+    CHECK(start - free_bytes() >= 36 * MiB, "unmapped, the memfd's 36 MiB are charged as %ld KiB",
+          (start - free_bytes()) / KiB);
+  }
+  CHECK(dirtied[1] == 0, "a second 36 MiB memfd was written through a mapping under 64 MiB");
+  close(fds[0]);
+  close(fds[1]);
+  long after = free_bytes();
+  CHECK(start - after < 256 * KiB && after - start < 256 * KiB, "closed: %ld KiB free, %ld before", after / KiB,
+        start / KiB);
+  printf("36 MiB written through a mapping of a memfd stay charged after munmap; a second one is refused\n");
+}
+
 // A memfd passed over a socket is charged again in its new holder's hands.
 static void passed_keeps_charge(long start) {
   int sv[2];
@@ -246,8 +274,23 @@ static void absurd_sizes(void) {
   CHECK(pwrite(t, "x", 1, 1l << 61) == 1, "pwrite far out: %s", strerror(errno));
   CHECK_OK(ftruncate(t, 0));
   close(t);
+  // A named pipe's buffer is charged while it is open.
+  CHECK_OK(mkfifo("/tmp/fifo", 0600));
+  long before = free_bytes();
+  int ff = open("/tmp/fifo", O_RDWR | O_NONBLOCK);
+  CHECK(ff >= 0, "open the fifo: %s", strerror(errno));
+  if (ff >= 0) {
+    fcntl(ff, F_SETPIPE_SZ, MiB);  // the host may refuse (see pipe_round)
+    long cap = fcntl(ff, F_GETPIPE_SZ), during = free_bytes();
+    CHECK(before - during >= cap, "an open fifo of %ld KiB: %ld KiB charged", cap / KiB, (before - during) / KiB);
+    close(ff);
+  }
+  long after = free_bytes();
+  CHECK(before - after < 64 * KiB && after - before < 64 * KiB, "the fifo closed: %ld KiB free, %ld before",
+        after / KiB, before / KiB);
+  CHECK_OK(unlink("/tmp/fifo"));
   CHECK_OK(umount("/tmp"));
-  printf("absurd sizes: memfd and tmpfs refuse them or keep holes\n");
+  printf("absurd sizes: memfd and tmpfs refuse them or keep holes; a fifo's buffer is charged while open\n");
 }
 
 static int pipe_fds[400][2];
@@ -282,6 +325,7 @@ static void limited(void) {
 
   absurd_sizes();
   mapping_keeps_charge(start);
+  mapped_writes_stay_charged(start);
   passed_keeps_charge(start);
 
   // Many small rounds: nothing stays charged.

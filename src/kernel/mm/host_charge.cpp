@@ -1,5 +1,6 @@
 #include "kernel/mm/host_charge.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -13,8 +14,14 @@ namespace flatux {
 HostCharge* host_charge_new(Heap* heap, MemAccount& acct, int host_fd, ChargeKind kind) {
   struct stat st;
   if (host::sys(SYS_fstat, host_fd, &st) < 0) return nullptr;
+  long keeper = -1;
+  if (kind == ChargeKind::kMemfd && (keeper = host::sys(SYS_fcntl, host_fd, F_DUPFD_CLOEXEC, 0)) < 0) return nullptr;
   HostCharge* c = heap->make<HostCharge>();
-  if (!c) return nullptr;
+  if (!c) {
+    if (keeper >= 0) host::sys(SYS_close, keeper);
+    return nullptr;
+  }
+  c->keeper = (int)keeper;
   c->kind = kind;
   c->heap = heap;
   c->acct = &acct;
@@ -39,6 +46,7 @@ void host_charge_put(HostCharge* c) {
     if (c->next) c->next->prev = c->prev;
   }
   mem_uncharge(acct, c->bytes);
+  if (c->keeper >= 0) host::sys(SYS_close, c->keeper);
   c->heap->destroy_obj(c);
 }
 
@@ -58,6 +66,16 @@ void host_charge_set(HostCharge& c, uint64_t bytes) {
   if (bytes >= c.bytes) c.acct->used.fetch_add(bytes - c.bytes, std::memory_order_relaxed);
   else mem_uncharge(*c.acct, c.bytes - bytes);
   c.bytes = bytes;
+}
+
+void host_charge_measure_locked(HostCharge& c) {
+  struct stat st;
+  if (c.keeper >= 0 && host::sys(SYS_fstat, c.keeper, &st) == 0) host_charge_set(c, (uint64_t)st.st_blocks * 512);
+}
+
+void host_charge_measure(HostCharge& c) {
+  Guard g(c.lock);
+  host_charge_measure_locked(c);
 }
 
 HostCharge* host_charge_find(MemAccount& acct, int host_fd) {

@@ -27,6 +27,9 @@ struct HostCharge {
   Heap* heap;
   MemAccount* acct;
   uint64_t dev = 0, ino = 0;  // the host object's identity
+  // A memfd's own descriptor of it, so its pages can be measured whenever
+  // a mapping of it goes (closed with the charge).
+  int keeper = -1;
   KMutex lock;                // serializes changes of `bytes` and growth
   uint64_t bytes = 0;         // charged now (lock held to change)
   HostCharge* prev = nullptr;  // MemAccount::charges (its lock held)
@@ -46,6 +49,10 @@ void host_charge_shrink(HostCharge& c, uint64_t bytes);
 // Makes the charge what the host object holds now, fitting or not: memory
 // already taken is counted (lock held).
 void host_charge_set(HostCharge& c, uint64_t bytes);
+// Charges what a memfd holds now (its allocated blocks).
+void host_charge_measure(HostCharge& c);
+// The same, with c.lock held.
+void host_charge_measure_locked(HostCharge& c);
 // The charge of the host object behind `host_fd`, referenced; nullptr if
 // it has none.
 HostCharge* host_charge_find(MemAccount& acct, int host_fd);

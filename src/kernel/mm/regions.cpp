@@ -25,6 +25,9 @@ void region_name_put(Heap* heap, RegionName* n) {
 }
 
 void RegionList::drop(Region* r) {
+  // Pages written through a memfd's mapping stay the memfd's: charged to it
+  // now that the mapping no longer is.
+  if (r->attrs.name && r->attrs.name->charge) host_charge_measure(*r->attrs.name->charge);
   region_name_put(heap_, r->attrs.name);
   heap_->destroy_obj(r);
   count_--;

@@ -28,10 +28,7 @@ constexpr uint64_t kPage = 4096;
 bool is_memfd(const File& f) { return f.charge && f.charge->kind == ChargeKind::kMemfd; }
 
 // Charges the pages the memfd holds now (its lock held).
-void measure_locked(File& f) {
-  struct stat st;
-  if (host::sys(SYS_fstat, f.host_fd, &st) == 0) host_charge_set(*f.charge, (uint64_t)st.st_blocks * 512);
-}
+void measure_locked(File& f) { host_charge_measure_locked(*f.charge); }
 
 // What writing `n` bytes may add: every page the range touches.
 uint64_t most_for(uint64_t n) {

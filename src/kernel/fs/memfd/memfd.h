@@ -44,10 +44,11 @@ class MemfdCopy {
 };
 
 // A file the kernel just made for a host descriptor it did not open (a
-// reopened /proc/PID/fd link, a descriptor received over a socket): if it
-// is a charged pipe or memfd, the file shares that charge (and a memfd's
-// file gets the operations that keep it); a pipe or memfd charged nowhere
-// (its last holder gone while it was in flight) is charged anew.
+// reopened /proc/PID/fd link, a descriptor received over a socket, an
+// opened named pipe): if it is a charged pipe or memfd, the file shares
+// that charge (and a memfd's file gets the operations that keep it); a
+// pipe or memfd charged nowhere (a FIFO's first opener, or its last holder
+// gone while it was in flight) is charged anew, with what it holds.
 void host_charge_adopt(File& f, MemAccount& acct);
 
 }  // namespace flatux
