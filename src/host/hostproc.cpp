@@ -170,6 +170,10 @@ HostProc* hostproc_new_locked(Kernel& k) {
   if (prepare_forking_locked(k) < 0) return nullptr;
   HostProc* hp = k.heap->make<HostProc>();
   if (!hp) return nullptr;
+  if (!(hp->maps = host_pool_make(k.heap, k.host_map_limit, kSmallMaps))) {
+    k.heap->destroy_obj(hp);
+    return nullptr;
+  }
   hp->kernel = &k;
   hp->next = k.hprocs;
   k.hprocs = hp;
@@ -262,6 +266,7 @@ void hostprocs_free_gone_locked(Kernel& k) {
     *link = hp->next;
     if (hp->pidfd >= 0) host::sys(SYS_close, hp->pidfd);
     if (hp->keeper_stack) k.heap->free_kstack(hp->keeper_stack);
+    host_pool_put(k.heap, hp->maps);
     k.heap->destroy_obj(hp);
   }
 }

@@ -17,11 +17,13 @@ namespace flatux {
 struct Kernel;
 struct Task;
 struct Mm;
+struct HostPool;
 
 struct HostProc {
   Kernel* kernel = nullptr;
   int pid = 0;                    // host tgid
   std::atomic<int> ntasks{0};     // guest tasks whose host threads live here
+  HostPool* maps = nullptr;       // its vm.max_map_count, as guests' Mms share it (kernel/sys/host_share.h)
   std::atomic<uint32_t> keeper_tid{0};
   void* keeper_stack = nullptr;   // kernel heap; the keeper thread's stack
   int pidfd = -1;                 // readable once the host process is gone

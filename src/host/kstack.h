@@ -27,6 +27,9 @@ namespace flatux {
 
 struct Task;
 
+// Host mappings a guarded kernel stack adds to its host process: its two
+// guard pages split the heap's mapping around them.
+constexpr int kKStackMaps = 4;
 constexpr uint64_t kKStackMagic = 0x6b737461636b2121ull;  // "kstack!!"
 constexpr uintptr_t kFastStackBottom = 2 * 4096;          // above the header and its guard
 constexpr uintptr_t kFastStackTop = kKernelStackSize / 2;

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include "host/hostproc.h"
+#include "host/kstack.h"
 #include "host/raw_syscall.h"
 
 #include "kernel/block/ubd.h"
@@ -48,6 +49,21 @@ long mount_run_dev(Kernel& k, Filesystem* dev, const KernelConfig& cfg) {
   return k.vfs->mount("/dev/tty", dev, &kDevFsType, MS_NOSUID, "devtmpfs", "/tty");
 }
 
+// The pools guests draw on. The kernel keeps back, of the descriptors, one
+// per possible host process (its pidfd) and one per task (its wakeup
+// eventfd) besides a margin for its own files (exec, loading, /proc); of
+// the mappings, the split a kernel stack's guard pages make for every
+// possible task, and a margin.
+void share_host_limits(Kernel& k) {
+  constexpr long kFdReserve = 2 * kMaxTasks + 512;
+  constexpr long kMapReserve = kMaxTasks * kKStackMaps + 1024;
+  k.host_fds.small = kSmallFds;
+  if (k.cfg.host_nofile > 0)
+    k.host_fds.limit = share_pool_limit(k.cfg.host_nofile, k.cfg.host_fds_at_boot, kFdReserve);
+  if (k.cfg.host_max_map_count > 0)
+    k.host_map_limit = share_pool_limit(k.cfg.host_max_map_count, k.cfg.host_maps_at_boot, kMapReserve);
+}
+
 }  // namespace
 
 Kernel* Kernel::create(const KernelConfig& cfg) {
@@ -63,10 +79,12 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->cfg = cfg;
   k->boot_ns = monotonic_ns();
   k->host_pid = (int)host::sys(SYS_getpid);
+  share_host_limits(*k);
   k->hproc0 = heap->make<HostProc>();
   if (k->hproc0) {
     k->hproc0->kernel = k;
     k->hproc0->pid = k->host_pid;
+    k->hproc0->maps = host_pool_make(heap, k->host_map_limit, kSmallMaps);
   }
   k->vfs = heap->make<Vfs>(heap);
   k->locks = heap->make<LockTable>(heap);
@@ -78,7 +96,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->ipc = ipc_namespace_create(heap);
   k->ptys = pty_table_create(heap);
   k->dnotify = dnotify_create(heap);
-  if (!k->hproc0 || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net ||
+  if (!k->hproc0 || !k->hproc0->maps || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net ||
       !k->log || !k->ptys || !k->dnotify) {
     heap->destroy();
     return nullptr;

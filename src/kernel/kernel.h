@@ -9,6 +9,7 @@
 #include "kernel/boot/boot_config.h"
 #include "kernel/heap.h"
 #include "kernel/lib/sync.h"
+#include "kernel/sys/host_share.h"
 #include "kernel/sys/sysctl.h"
 #include "kernel/task/task.h"
 
@@ -66,6 +67,11 @@ struct KernelConfig {
   char fifo_dir[256] = "";    // host folder for the host FIFOs behind named pipes ("": /dev/shm, /tmp)
   bool hostfs_host_owners = false;  // hostfs: guest owners, set-id bits and devices go to the host as they are
   SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
+  // The host limits all guests share (kernel/sys/host_share.h): the
+  // descriptor table (RLIMIT_NOFILE, raised to its hard limit) and
+  // vm.max_map_count, and how much of each was in use at boot. 0: unknown.
+  long host_nofile = 0, host_fds_at_boot = 0;
+  long host_max_map_count = 0, host_maps_at_boot = 0;
   BootConfig boot;            // `flatux [PARAM...]`; boot.enabled is false for `flatux run`
 };
 
@@ -141,6 +147,8 @@ struct Kernel {
   PtyTable* ptys = nullptr;    // pseudo-terminals (kernel/tty/pty.h)
   Dnotify* dnotify = nullptr;  // F_NOTIFY watches (kernel/vfs/dnotify.h)
   MemAccount mem;
+  HostPool host_fds;  // the host descriptor table (kernel/sys/host_share.h)
+  long host_map_limit = 0;  // what guests may map in one host process (HostProc::maps)
   SigQueueUsers sigqueue_users;
   UtsNames uts;
   bool cad_enabled = true;     // reboot(2) CAD_ON/CAD_OFF

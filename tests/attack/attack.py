@@ -100,6 +100,10 @@ def main():
                     help="LAYER[,LAYER]: run with --sandbox-without=...; the probes named by --escapes "
                          "must then get through (what the layers left out hold alone)")
     ap.add_argument("--escapes", default="", help="probe names that must escape (with --without)")
+    ap.add_argument("--stdin-file", action="store_true",
+                    help="flatux's standard input is a host file outside the root (else /dev/null)")
+    ap.add_argument("--held", default="",
+                    help="probe names the layers left in must still refuse (with --without)")
     ap.add_argument("--needs-root", action="store_true", help="skip (77) unless run by root")
     a = ap.parse_args()
     if a.needs_root and os.geteuid() != 0:
@@ -151,7 +155,13 @@ def main():
     with open(ro_image, "wb") as f:
         f.write(b"read-only image\n" * 4096)
     os.chmod(ro_image, 0o644)
-    before = {name: snapshot(os.path.join(outside, name)) for name in ("marker", "victim")}
+    # flatux's standard input: a host file outside the root, handed over to
+    # be read, never written.
+    stdin_file = os.path.join(outside, "stdin")
+    with open(stdin_file, "w") as f:
+        f.write("standard input, read-only\n")
+    os.chmod(stdin_file, 0o644)
+    before = {name: snapshot(os.path.join(outside, name)) for name in ("marker", "victim", "stdin")}
     before_image = snapshot(ro_image)
     listing = sorted(os.listdir(outside))
 
@@ -170,6 +180,7 @@ def main():
         "ATTACK_LAYOUT": open(a.layout_file).read().strip() if a.layout_file else "",
         "ATTACK_FORK": "1" if a.fork else "0",
         "ATTACK_RO_IMAGE": ro_image,
+        "ATTACK_STDIN_FILE": "1" if a.stdin_file else "0",
     }
     net = ["--net=none"] if a.net_none else []
     if a.how == "run":
@@ -190,8 +201,8 @@ def main():
         run_env = dict(os.environ)
     print("$", " ".join(argv), flush=True)
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, env=run_env)
+    with open(stdin_file if a.stdin_file else os.devnull, "rb") as stdin:
+        proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=run_env)
     try:
         out, _ = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -269,6 +280,11 @@ def main():
         held = [n for n in want if n not in got]
         for n in held:
             print(f"FAILED: without {a.without}, probe {n} was still refused: that layer is not what holds it")
+        denied = {l.split()[1].rstrip(":") for l in out.splitlines() if l.startswith("denied ")}
+        lost = [n for n in a.held.split(",") if n and n not in denied]
+        for n in lost:
+            print(f"FAILED: without {a.without}, probe {n} was not refused: the other layers must hold it")
+        held += lost
         if not gadget or not want:
             print("FAILED: no gadget, or no probe named")
             return 1

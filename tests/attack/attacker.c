@@ -27,6 +27,7 @@
 //   ATTACK_POWEROFF    1: power off at the end (a booted init)
 //   ATTACK_FORK        1: attack from a fork()ed child, a host process of its own
 //   ATTACK_RO_IMAGE    host path of an image flatux was given read-only (ubd1r=)
+//   ATTACK_STDIN_FILE  1: flatux's standard input is a host file outside the root
 //
 // Output: "GADGET host_pid=N host_ppid=M", then one line per probe: "denied NAME: ..."
 // or "ESCAPED NAME: ...". Exit 0 when every probe was refused, 1 when one
@@ -131,6 +132,18 @@ static void path_in(char* out, size_t n, const char* dir, const char* name) {
 
 // ---- host files outside the root -------------------------------------------
 
+// A probe that opened something (`fd`) escaped only if it can read it too.
+static void read_or_refused(const char* name, long fd, int how) {
+  if (fd < 0) {
+    verdict(name, fd, how, NULL);
+    return;
+  }
+  char buf[64];
+  long n = gadget_sys(SYS_read, fd, buf, sizeof buf);
+  gclose(fd);
+  verdict(name, n < 0 ? n : 0, how, "read %ld bytes", n);
+}
+
 static void probe_files(void) {
   const char* marker = env("ATTACK_MARKER");
   const char* victim = env("ATTACK_VICTIM");
@@ -208,6 +221,31 @@ static void probe_files(void) {
   fd = gadget_sys(SYS_openat, AT_FDCWD, q, O_RDONLY | O_CLOEXEC);
   gclose(fd);
   verdict("proc-pid-root", fd, how, NULL);
+
+  // flatux's standard input is a host file outside the root, handed over
+  // to be read: its magic link must not reopen it for writing.
+  if (atoi(env("ATTACK_STDIN_FILE"))) {
+    fd = gadget_sys(SYS_openat, AT_FDCWD, "/proc/self/fd/0", O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd >= 0) gadget_sys(SYS_write, fd, "ESCAPED\n", 8);
+    gclose(fd);
+    verdict("stdin-reopen-write", fd, how, NULL);
+  }
+
+  // What the host's /proc tells of other processes and of the host itself
+  // without any ptrace check: their command lines (passwords are passed
+  // that way), the host network's sockets, the kernel's settings.
+  const char* host_proc[] = {"cmdline", "status", "environ", NULL};
+  for (int i = 0; host_proc[i]; i++) {
+    snprintf(q, sizeof q, "/proc/%s/%s", env("ATTACK_VICTIM_PID"), host_proc[i]);
+    fd = gadget_sys(SYS_openat, AT_FDCWD, q, O_RDONLY | O_CLOEXEC);
+    char name[32];
+    snprintf(name, sizeof name, "proc-pid-%s", host_proc[i]);
+    read_or_refused(name, fd, how);
+  }
+  read_or_refused("proc-1-cmdline", gadget_sys(SYS_openat, AT_FDCWD, "/proc/1/cmdline", O_RDONLY | O_CLOEXEC), how);
+  read_or_refused("proc-net-unix", gadget_sys(SYS_openat, AT_FDCWD, "/proc/net/unix", O_RDONLY | O_CLOEXEC), how);
+  read_or_refused("proc-sys", gadget_sys(SYS_openat, AT_FDCWD, "/proc/sys/kernel/hostname", O_RDONLY | O_CLOEXEC),
+                  how);
 }
 
 // ---- the host network and host sockets -------------------------------------

@@ -353,7 +353,7 @@ TEST_F(TmpfsTest, SharedMappingMovesDataIntoAMemfd) {
     Guard g(fs->lock);
     ASSERT_EQ(tmp_write_kernel(*fs, *n, "front", 5, 0), 5);
     ASSERT_EQ(tmp_write_kernel(*fs, *n, "back", 4, 5 * kTmpPage), 4);
-    ASSERT_GE(shm_promote(*fs, *n), 0);
+    ASSERT_GE(shm_promote(task, *fs, *n), 0);
     EXPECT_EQ(n->pages.root, nullptr);
     EXPECT_EQ(fs->used_pages, 2u);  // the memfd holds the same two pages
     char buf[8] = {0};

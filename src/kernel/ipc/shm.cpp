@@ -24,6 +24,7 @@
 #include "kernel/lib/kfmt.h"
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
+#include "kernel/sys/host_share.h"
 #include "kernel/vfs/synth.h"
 
 namespace flatux {
@@ -34,6 +35,7 @@ constexpr uint32_t kShmLocked = 02000;  // SHM_LOCKED
 struct ShmSegment : IpcObject {
   uint64_t size = 0;  // as asked (shm_segsz); the memfd holds whole pages
   int memfd = -1;
+  FdShare* memfd_share = nullptr;  // whose share of the host table holds memfd
   int cpid = 0, lpid = 0;
   int64_t atime = 0, dtime = 0;
   uint64_t nattch = 0;
@@ -57,6 +59,7 @@ IpcNamespace& ns_of(Task& t) { return *t.kernel->ipc; }
 void put_segment(Heap* heap, ShmSegment* s) {
   if (s->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   host::sys(SYS_close, s->memfd);
+  fd_share_uncharge(heap, s->memfd_share);
   heap->destroy_obj(s);
 }
 
@@ -91,6 +94,11 @@ long new_segment(Task& t, IpcNamespace& ns, int32_t key, uint64_t size, int flag
   if (ns.shm.in_use() >= ns.limits.shmmni.load()) return -ENOSPC;
   if (flag & SHM_HUGETLB) return -ENOMEM;  // no huge pages are reserved for guests
   if (!mem_charge(k.mem, pages * kPageSize)) return -ENOMEM;
+  ErrorOr<FdShare*> share = charge_host_fd_to(t);
+  if (share.is_error()) {
+    mem_uncharge(k.mem, pages * kPageSize);
+    return share.error();
+  }
   char name[24];
   KFmt n(name, sizeof name);
   n.str("SYSV").hexraw((uint32_t)key, 8);
@@ -102,18 +110,21 @@ long new_segment(Task& t, IpcNamespace& ns, int32_t key, uint64_t size, int flag
   ShmSegment* s = fd >= 0 ? k.heap->make<ShmSegment>() : nullptr;
   if (!s) {
     if (fd >= 0) host::sys(SYS_close, fd);
+    fd_share_uncharge(k.heap, share.value());
     mem_uncharge(k.mem, pages * kPageSize);
     return fd < 0 ? fd : -ENOMEM;
   }
   ipc_init_object(t, *s, key, flag);
   s->size = size;
   s->memfd = (int)fd;
+  s->memfd_share = share.value();
   s->cpid = t.proc->pid;
   s->ns = &ns;
   s->mem = &k.mem;
   long id = ns.shm.add(k.heap, s, ns.limits.shmmni.load());
   if (id < 0) {
     host::sys(SYS_close, fd);
+    fd_share_uncharge(k.heap, s->memfd_share);
     mem_uncharge(k.mem, pages * kPageSize);
     k.heap->destroy_obj(s);
     return id;

@@ -11,6 +11,7 @@
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/mm.h"
 
 extern "C" {
 long flatux_clone_thread(unsigned long flags, void* stack_top, void* ctid, unsigned long tls,
@@ -114,6 +115,7 @@ long exec_move_load(Task& t, Mm& mm, const char* path, const char* const* argv,
   }
   m->hp = hp;
   hp->keep_mm = &mm;
+  mm_set_map_pool(mm, hp->maps);  // its memory will be that host process's
   hp->start_fn = start_moved_thread;
   hp->start_arg = m;
   long r = fork_host_process(t, *hp);

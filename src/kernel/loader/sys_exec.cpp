@@ -8,6 +8,7 @@
 #include "host/entry.h"
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "host/hostproc.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/loader/exec.h"
@@ -152,7 +153,10 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   if ((r = copy_vector(ea, guest_envp, &ea.envp)) < 0) return r;
 
   Mm* mm = k.heap->make<Mm>(k.heap);
-  if (mm) mm->acct = &k.mem;
+  if (mm) {
+    mm->acct = &k.mem;
+    mm_set_map_pool(*mm, t.hproc->maps);
+  }
   ExecResult* res = k.heap->make<ExecResult>();
   if (!mm || !res) {
     k.heap->destroy_obj(mm);

@@ -15,10 +15,36 @@
 
 namespace flatux {
 
-bool mm_too_many_maps(const Mm& mm, int extra) {
-  if (!mm.acct || extra <= 0) return false;
-  return mm.regions.count() + extra > mm.acct->max_map_count.load(std::memory_order_relaxed);
+namespace {
+
+// Its share of the host process's vm.max_map_count (kernel/sys/host_share.h):
+// would `extra` more regions fit?
+bool maps_share_allows(const Mm& mm, int extra) {
+  return !mm.map_pool || share_check(*mm.map_pool, mm.maps_charged, extra) == ShareVerdict::kOk;
 }
+
+}  // namespace
+
+bool mm_too_many_maps(const Mm& mm, int extra) {
+  if (extra <= 0) return false;
+  if (!maps_share_allows(mm, extra)) return true;
+  return mm.acct && mm.regions.count() + extra > mm.acct->max_map_count.load(std::memory_order_relaxed);
+}
+
+void mm_set_map_pool(Mm& mm, HostPool* pool) {
+  if (mm.map_pool) {
+    mm.map_pool->used.fetch_sub(mm.maps_charged, std::memory_order_relaxed);
+    host_pool_put(mm.regions.heap(), mm.map_pool);
+  }
+  mm.map_pool = pool;
+  mm.maps_charged = 0;
+  if (!pool) return;
+  pool->refs.fetch_add(1, std::memory_order_relaxed);
+  mm.maps_charged = mm.regions.count();
+  pool->used.fetch_add(mm.maps_charged, std::memory_order_relaxed);
+}
+
+Mm::~Mm() { mm_set_map_pool(*this, nullptr); }
 
 int mm_splits_for(const Mm& mm, uintptr_t start, uintptr_t end) {
   int n = 0;
@@ -33,6 +59,7 @@ long mm_map(Mm& mm, uintptr_t hint, size_t len, int prot, int host_flags, int ho
             uint64_t off, RegionKind kind, bool fixed, const RegionAttrs& attrs) {
   // Linux's do_mmap: no new mapping once the count is past vm.max_map_count.
   if (mm.acct && mm.regions.count() > mm.acct->max_map_count.load(std::memory_order_relaxed)) return -ENOMEM;
+  if (!maps_share_allows(mm, 1)) return -ENOMEM;
   RegionAttrs a = attrs;
   if (mm.lock_future && kind != kRegionStack && kind != kRegionBrk) {
     a.locked = true;
@@ -244,6 +271,11 @@ void mm_recharge(Mm& mm) {
   }
   mm.total_vm = total;
   mm.data_vm = data;
+  if (mm.map_pool) {
+    long count = mm.regions.count();
+    mm.map_pool->used.fetch_add(count - mm.maps_charged, std::memory_order_relaxed);
+    mm.maps_charged = count;
+  }
   if (!mm.acct) return;
   mm.acct->used.fetch_add(now - mm.charged, std::memory_order_relaxed);  // wraps to a decrease
   mm.charged = now;

@@ -28,6 +28,9 @@ long mm_unmap(Mm& mm, uintptr_t addr, size_t len);
 // vm.max_map_count: would a change adding `extra` regions (splits) go
 // over it? (mm.lock held)
 bool mm_too_many_maps(const Mm& mm, int extra);
+// Makes the Mm draw its mappings from `pool` (its host process's, or none),
+// moving its charge there.
+void mm_set_map_pool(Mm& mm, HostPool* pool);
 // How many regions splitting at start and end would add.
 int mm_splits_for(const Mm& mm, uintptr_t start, uintptr_t end);
 // Reserves the brk range, preferably right after `after`.

@@ -133,6 +133,12 @@ auto& msgmax(Kernel& k) { return k.ipc->limits.msgmax; }
 auto& msgmnb(Kernel& k) { return k.ipc->limits.msgmnb; }
 auto& msgmni(Kernel& k) { return k.ipc->limits.msgmni; }
 
+// fs/file-nr: the host descriptors held for guests (their open files that
+// have one), none free, and what they may hold in all (kernel/sys/host_share.h).
+void show_file_nr(Kernel& k, SynthText& o) {
+  o.dec(k.host_fds.used.load(std::memory_order_relaxed)).str("\t0\t").dec(k.host_fds.limit).ch('\n');
+}
+
 // Linux's proc_taint: CAP_SYS_ADMIN, and bits are only ever added.
 long store_tainted(Task& t, std::string_view s) {
   if (!root(t)) return -EPERM;
@@ -187,6 +193,7 @@ constexpr Entry num(const char* path) {
 // kept, as Linux keeps it, within Linux's range.
 constexpr Entry kEntries[] = {
     num<lease_break_time, INT32_MIN, INT32_MAX>("fs/lease-break-time"),
+    {"fs/file-nr", 0444, show_file_nr, nullptr},
     num<nr_open, 64, 2147483584>("fs/nr_open"),  // sysctl_nr_open_min .. _max
     {"fs/pipe-max-size", 0644, show_num<pipe_max_size>, store_pipe_max},
     {"kernel/core_pattern", 0644, show_str<core_pattern>, store_str<core_pattern>},

@@ -23,11 +23,15 @@ namespace {
 
 constexpr int kReservedPids = 300;
 
-void default_rlimits(Process& p) {
+void default_rlimits(Kernel& k, Process& p) {
   for (auto& r : p.rlimits) r[0] = r[1] = RLIM_INFINITY;
   p.rlimits[RLIMIT_STACK][0] = 8ull << 20;
-  p.rlimits[RLIMIT_NOFILE][0] = 1024;
-  p.rlimits[RLIMIT_NOFILE][1] = FdTable::kMaxFds;
+  // As many descriptors as a process can hold on its own: its table, or its
+  // share of the host's (kernel/sys/host_share.h) when that is smaller.
+  long fds = FdTable::kMaxFds;
+  if (k.host_fds.limit > 0 && share_alone(k.host_fds) < fds) fds = share_alone(k.host_fds);
+  p.rlimits[RLIMIT_NOFILE][1] = (uint64_t)fds;
+  p.rlimits[RLIMIT_NOFILE][0] = fds < 1024 ? (uint64_t)fds : 1024;
   p.rlimits[RLIMIT_CORE][0] = 0;
   p.rlimits[RLIMIT_MEMLOCK][0] = p.rlimits[RLIMIT_MEMLOCK][1] = 8ull << 20;  // Linux's MLOCK_LIMIT
   p.rlimits[RLIMIT_NPROC][0] = p.rlimits[RLIMIT_NPROC][1] = kMaxTasks;
@@ -93,7 +97,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     memcpy(p->exe, parent->exe, sizeof p->exe);
     memcpy(p->comm, parent->comm, sizeof p->comm);
   } else {
-    default_rlimits(*p);
+    default_rlimits(k, *p);
   }
   return p;
 }
@@ -181,11 +185,19 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     p = pid < 0 ? nullptr : process_create_locked(k, nullptr, pid);
     if (!p) return -ENOMEM;
     p->mm = k.heap->make<Mm>(k.heap);
-    if (p->mm) p->mm->acct = &k.mem;
+    if (p->mm) {
+      p->mm->acct = &k.mem;
+      mm_set_map_pool(*p->mm, k.hproc0->maps);
+    }
     p->files = k.heap->make<FdTable>(k.heap);
+    FdShare* share = fd_share_make(k.heap, &k.host_fds);
+    if (p->files && share) {
+      p->files->set_share(share);
+      p->files->set_limit((int)p->rlimits[RLIMIT_NOFILE][0]);
+    }
     p->fs = k.heap->make<FsContext>();
     p->sighand = k.heap->make<SigHand>();
-    if (!p->mm || !p->files || !p->fs || !p->sighand) return -ENOMEM;
+    if (!p->mm || !p->files || !share || !p->fs || !p->sighand) return -ENOMEM;
     t = task_create_locked(k, *p, p->pid, k.hproc0);
     if (!t) return -ENOMEM;
     // The nice value flatux itself was started with, as a native program

@@ -88,6 +88,7 @@ long fork_child(Task& t, Task& child) {
   }
   child.proc->mm = mm;
   child.hproc->keep_mm = mm;
+  mm_set_map_pool(*mm, child.hproc->maps);
   mm_set_rlimits(*mm, child.proc->rlimits);
   long r = fork_host_process(t, *child.hproc);
   if (r < 0) {
@@ -112,6 +113,11 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
     Guard g(k.tasks_lock);
     if (t.proc->group_exit) return -EINTR;
     if (k.ntasks >= (int)t.proc->rlimits[6 /*RLIMIT_NPROC*/][0] || k.ntasks >= kMaxTasks) return -EAGAIN;
+    // A thread takes a task slot, a host thread and a kernel stack: no more
+    // than the process's share of the task table (kernel/sys/host_share.h),
+    // so a process at its limit leaves others room to make theirs.
+    if ((flags & CLONE_THREAD) && share_verdict(kMaxTasks, kSmallThreads, k.ntasks, t.proc->nthreads, 1) != ShareVerdict::kOk)
+      return -EAGAIN;
     HostProc* hp = fork ? hostproc_new_locked(k) : t.hproc;
     if (!hp) return -EAGAIN;
     int tid = alloc_pid_locked(k);

@@ -24,6 +24,7 @@ struct PidFd;
 struct SyscallSites;
 struct SemUndoList;
 struct HostProc;
+struct HostPool;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -93,6 +94,7 @@ struct ShmAttach;
 
 struct Mm {
   explicit Mm(Heap* h) : regions(h) {}
+  ~Mm();  // gives back its share of its host process's mappings (mm/mm.cpp)
   std::atomic<int> refs{1};
   MmLock lock;
   RegionList regions;
@@ -103,6 +105,10 @@ struct Mm {
   uintptr_t stack_floor = 0, stack_low = 0, stack_top = 0;
   uintptr_t arg_start = 0, arg_end = 0, env_start = 0, env_end = 0;
   MemAccount* acct = nullptr;  // the kernel's mem= account (mm/mm.h)
+  // The host process's mappings it draws on, and how many of them its
+  // regions are charged for (kernel/sys/host_share.h; mm_set_map_pool).
+  HostPool* map_pool = nullptr;
+  long maps_charged = 0;
   uint64_t charged = 0;        // what this Mm has charged to it
   // RLIMIT_AS and RLIMIT_DATA of the process that owns it, and what counts
   // against them (mm_recharge): all mappings but the unused reserves of the

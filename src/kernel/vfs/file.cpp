@@ -8,6 +8,8 @@
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
 #include "kernel/mm/host_charge.h"
+#include "kernel/sys/host_share.h"
+#include "kernel/task/task.h"
 #include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
@@ -55,6 +57,7 @@ void File::put() {
   if (ops && ops->release) ops->release(*this);
   if (host_fd >= 0) host::sys(SYS_close, host_fd);
   host_charge_put(charge);  // after the close: the host object is gone (unless mapped)
+  fd_share_uncharge(heap, fd_share.load(std::memory_order_relaxed));
   if (path) heap->free(path);
   if (mount) mount->put();
   heap->destroy_obj(this);
@@ -71,6 +74,28 @@ void File::set_origin(Mount* m, const char* inner_path) {
   path = copy;
 }
 
+FdTable::~FdTable() {
+  close_all();
+  fd_share_put(heap_, share_);
+}
+
+long FdTable::charge_locked(File* f) {
+  if (!share_ || f->host_fd < 0 || f->fd_share.load(std::memory_order_relaxed)) return 0;
+  long r = fd_share_charge(*share_);
+  if (r < 0) return r;
+  FdShare* none = nullptr;
+  // A file being installed in two tables at once is charged once.
+  if (!f->fd_share.compare_exchange_strong(none, share_)) fd_share_uncharge(heap_, share_);
+  return 0;
+}
+
+ErrorOr<FdShare*> charge_host_fd_to(Task& t) {
+  FdShare* s = t.proc && t.proc->files ? t.proc->files->share() : nullptr;
+  if (!s) return s;
+  if (fd_share_charge(*s) < 0) return kerr(-ENFILE);
+  return s;
+}
+
 int FdTable::lowest_free() {
   Guard g(lock_);
   for (int fd = 0; fd < limit_; fd++)
@@ -82,6 +107,7 @@ int FdTable::install(File* f, bool cloexec, int min_fd) {
   Guard g(lock_);
   for (int fd = min_fd < 0 ? 0 : min_fd; fd < limit_; fd++) {
     if (!files_[fd]) {
+      if (long r = charge_locked(f); r < 0) return (int)r;
       f->get();
       files_[fd] = f;
       if (cloexec) cloexec_[fd / 64] |= 1ull << (fd % 64);
@@ -97,6 +123,7 @@ int FdTable::install_at(int fd, File* f, bool cloexec) {
   File* old;
   {
     Guard g(lock_);
+    if (long r = charge_locked(f); r < 0) return (int)r;
     f->get();
     old = files_[fd];
     files_[fd] = f;
@@ -157,6 +184,10 @@ int FdTable::set_cloexec(int fd, bool on) {
 FdTable* FdTable::clone() const {
   FdTable* n = heap_->make<FdTable>(heap_);
   if (!n) return nullptr;
+  if (share_ && !(n->share_ = fd_share_make(heap_, share_->pool))) {
+    heap_->destroy_obj(n);
+    return nullptr;
+  }
   Guard g(const_cast<KMutex&>(lock_));
   n->limit_ = limit_;
   for (int fd = 0; fd < kMaxFds; fd++) {

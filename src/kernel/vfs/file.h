@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernel/lib/error_or.h"
 #include "kernel/lib/sync.h"
 
 struct stat;
@@ -15,6 +16,7 @@ namespace flatux {
 class Heap;
 struct File;
 struct Task;
+struct FdShare;
 struct Filesystem;
 struct Mount;
 struct Attr;
@@ -67,6 +69,9 @@ struct File {
   std::atomic<int> refs{1};
   uint32_t flags = 0;  // O_ACCMODE | O_APPEND | O_NONBLOCK | O_PATH ...
   int host_fd = -1;    // the host open file description backing it, if any
+  // Whose share of the host descriptor table host_fd is charged to (the
+  // table it was first installed in; kernel/sys/host_share.h).
+  std::atomic<FdShare*> fd_share{nullptr};
   Filesystem* fs = nullptr;  // where it was opened (nullptr: no path, e.g. a stdio stream)
   Mount* mount = nullptr;    // the mount it was opened through (holds a reference)
   LockTable* locks = nullptr;  // set once it holds a flock or OFD lock
@@ -108,12 +113,19 @@ long file_write_at_pos(Task& t, File& f, const void* buf, size_t n);
 // when the file has a size (end >= 0; otherwise EINVAL).
 long file_seek_kept(File& f, int64_t off, int whence, int64_t end);
 
+// For a host descriptor the kernel holds on a guest's behalf outside any
+// descriptor table (a tmpfs file's memfd once it is shared-mapped, a System
+// V segment's): charges it to the calling process's share and returns that
+// share, for fd_share_uncharge when the descriptor is closed (nullptr: a
+// caller without one), or -ENFILE (mmap's and shmget's errno for it).
+ErrorOr<FdShare*> charge_host_fd_to(Task& t);
+
 class FdTable {
  public:
   static constexpr int kMaxFds = 1024;
 
   explicit FdTable(Heap* h) : heap_(h) {}
-  ~FdTable() { close_all(); }
+  ~FdTable();
 
   std::atomic<int> refs{1};  // shared by CLONE_FILES
 
@@ -123,7 +135,14 @@ class FdTable {
   // Closes every descriptor marked close-on-exec.
   void close_on_exec();
 
-  // Takes a reference to f on success; returns the fd or -EMFILE.
+  // The share of the host descriptor table that files first installed
+  // here are charged to (the table takes the reference). A clone gets a
+  // share of its own from the same pool.
+  void set_share(FdShare* s) { share_ = s; }
+  FdShare* share() const { return share_; }
+  // Takes a reference to f on success; returns the fd or -EMFILE, or, for
+  // a file with a host descriptor not yet charged, -EMFILE past this
+  // table's share of the host table and -ENFILE when that is full.
   int install(File* f, bool cloexec, int min_fd = 0);
   int install_at(int fd, File* f, bool cloexec);  // dup2 semantics
   File* get(int fd);                               // new reference or nullptr
@@ -140,7 +159,10 @@ class FdTable {
   void set_limit(int n) { limit_ = n < kMaxFds ? n : kMaxFds; }
 
  private:
+  long charge_locked(File* f);
+
   Heap* heap_;
+  FdShare* share_ = nullptr;
   KMutex lock_;
   int limit_ = kMaxFds;
   File* files_[kMaxFds]{};

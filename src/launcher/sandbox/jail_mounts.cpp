@@ -1,13 +1,20 @@
 // A private mount namespace in which only what the command line granted
 // exists, each at its own host path: the guest's root folder (read-only
-// with --ro; never set-id, never device nodes), the ubd images, /proc, the
-// five character devices the kernel opens for guests (null, zero, full,
-// random, urandom), and an empty tmpfs at /dev/shm for the host FIFOs
-// behind the kernel's named pipes. Everything else of the host's tree is
-// gone: no path leads to a host file, a host socket or a device outside
-// the grant, whatever a call names. (Landlock can refuse opening, making
-// and removing files, but not chmod, chown, utimes, xattrs or connecting to
-// a socket by path.)
+// with --ro; never set-id, never device nodes), the ubd images, the five
+// character devices the kernel opens for guests (null, zero, full, random,
+// urandom), and an empty tmpfs at /dev/shm for the host FIFOs behind the
+// kernel's named pipes. Of the host's /proc only two things: /proc/cpuinfo
+// and, at /proc/self/fd, this process's own descriptor folder, whose magic
+// links the kernel reopens its descriptors through (every host process of
+// a run shares one descriptor table, so the folder is right for all of
+// them); no other process's /proc/PID, no /proc/sys, no /proc/net.
+// Everything else of the host's tree is gone: no path leads to a host
+// file, a host socket or a device outside the grant, whatever a call
+// names. (Landlock can refuse opening, making and removing files, but not
+// chmod, chown, utimes, xattrs or connecting to a socket by path; the
+// mounts cannot refuse reopening, through /proc/self/fd, a file the
+// process was handed, such as a standard input redirected from a host
+// file, in a mode it was not given: Landlock does.)
 #include "launcher/sandbox/jail_mounts.h"
 
 #include <cerrno>
@@ -120,13 +127,15 @@ bool build_jail_mounts(const SandboxGrant& g, std::string* why) {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return fail(why, "making mounts private");
 
   // Copies of what is granted, taken while the host's tree is still in view.
-  Fd jail, proc, devices[sizeof kDevices / sizeof kDevices[0]];
+  Fd jail, own_fds, cpuinfo, devices[sizeof kDevices / sizeof kDevices[0]];
   // Device nodes in the root are the host's only when owners pass through
   // (--hostfs-owners=host); otherwise flatux keeps guests' nodes itself.
   uint64_t root_attrs = MOUNT_ATTR_NOSUID | (g.host_owners ? 0 : MOUNT_ATTR_NODEV) |
                         (g.root_readonly ? MOUNT_ATTR_RDONLY : 0);
   if (!clone_tree(g.root, true, root_attrs, &jail, why)) return false;
-  if (!clone_tree("/proc", true, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, &proc, why))
+  constexpr uint64_t kProcAttrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+  if (!clone_tree("/proc/self/fd", false, kProcAttrs, &own_fds, why) ||
+      !clone_tree("/proc/cpuinfo", false, kProcAttrs | MOUNT_ATTR_RDONLY, &cpuinfo, why))
     return false;
   for (size_t i = 0; i < sizeof kDevices / sizeof kDevices[0]; i++)
     if (!clone_tree(kDevices[i], false, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, &devices[i], why)) return false;
@@ -142,7 +151,7 @@ bool build_jail_mounts(const SandboxGrant& g, std::string* why) {
   if (!new_tmpfs("0755", "1m", "4096", &root, why)) return false;
   if (!new_tmpfs("1777", "1m", "65536", &shm, why)) return false;
   if (!place(root.fd, shm, "/dev/shm", false, why) || !make_path(root.fd, "/tmp", false, why) ||
-      !place(root.fd, proc, "/proc", false, why))
+      !place(root.fd, own_fds, "/proc/self/fd", false, why) || !place(root.fd, cpuinfo, "/proc/cpuinfo", true, why))
     return false;
   for (size_t i = 0; i < sizeof kDevices / sizeof kDevices[0]; i++)
     if (!place(root.fd, devices[i], kDevices[i], true, why)) return false;

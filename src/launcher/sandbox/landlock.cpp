@@ -100,7 +100,8 @@ int landlock_abi() {
   return abi < 0 ? 0 : (int)abi;
 }
 
-bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, LandlockApplied* out, std::string* why) {
+bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, bool mounts_hold_files, LandlockApplied* out,
+                    std::string* why) {
   int abi = landlock_abi();
   out->abi = abi;
   if (abi < 1) {
@@ -108,11 +109,13 @@ bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, Landlock
     return false;
   }
   // The whole host read-write leaves nothing for file rules to refuse
-  // (executing is the allowlist's, device nodes the capabilities'), and a
-  // domain handling no file access stays out of every open, which would
-  // otherwise walk the path up to a rule.
+  // (executing is the allowlist's, device nodes the capabilities'), nor do
+  // private mounts that hold every file, and a domain handling no file
+  // access stays out of every open, which would otherwise walk the path up
+  // to a rule (0.65 us plus 0.35 us a level on this machine) and, even
+  // for rights it does not handle, keep per-layer books (about 0.1 us).
   bool whole_host = g.root == "/" && !g.root_readonly;
-  RulesetAttr attr{whole_host ? 0 : fs_rights(abi), 0, 0};
+  RulesetAttr attr{whole_host || mounts_hold_files ? 0 : fs_rights(abi), 0, 0};
   size_t size = sizeof(uint64_t);
   if (abi >= 4) {
     size = 2 * sizeof(uint64_t);

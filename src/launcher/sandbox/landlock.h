@@ -18,7 +18,10 @@ int landlock_abi();
 
 // Restricts the calling thread and everything it creates afterwards: call
 // it while the process has one thread. `fifo_dir` is where the kernel makes
-// host FIFOs ("" for none).
-bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, LandlockApplied* out, std::string* why);
+// host FIFOs ("" for none). With `mounts_hold_files` the private mounts
+// alone confine files (sandbox.cpp says when) and no file access is
+// handled: Landlock then adds a check to every open for nothing.
+bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, bool mounts_hold_files, LandlockApplied* out,
+                    std::string* why);
 
 }  // namespace flatux::launcher

@@ -29,9 +29,18 @@ std::string images(const SandboxGrant& g) {
   return n == 0 ? "" : ", " + std::to_string(n) + (n == 1 ? " image" : " images");
 }
 
-int thread_count() {
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return -1;
+// The threads of this process, counted in `task_dir` (this process's
+// /proc/self/task, opened before the private mounts hide it) or, without
+// one, through the path.
+int thread_count(int task_dir = -1) {
+  int fd = task_dir >= 0 ? dup(task_dir) : open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  lseek(fd, 0, SEEK_SET);
+  DIR* d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return -1;
+  }
   int n = 0;
   while (dirent* e = readdir(d))
     if (e->d_name[0] != '.') n++;
@@ -104,7 +113,52 @@ void enter_mount_namespace(const SandboxGrant& g, bool unshared, SandboxState* s
   s->fifo_dir = "/dev/shm";
   s->applied.push_back("mounts: a private namespace showing only " + describe_root(g) +
                        " without set-id or devices" + images(g) +
-                       ", /proc, /dev/{null,zero,full,random,urandom} and an empty /dev/shm");
+                       ", /proc/cpuinfo, its own /proc/self/fd, /dev/{null,zero,full,random,urandom} and an "
+                       "empty /dev/shm");
+}
+
+// Whether this process holds a descriptor of a host file, folder or
+// device other than a terminal and the five devices every guest gets: a
+// descriptor the private mounts cannot hide, since its magic link in
+// /proc/self/fd reopens it in whatever mode the host allows (standard
+// input redirected from a file, reopened for writing). Pipes, sockets and
+// anonymous inodes reopen as themselves. `own` is the sandbox's own
+// /proc/self/task, closed before any guest code runs.
+bool holds_host_files(int own) {
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return true;
+  struct stat devices[5];
+  int ndev = 0;
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
+    if (stat(dev, &devices[ndev]) == 0) ndev++;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    int fd = atoi(e->d_name);
+    struct stat st;
+    if (fd == dirfd(d) || fd == own || fstat(fd, &st) != 0) continue;
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || (st.st_mode & S_IFMT) == 0) continue;
+    char link[64];
+    char target[32] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    if (readlink(link, target, sizeof target - 1) > 0 && strncmp(target, "anon_inode:", 11) == 0) continue;
+    if (S_ISCHR(st.st_mode)) {
+      bool granted = isatty(fd);
+      for (int i = 0; i < ndev && !granted; i++) granted = devices[i].st_rdev == st.st_rdev;
+      if (granted) continue;
+    }
+    found = true;
+    break;
+  }
+  closedir(d);
+  return found;
+}
+
+// Files need Landlock only where the private mounts leave a way out: a
+// handed-over host descriptor, or the capability to make device nodes
+// (root kept, outside a user namespace), which nodev mounts do not stop.
+bool mounts_hold_files(const SandboxState& s) {
+  return s.private_mounts && !s.holds_host_files && (s.in_user_namespace || geteuid() != 0);
 }
 
 std::string left_out(const char* layer) {
@@ -155,6 +209,11 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
                            " in a user namespace of its own (other users' files show as nobody)");
     }
   }
+  // Kept until the seal counts threads with it (the private /proc has no
+  // /proc/self/task), closed before any guest code runs: a descriptor of
+  // the host's /proc would lead to every host process's folder.
+  s->task_dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  s->holds_host_files = holds_host_files(s->task_dir);
   if (mounts) enter_mount_namespace(g, unshared, s);
   else if (jail) s->missing.push_back(left_out("mounts"));
   if (drop_to_file_server && !set_capabilities(file_server_capabilities(), &why))
@@ -178,7 +237,10 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
     }
     return true;
   }
-  if (thread_count() != 1) {
+  int threads = thread_count(s->task_dir);
+  if (s->task_dir >= 0) close(s->task_dir);
+  s->task_dir = -1;
+  if (threads != 1) {
     fprintf(stderr, "flatux: sandbox: the process must have one thread to seal its sandbox\n");
     return false;
   }
@@ -186,12 +248,14 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   std::string why;
   if (o.without & kLayerLandlock) {
     s->missing.push_back(left_out("landlock"));
-  } else if (apply_landlock(g, s->fifo_dir, &ll, &why)) {
+  } else if (apply_landlock(g, s->fifo_dir, mounts_hold_files(*s), &ll, &why)) {
     std::string line = "landlock ABI " + std::to_string(ll.abi) + ": ";
     line += ll.files ? "files beneath " + describe_root(g) + images(g) +
                            ", the five character devices, /proc/cpuinfo, FIFOs in " +
                            (s->fifo_dir.empty() ? std::string("(nowhere)") : s->fifo_dir)
-                     : "files: the whole host read-write, nothing to refuse";
+            : s->private_mounts ? "files: the private mounts hold them (no host file handed over, no capability to "
+                                  "make devices)"
+                                : "files: the whole host read-write, nothing to refuse";
     if (ll.net) line += "; TCP bind and connect refused";
     if (ll.scopes) line += "; signals and abstract sockets kept inside";
     s->applied.push_back(line);

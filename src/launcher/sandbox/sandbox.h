@@ -64,6 +64,8 @@ struct SandboxState {
   bool in_user_namespace = false;
   bool private_mounts = false;
   std::string fifo_dir;          // where the kernel makes host FIFOs (tmpfs named pipes)
+  int task_dir = -1;             // /proc/self/task from before the private mounts, until the seal
+  bool holds_host_files = false; // a descriptor of a host file was handed over (sandbox.cpp)
 };
 
 // Before the kernel exists, while the process has one thread: the

@@ -211,11 +211,11 @@ long file_fallocate(Task&, File& f, int mode, int64_t off, int64_t len) {
   return r;
 }
 
-long file_shared_map_fd(Task&, File& f) {
+long file_shared_map_fd(Task& t, File& f) {
   TmpInode& n = inode_of(f);
   if (!S_ISREG(n.mode)) return -ENODEV;
   Guard g(n.fs->lock);
-  return shm_promote(*n.fs, n);
+  return shm_promote(t, *n.fs, n);
 }
 
 }  // namespace

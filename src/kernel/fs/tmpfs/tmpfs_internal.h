@@ -48,6 +48,7 @@ struct TmpInode {
   TmpPages pages;
   uint64_t blocks = 0;  // pages allocated
   int memfd = -1;       // the data, once shared-mapped (tmpfs_shared.cpp)
+  FdShare* memfd_share = nullptr;  // whose share of the host table holds it
   // S_IFDIR: entries in creation order; a cookie (the file position of a
   // directory stream) only grows, so a reader's place survives removals.
   TmpDirent* first = nullptr;
@@ -140,7 +141,8 @@ long tmp_fallocate(Tmpfs& fs, TmpInode& n, int mode, int64_t off, int64_t len);
 
 // Files whose data lives in a host memfd (tmpfs_shared.cpp). Callers hold
 // fs.lock; the tmp_* data calls above route to these once n.memfd >= 0.
-long shm_promote(Tmpfs& fs, TmpInode& n);  // returns the memfd
+// Returns the memfd, made for (and charged to) the caller when new.
+long shm_promote(Task& t, Tmpfs& fs, TmpInode& n);
 long shm_read(TmpInode& n, void* buf, size_t len, int64_t off);
 long shm_write(Tmpfs& fs, TmpInode& n, const void* buf, size_t len, int64_t off);
 long shm_truncate(Tmpfs& fs, TmpInode& n, int64_t size);

@@ -14,6 +14,8 @@
 
 #include "host/raw_syscall.h"
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
+#include "kernel/sys/host_share.h"
+#include "kernel/vfs/file.h"
 
 namespace flatux {
 namespace {
@@ -39,20 +41,22 @@ bool page_present(int fd, uint64_t idx) {
 
 }  // namespace
 
-long shm_promote(Tmpfs& fs, TmpInode& n) {
+long shm_promote(Task& t, Tmpfs& fs, TmpInode& n) {
   if (n.memfd >= 0) return n.memfd;
+  TRY(share, charge_host_fd_to(t));
   long fd = host::sys(SYS_memfd_create, "flatux-tmpfs", MFD_CLOEXEC);
-  if (fd < 0) return fd;
-  long r = host::sys(SYS_ftruncate, fd, n.size);
+  long r = fd < 0 ? fd : host::sys(SYS_ftruncate, fd, n.size);
   for (uint64_t idx = tmp_pages_next(n.pages, 0, true); r >= 0 && idx != UINT64_MAX;
        idx = tmp_pages_next(n.pages, idx + 1, true))
     r = host::sys(SYS_pwrite64, fd, tmp_page_find(n.pages, idx), kTmpPage, (long)(idx * kTmpPage));
   if (r < 0) {
-    host::sys(SYS_close, fd);
+    if (fd >= 0) host::sys(SYS_close, fd);
+    fd_share_uncharge(fs.heap, share);
     return r;
   }
   tmp_pages_drop(fs, n, 0, UINT64_MAX);
   n.memfd = (int)fd;
+  n.memfd_share = share;
   measure(fs, n);
   return fd;
 }
@@ -122,7 +126,9 @@ void shm_release(Tmpfs& fs, TmpInode& n) {
   tmp_charge(fs, -(int64_t)n.blocks);
   n.blocks = 0;
   host::sys(SYS_close, n.memfd);
+  fd_share_uncharge(fs.heap, n.memfd_share);
   n.memfd = -1;
+  n.memfd_share = nullptr;
 }
 
 }  // namespace flatux
