@@ -26,6 +26,7 @@ struct Console;
 struct BlockDevices;
 struct PtyTable;
 struct Dnotify;
+struct HostCharge;
 struct PidReservations;
 struct SiteSurvey;
 struct IpcNamespace;
@@ -79,6 +80,8 @@ struct MemAccount {
   std::atomic<uint64_t> used{0};
   uint64_t limit = 0;  // 0: no limit of our own
   std::atomic<int> max_map_count{65530};  // vm.max_map_count: regions per process
+  KMutex charges_lock;            // the list of host objects charged (mm/host_charge.h)
+  HostCharge* charges = nullptr;
 };
 
 // Queued signals per user, which RLIMIT_SIGPENDING limits (Linux counts

@@ -93,6 +93,8 @@ def run_once(a, root, seconds, seed, replay_seeds=()):
         problem = "a process outlived SIGKILL"
     elif status != 0 or not done:
         problem = f"exit status {status}"
+    elif calls == 0 and seconds > 0:
+        problem = "no calls made (every worker ended before its first call)"
     return problem, rounds, calls, elapsed, out, err
 
 

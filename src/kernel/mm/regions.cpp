@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kernel/heap.h"
+#include "kernel/mm/host_charge.h"
 
 namespace flatux {
 
@@ -18,10 +19,15 @@ RegionName* region_name_make(Heap* heap, const char* path, uint64_t dev, uint64_
 }
 
 void region_name_put(Heap* heap, RegionName* n) {
-  if (n && n->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) heap->free(n);
+  if (!n || n->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  host_charge_put(n->charge);
+  heap->free(n);
 }
 
 void RegionList::drop(Region* r) {
+  // Pages written through a memfd's mapping stay the memfd's: charged to it
+  // now that the mapping no longer is.
+  if (r->attrs.name && r->attrs.name->charge) host_charge_measure(*r->attrs.name->charge);
   region_name_put(heap_, r->attrs.name);
   heap_->destroy_obj(r);
   count_--;

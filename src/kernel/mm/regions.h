@@ -10,6 +10,7 @@
 namespace flatux {
 
 class Heap;
+struct HostCharge;
 
 // kRegionShm: a System V shared memory attachment (ipc/shm.cpp), charged to
 // mem= once as a segment, not again per mapping.
@@ -20,6 +21,9 @@ enum RegionKind : uint8_t { kRegionAnon, kRegionFile, kRegionStack, kRegionBrk, 
 struct RegionName {
   std::atomic<int> refs{1};
   uint64_t dev = 0, ino = 0;
+  // A mapped memfd's charge (mm/host_charge.h): its pages live while
+  // the mapping does, even with every file on it closed.
+  HostCharge* charge = nullptr;
   char path[1];  // NUL-terminated, allocated to its length
 };
 RegionName* region_name_make(Heap* heap, const char* path, uint64_t dev, uint64_t ino);

@@ -7,8 +7,10 @@
 
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
+#include "kernel/fs/memfd/memfd.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/host_charge.h"
 #include "kernel/mm/mm.h"
 #include "kernel/mm/syscall_sites.h"
 #include "kernel/syscalls.h"
@@ -136,6 +138,13 @@ long do_mmap(Task& t, uintptr_t addr, size_t len, uint64_t asked, int prot, uint
   }
   ma.a.offset = off;
   ma.a.name = file_region_name(t, *f);
+  if (f->charge && f->charge->kind == ChargeKind::kMemfd) {
+    // The mapping keeps the memfd's pages, and so its charge.
+    if (!ma.a.name) return -ENOMEM;
+    memfd_measure(*f);
+    host_charge_get(f->charge);
+    ma.a.name->charge = f->charge;
+  }
   if (host_fd < 0) return map_by_copy(t, *f, addr, len, prot, flags, off, ma.a);
   long r;
   {

@@ -20,6 +20,8 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
+#include "kernel/fs/memfd/memfd.h"
+#include "kernel/kernel.h"
 #include "kernel/net/sock.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
@@ -146,11 +148,15 @@ long control_to_host(Task& t, unsigned char* buf, size_t len, HeldFiles& held) {
   return 0;
 }
 
-File* adopt_received(Heap* heap, int hfd) {
+File* adopt_received(Heap* heap, MemAccount& acct, int hfd) {
   long fl = host::sys(SYS_fcntl, hfd, F_GETFL);
   uint32_t flags = fl < 0 ? O_RDWR : (uint32_t)fl & ~(uint32_t)(O_LARGEFILE | O_CLOEXEC);
   struct stat st;
-  if (host::sys(SYS_fstat, hfd, &st) != 0 || !S_ISSOCK(st.st_mode)) return hostfs_adopt_host_fd(heap, hfd, flags);
+  if (host::sys(SYS_fstat, hfd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+    File* f = hostfs_adopt_host_fd(heap, hfd, flags);
+    if (f) host_charge_adopt(*f, acct);  // a pipe or memfd keeps its charge
+    return f;
+  }
   // A netlink socket keeps its requests checked in its new holder's hands;
   // one of another netlink family (from a host program) has no check to
   // keep, so it is not taken. Failing to tell counts as netlink.
@@ -188,7 +194,7 @@ void control_to_guest(Task& t, File* sock, msghdr& km, bool cloexec) {
       for (size_t i = 0; i < n; i++) {
         long gfd = -1;
         if (kept == i) {
-          File* f = adopt_received(t.kernel->heap, fds[i]);  // owns fds[i] from here
+          File* f = adopt_received(t.kernel->heap, t.kernel->mem, fds[i]);  // owns fds[i] from here
           gfd = f ? install_file(t, f, cloexec) : -ENOMEM;
         } else {
           host::sys(SYS_close, fds[i]);

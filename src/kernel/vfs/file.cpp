@@ -7,6 +7,7 @@
 
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
+#include "kernel/mm/host_charge.h"
 #include "kernel/sys/host_share.h"
 #include "kernel/task/task.h"
 #include "kernel/vfs/dnotify.h"
@@ -55,6 +56,7 @@ void File::put() {
   if (dnotify) dnotify_forget(*this);
   if (ops && ops->release) ops->release(*this);
   if (host_fd >= 0) host::sys(SYS_close, host_fd);
+  host_charge_put(charge);  // after the close: the host object is gone (unless mapped)
   fd_share_uncharge(heap, fd_share.load(std::memory_order_relaxed));
   if (path) heap->free(path);
   if (mount) mount->put();

@@ -23,6 +23,7 @@ struct Attr;
 struct XattrOp;
 class LockTable;
 class LeaseTable;
+struct HostCharge;
 
 // Operations of one kind of open file. A null entry means the operation is
 // not supported by that kind (the syscall layer turns it into the right errno).
@@ -84,6 +85,9 @@ struct File {
   char* path = nullptr;      // its path inside fs when opened (kernel heap string)
   void* priv = nullptr;
   uint64_t priv_word = 0;
+  // The mem= charge of the host object behind host_fd (a pipe's buffer, a
+  // memfd's pages; mm/host_charge.h), shared with the other files on it.
+  HostCharge* charge = nullptr;
   int64_t pos = 0;     // file position for files without a host descriptor
   KMutex pos_lock;
   // Whether poll/select always find it readable and writable (Linux's

@@ -1,5 +1,5 @@
 // Copying between files without a trip through the guest: sendfile,
-// copy_file_range, splice, tee; and memfd_create, readahead.
+// copy_file_range, splice, tee; and readahead.
 //
 // When both files are host descriptors the host does the copy. Otherwise
 // the kernel copies through a bounce buffer mapped for the call outside the
@@ -15,6 +15,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
+#include "kernel/fs/memfd/memfd.h"
 #include "kernel/kernel.h"
 #include "kernel/net/net.h"
 #include "kernel/signal/signal.h"
@@ -95,7 +96,9 @@ long sys_sendfile(Task& t, SyscallArgs a) {
   if (off.load() < 0) return -EFAULT;
   if (off.present() && off.value < 0) return -EINVAL;
   size_t count = a[3] < kMaxCount ? a[3] : kMaxCount;
-  long r;
+  MemfdCopy room;
+  long r = room.reserve(*out, &count);
+  if (r < 0) return r;
   if (in->host_fd >= 0 && out->host_fd >= 0 && !sock_checks_writes(*out)) {
     r = restartable(isys(t, SYS_sendfile, out->host_fd, in->host_fd, off.ptr(), count));
   } else {
@@ -120,7 +123,9 @@ long sys_copy_file_range(Task& t, SyscallArgs a) {
   if ((off_in.present() && off_in.value < 0) || (off_out.present() && off_out.value < 0)) return -EINVAL;
   if (out->mount && out->mount->readonly()) return -EROFS;
   size_t count = a[4] < kMaxCount ? a[4] : kMaxCount;
-  long r;
+  MemfdCopy room;
+  long r = room.reserve(*out, &count);
+  if (r < 0) return r;
   if (in->host_fd >= 0 && out->host_fd >= 0) {
     r = host::sys(SYS_copy_file_range, in->host_fd, off_in.ptr(), out->host_fd, off_out.ptr(), count, 0);
   } else {
@@ -139,7 +144,9 @@ long sys_splice(Task& t, SyscallArgs a) {
   Offset off_in(a[1]), off_out(a[3]);
   if (off_in.load() < 0 || off_out.load() < 0) return -EFAULT;
   size_t count = a[4] < kMaxCount ? a[4] : kMaxCount;
-  long r;
+  MemfdCopy room;
+  long r = room.reserve(*out, &count);
+  if (r < 0) return r;
   if (in->host_fd >= 0 && out->host_fd >= 0 && !sock_checks_writes(*out)) {
     r = restartable(isys(t, SYS_splice, in->host_fd, off_in.ptr(), out->host_fd, off_out.ptr(), count, a[5]));
   } else {
@@ -164,22 +171,6 @@ long sys_readahead(Task& t, SyscallArgs a) {
   if (!f->ops->stat || f->ops->stat(t, *f, &st) < 0 || !S_ISREG(st.st_mode)) return -EINVAL;
   // A hint: the host may act on it; a kernel-kept file is in memory anyway.
   return f->host_fd >= 0 ? host::sys(SYS_readahead, f->host_fd, a[1], a[2]) : 0;
-}
-
-long sys_memfd_create(Task& t, SyscallArgs a) {
-  char name[250];
-  long r = strncpy_from_user(name, (const char*)a[0], sizeof name);
-  if (r < 0) return r == -ENAMETOOLONG ? -EINVAL : r;
-  constexpr uint64_t kKnown = MFD_CLOEXEC | MFD_ALLOW_SEALING;
-  if (a[1] & ~kKnown) return -EINVAL;
-  // A host memfd: shared mappings of it work like any host file's.
-  long fd = host::sys(SYS_memfd_create, name, (a[1] & MFD_ALLOW_SEALING) | MFD_CLOEXEC);
-  if (fd < 0) return fd;
-  File* f = hostfs_adopt_host_fd(t.kernel->heap, (int)fd, O_RDWR | O_LARGEFILE);
-  if (!f) return -ENOMEM;
-  long gfd = t.proc->files->install(f, a[1] & MFD_CLOEXEC);
-  f->put();
-  return gfd;
 }
 
 long sys_name_to_handle_at(Task&, SyscallArgs) { return -EOPNOTSUPP; }

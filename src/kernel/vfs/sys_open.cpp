@@ -8,6 +8,7 @@
 #include "host/raw_syscall.h"
 #include "host/usercopy.h"
 #include "kernel/kernel.h"
+#include "kernel/mm/host_charge.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/fdref.h"
@@ -45,7 +46,18 @@ long pipe_size(Task& t, File& f, int cmd, uint32_t arg) {
   if (!size) return -EINVAL;
   if (size > (uint64_t)cur && size > t.kernel->sysctl.pipe_max_size.load() && t.proc->creds.euid != 0)
     return -EPERM;
-  return host::sys(SYS_fcntl, f.host_fd, F_SETPIPE_SZ, size);
+  if (!f.charge) return host::sys(SYS_fcntl, f.host_fd, F_SETPIPE_SZ, size);
+  // The capacity is charged to mem= (fs/pipe/pipe.cpp): growth before, as
+  // Linux's pipe-user-pages limits (EPERM), and what shrinks after.
+  HostCharge& c = *f.charge;
+  Guard g(c.lock);
+  cur = host::sys(SYS_fcntl, f.host_fd, F_GETPIPE_SZ);
+  if (cur < 0) return cur;
+  if (size > (uint64_t)cur && !host_charge_grow(c, size - (uint64_t)cur)) return -EPERM;
+  long r = host::sys(SYS_fcntl, f.host_fd, F_SETPIPE_SZ, size);
+  long now = host::sys(SYS_fcntl, f.host_fd, F_GETPIPE_SZ);
+  if (now > 0) host_charge_set(c, (uint64_t)now);
+  return r;
 }
 
 }  // namespace

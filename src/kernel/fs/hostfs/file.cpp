@@ -12,6 +12,7 @@
 #include "host/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/hostfs/internal.h"
+#include "kernel/fs/memfd/memfd.h"
 #include "kernel/signal/signal.h"
 
 namespace flatux {
@@ -141,6 +142,27 @@ const FileOps kHostFileOps = {
     .fallocate = file_fallocate,
     .readv = file_readv,
     .writev = file_writev,
+    .xattr = hostfs_file_xattr,
+};
+
+// A memfd's: its growth is charged to mem= (fs/memfd).
+const FileOps kMemfdFileOps = {
+    .read = file_read,
+    .write = memfd_write,
+    .pread = file_pread,
+    .pwrite = memfd_pwrite,
+    .lseek = file_lseek,
+    .stat = file_stat,
+    .getdents64 = file_getdents64,
+    .ioctl = file_ioctl,
+    .statfs = file_statfs,
+    .release = nullptr,
+    .poll = nullptr,
+    .setattr = memfd_setattr,
+    .fsync = file_fsync,
+    .fallocate = memfd_fallocate,
+    .readv = file_readv,
+    .writev = memfd_writev,
     .xattr = hostfs_file_xattr,
 };
 

@@ -26,6 +26,7 @@ inline HostFs& hostfs_of(Filesystem& fs) { return *static_cast<HostFs*>(fs.priv)
 HostFs* hostfs_of_file(const File& f);
 
 extern const FileOps kHostFileOps;
+extern const FileOps kMemfdFileOps;  // a memfd's (fs/memfd/memfd.h)
 
 // "/proc/self/fd/N": names an open host descriptor (an O_PATH one too) for
 // the host calls that take a path only.

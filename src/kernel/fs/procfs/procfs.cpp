@@ -14,6 +14,7 @@
 #include "host/raw_syscall.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/procfs/procfs_gen.h"
+#include "kernel/fs/memfd/memfd.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
@@ -322,6 +323,7 @@ long open_fd_link(Task& t, const ProcLookup& l, int flags, File** out) {
   if (nf) {
     nf->fs = f->fs;
     nf->set_origin(f->mount, f->path ? f->path : "/");
+    host_charge_adopt(*nf, k.mem);  // the same pipe or memfd: the same charge
   }
   f->put();
   if (fd < 0) return fd;

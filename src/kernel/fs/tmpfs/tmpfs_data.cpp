@@ -229,10 +229,16 @@ long tmp_fallocate(Tmpfs& fs, TmpInode& n, int mode, int64_t off, int64_t len) {
     if (stop > first) tmp_pages_drop(fs, n, first, stop - 1);
     return 0;
   }
-  uint64_t want = 0;
-  for (uint64_t idx = (uint64_t)off / kTmpPage; idx <= (uint64_t)(end - 1) / kTmpPage; idx++)
-    if (!tmp_page_find(n.pages, idx)) want++;
-  if (want > fs.limits.max_pages - fs.used_pages) return -ENOSPC;  // all or nothing
+  // The pages missing in the range: counted by the ones it has, so that an
+  // absurd length is refused without a walk over its holes.
+  uint64_t first = (uint64_t)off / kTmpPage, last = (uint64_t)(end - 1) / kTmpPage;
+  uint64_t free_pages = fs.limits.max_pages - fs.used_pages;
+  if (last - first + 1 > n.blocks + free_pages) return -ENOSPC;  // all or nothing
+  uint64_t have = 0;
+  for (uint64_t idx = tmp_pages_next(n.pages, first, true); idx <= last; idx = tmp_pages_next(n.pages, idx + 1, true))
+    have++;
+  uint64_t want = last - first + 1 - have;
+  if (want > free_pages) return -ENOSPC;
   if (!tmp_mem_allows(fs, want)) return -ENOMEM;
   for (uint64_t idx = (uint64_t)off / kTmpPage; idx <= (uint64_t)(end - 1) / kTmpPage; idx++) {
     long err = 0;

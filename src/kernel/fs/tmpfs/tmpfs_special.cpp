@@ -19,6 +19,7 @@
 #include "host/raw_syscall.h"
 #include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
+#include "kernel/fs/memfd/memfd.h"
 #include "kernel/fs/tmpfs/tmpfs.h"
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
 #include "kernel/kernel.h"
@@ -74,7 +75,10 @@ long tmpfs_open_special(Task& t, TmpInode& n, int flags, File** out) {
     KFmt p(path, sizeof path);
     p.str("/proc/self/fd/").dec(h);
     // May block until the other side opens; a guest signal interrupts it.
-    return wrap(t, isys(t, SYS_openat, AT_FDCWD, p.c_str(), (flags & kPassFlags) | O_CLOEXEC), flags, out);
+    long r = wrap(t, isys(t, SYS_openat, AT_FDCWD, p.c_str(), (flags & kPassFlags) | O_CLOEXEC), flags, out);
+    // The pipe buffer, charged as an anonymous pipe's while it is open.
+    if (r == 0) host_charge_adopt(**out, t.kernel->mem);
+    return r;
   }
   if (S_ISCHR(n.mode)) return devfs_open_rdev(t, n.rdev, flags, out);
   if (S_ISBLK(n.mode)) return devfs_open_block(t, n.rdev, flags, out);
