@@ -1,0 +1,155 @@
+// The dentry cache: names the VFS has resolved, in every filesystem, as
+// (parent dentry, name) -> inode, or a negative dentry for a name known to
+// be absent. A held dentry follows its object: rename moves it, unlink and
+// rmdir mark it deleted, so a cwd or an open directory held as a Path
+// names the directory itself, not the string it was reached by. See
+// docs/ARCHITECTURE.md, "Paths and mounts".
+//
+// Locking: one lock guards the hash, every dentry's name, parent, inode
+// and flags, and the LRU list of unused dentries. Reference counts are
+// atomic: a holder may take another reference without the lock; a count
+// goes from 0 to 1 only under it (a lookup), and to 0 under it.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "kernel/heap.h"
+#include "kernel/lib/sync.h"
+#include "kernel/vfs/inode.h"
+
+namespace flatux {
+
+struct Filesystem;
+struct Mount;
+class Dcache;
+
+constexpr size_t kNameMax = 255;  // NAME_MAX
+
+struct Dentry {
+  std::atomic<int> refs{1};
+  Dcache* cache = nullptr;
+  Dentry* parent = nullptr;  // counted; a filesystem's root is its own parent
+  Inode* inode = nullptr;    // counted; nullptr: negative (the name is absent)
+  Filesystem* fs = nullptr;
+  uint32_t hash = 0;
+  uint16_t len = 0;
+  uint16_t flags = 0;
+  Dentry* hash_next = nullptr;
+  Dentry* lru_prev = nullptr;
+  Dentry* lru_next = nullptr;
+  char* name = inline_name;  // NUL-terminated
+  char inline_name[40];
+
+  static constexpr uint16_t kHashed = 1;   // findable by (parent, name)
+  static constexpr uint16_t kOnLru = 2;    // on the unused list
+  static constexpr uint16_t kDeleted = 4;  // its name was removed while in use
+  static constexpr uint16_t kRoot = 8;     // a filesystem's root
+
+  bool negative() const { return inode == nullptr; }
+  bool deleted() const { return flags & kDeleted; }
+  std::string_view name_view() const { return {name, len}; }
+};
+
+inline Dentry* dget(Dentry* d) {
+  if (d) d->refs.fetch_add(1, std::memory_order_relaxed);
+  return d;
+}
+void dput(Dentry* d);
+
+// A place in the namespace: a mount and a dentry of its filesystem, both
+// counted where a Path is held (path_get / path_put).
+struct Path {
+  Mount* mnt = nullptr;
+  Dentry* dentry = nullptr;
+  bool operator==(const Path& o) const { return mnt == o.mnt && dentry == o.dentry; }
+  explicit operator bool() const { return dentry != nullptr; }
+};
+Path path_get(const Path& p);
+void path_put(Path& p);
+
+class Dcache {
+ public:
+  // `max` bounds how many dentries are kept (held ones are never evicted).
+  Dcache(Heap* h, size_t max);
+  ~Dcache();
+  Dcache(const Dcache&) = delete;
+  Dcache& operator=(const Dcache&) = delete;
+
+  // A filesystem's root dentry, holding `root` (the reference moves in).
+  Dentry* make_root(Filesystem* fs, Inode* root);
+  // The cached child `name` of dir, with a reference, or nullptr.
+  Dentry* lookup(Dentry& dir, std::string_view name);
+  // A new child of dir (negative, not yet findable), with a reference.
+  Dentry* alloc(Dentry& dir, std::string_view name);
+  // Makes d (from alloc) findable, naming `inode` (nullptr: known absent);
+  // the inode's reference moves in. When another dentry of the same name
+  // got there first, that one is returned (with a reference) and d is
+  // dropped; otherwise d.
+  Dentry* add(Dentry* d, Inode* inode);
+  // A name was created: the negative d now names `inode` (moved in).
+  void instantiate(Dentry& d, Inode* inode);
+  // A name was removed (unlink, rmdir): d becomes negative, or, while
+  // someone else holds it, leaves the hash marked deleted.
+  void remove(Dentry& d);
+  // d no longer says the truth (the filesystem changed behind the
+  // cache): out of the hash, marked deleted when it named something.
+  void drop(Dentry& d);
+  // rename: d takes target's parent and name; target leaves the hash
+  // (deleted when it named something). With `exchange`, they swap.
+  // Returns -ENOMEM (nothing changed) when a long name finds no memory.
+  long move(Dentry& d, Dentry& target, bool exchange);
+  // Every unused dentry of fs goes (the filesystem is going away).
+  void shrink_fs(Filesystem* fs);
+
+  // Whether d is ancestor or lies below it.
+  bool is_subdir(Dentry* d, Dentry* ancestor);
+  // The parent of d, with a reference.
+  Dentry* get_parent(Dentry& d);
+  // The path of d inside its filesystem ("/a/b"; "/" for its root) and
+  // whether d or one of its ancestors was removed; -ENAMETOOLONG.
+  long path_in_fs(Dentry* d, char* out, size_t n, bool* deleted = nullptr);
+
+  // Bumped twice around every rename's change, so a reader that went up
+  // with ".." can tell one ran meanwhile.
+  uint32_t rename_seq() const { return rename_seq_.load(std::memory_order_acquire); }
+
+  size_t count() const { return count_; }
+  size_t unused() const { return unused_; }
+  size_t bytes() const { return bytes_; }
+  size_t max() const { return max_; }
+  void set_max(size_t m);
+
+  // Internal to dput: the last reference went.
+  void put_last(Dentry* d);
+
+ private:
+  size_t bucket_of(const Dentry* parent, std::string_view name, uint32_t* hash) const;
+  Dentry* find_locked(const Dentry* dir, std::string_view name, uint32_t hash, size_t b);
+  void hash_locked(Dentry& d);
+  void unhash_locked(Dentry& d);
+  void lru_add_locked(Dentry& d);
+  void lru_del_locked(Dentry& d);
+  bool set_name_locked(Dentry& d, std::string_view name);
+  void forget_locked(Dentry& d);   // out of the counts
+  Dentry* evict_locked(size_t want);  // a list (through lru_next) of victims
+  void free_list(Dentry* list);
+  void free_one(Dentry* d);  // its inode and memory (the parent is the caller's)
+
+  Heap* heap_;
+  KMutex lock_;
+  Dentry** buckets_ = nullptr;
+  size_t nbuckets_ = 0;
+  Dentry* lru_head_ = nullptr;
+  Dentry* lru_tail_ = nullptr;
+  size_t max_;
+  size_t count_ = 0, unused_ = 0, bytes_ = 0;
+  std::atomic<uint32_t> rename_seq_{0};
+};
+
+// How many dentries the cache keeps for `mem_bytes` of kernel memory: one
+// per 16 KiB, between 4096 and 131072.
+size_t dcache_bound(uint64_t mem_bytes);
+
+}  // namespace flatux

@@ -1,0 +1,262 @@
+#include "kernel/vfs/dcache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace flatux;
+
+namespace {
+
+struct TestInode : Inode {
+  int* released = nullptr;
+};
+
+void release_test_inode(Inode* n) {
+  auto* t = static_cast<TestInode*>(n);
+  (*t->released)++;
+  reinterpret_cast<Heap*>(kHeapBase)->destroy_obj(t);
+}
+
+class DcacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    heap = Heap::create();
+    ASSERT_NE(heap, nullptr);
+    cache = heap->make<Dcache>(heap, 64);
+    root = cache->make_root(fs, inode(1));
+  }
+  void TearDown() override {
+    cache->shrink_fs(fs);
+    dput(root);
+    EXPECT_EQ(cache->count(), 0u);
+    EXPECT_EQ(released, made);
+    heap->destroy_obj(cache);
+    heap->destroy();
+  }
+  Inode* inode(uint64_t ino) {
+    TestInode* n = heap->make<TestInode>();
+    n->ino = ino;
+    n->released = &released;
+    n->release = release_test_inode;
+    made++;
+    return n;
+  }
+  // A positive child, findable, with the caller's reference.
+  Dentry* child(Dentry* dir, const char* name, uint64_t ino) {
+    Dentry* d = cache->alloc(*dir, name);
+    return cache->add(d, ino ? inode(ino) : nullptr);
+  }
+  std::string path(Dentry* d, bool* deleted = nullptr) {
+    char buf[256];
+    long r = cache->path_in_fs(d, buf, sizeof buf, deleted);
+    return r < 0 ? "error" : std::string(buf, (size_t)r);
+  }
+
+  Heap* heap = nullptr;
+  Dcache* cache = nullptr;
+  Filesystem* fs = reinterpret_cast<Filesystem*>(0x1000);  // only compared
+  Dentry* root = nullptr;
+  int made = 0, released = 0;
+};
+
+}  // namespace
+
+TEST_F(DcacheTest, FindsWhatWasAddedByParentAndName) {
+  Dentry* a = child(root, "a", 2);
+  Dentry* b = child(a, "b", 3);
+  Dentry* found = cache->lookup(*a, "b");
+  EXPECT_EQ(found, b);
+  EXPECT_EQ(cache->lookup(*root, "b"), nullptr);  // same name, other parent
+  EXPECT_EQ(cache->lookup(*a, "bb"), nullptr);
+  EXPECT_EQ(path(b), "/a/b");
+  EXPECT_EQ(path(root), "/");
+  dput(found);
+  dput(b);
+  dput(a);
+}
+
+TEST_F(DcacheTest, NegativeEntriesAreFoundAndCanBeInstantiated) {
+  Dentry* n = child(root, "missing", 0);
+  ASSERT_NE(n, nullptr);
+  EXPECT_TRUE(n->negative());
+  dput(n);
+  Dentry* again = cache->lookup(*root, "missing");
+  ASSERT_EQ(again, n);
+  EXPECT_TRUE(again->negative());
+  cache->instantiate(*again, inode(7));
+  dput(again);
+  Dentry* now = cache->lookup(*root, "missing");
+  ASSERT_NE(now, nullptr);
+  EXPECT_EQ(now->inode->ino, 7u);
+  dput(now);
+}
+
+TEST_F(DcacheTest, ConcurrentAddOfOneNameKeepsTheFirst) {
+  Dentry* first = cache->alloc(*root, "x");
+  Dentry* second = cache->alloc(*root, "x");
+  Dentry* a = cache->add(first, inode(2));
+  Dentry* b = cache->add(second, inode(3));  // loses: its inode goes
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(b->inode->ino, 2u);
+  EXPECT_EQ(released, 1);
+  dput(a);
+  dput(b);
+}
+
+TEST_F(DcacheTest, RenameMovesAHeldDentryAndItsChildren) {
+  Dentry* a = child(root, "a", 2);
+  Dentry* b = child(a, "b", 3);
+  Dentry* c = child(b, "c", 4);  // held, as a cwd would be
+  Dentry* other = child(root, "other", 5);
+  Dentry* target = child(other, "moved", 0);
+  uint32_t seq = cache->rename_seq();
+  ASSERT_EQ(cache->move(*b, *target, false), 0);
+  EXPECT_EQ(cache->rename_seq(), seq + 2);
+  EXPECT_EQ(path(c), "/other/moved/c");
+  EXPECT_EQ(cache->lookup(*a, "b"), nullptr);
+  Dentry* m = cache->lookup(*other, "moved");
+  EXPECT_EQ(m, b);
+  EXPECT_TRUE(cache->is_subdir(c, other));
+  EXPECT_FALSE(cache->is_subdir(c, a));
+  dput(m);
+  dput(target);
+  dput(c);
+  dput(b);
+  dput(a);
+  dput(other);
+}
+
+TEST_F(DcacheTest, RenameOverAnExistingNameMarksItDeleted) {
+  Dentry* a = child(root, "a", 2);
+  Dentry* victim = child(root, "v", 3);
+  ASSERT_EQ(cache->move(*a, *victim, false), 0);
+  bool deleted = false;
+  EXPECT_EQ(path(victim, &deleted), "/v");
+  EXPECT_TRUE(deleted);
+  EXPECT_EQ(path(a, &deleted), "/v");
+  EXPECT_FALSE(deleted);
+  dput(victim);  // unhashed and unused: freed with its inode
+  EXPECT_EQ(released, 1);
+  dput(a);
+}
+
+TEST_F(DcacheTest, ExchangeSwapsBothNames) {
+  Dentry* d1 = child(root, "one", 2);
+  Dentry* sub = child(root, "sub", 3);
+  Dentry* d2 = child(sub, "two", 4);
+  ASSERT_EQ(cache->move(*d1, *d2, true), 0);
+  EXPECT_EQ(path(d1), "/sub/two");
+  EXPECT_EQ(path(d2), "/one");
+  Dentry* f = cache->lookup(*root, "one");
+  EXPECT_EQ(f, d2);
+  dput(f);
+  dput(d1);
+  dput(d2);
+  dput(sub);
+}
+
+TEST_F(DcacheTest, LongNamesLiveOnTheHeapAndFollowRenames) {
+  std::string longname(200, 'L');
+  Dentry* a = child(root, longname.c_str(), 2);
+  EXPECT_EQ(path(a), "/" + longname);
+  Dentry* t = child(root, "short", 0);
+  size_t before = cache->bytes();
+  ASSERT_EQ(cache->move(*a, *t, false), 0);
+  EXPECT_EQ(path(a), "/short");
+  EXPECT_LT(cache->bytes(), before);  // the long name's buffer was given back
+  dput(t);
+  dput(a);
+  EXPECT_EQ(cache->alloc(*root, std::string(256, 'x')), nullptr);  // over NAME_MAX
+}
+
+TEST_F(DcacheTest, UnlinkOfAHeldDentryMarksItDeletedElseLeavesANegativeName) {
+  Dentry* cwd = child(root, "cwd", 2);
+  Dentry* mine = cache->lookup(*root, "cwd");  // the unlinker's reference
+  cache->remove(*mine);
+  bool deleted = false;
+  EXPECT_EQ(path(cwd, &deleted), "/cwd");
+  EXPECT_TRUE(deleted);
+  EXPECT_EQ(cache->lookup(*root, "cwd"), nullptr);
+  dput(mine);
+  dput(cwd);
+  EXPECT_EQ(released, 1);
+
+  Dentry* f = child(root, "file", 3);
+  cache->remove(*f);  // only the caller holds it: a negative name stays
+  EXPECT_TRUE(f->negative());
+  dput(f);
+  Dentry* n = cache->lookup(*root, "file");
+  ASSERT_NE(n, nullptr);
+  EXPECT_TRUE(n->negative());
+  dput(n);
+}
+
+TEST_F(DcacheTest, UnusedDentriesAreEvictedOldestFirstAtTheBound) {
+  for (int i = 0; i < 200; i++) dput(child(root, ("f" + std::to_string(i)).c_str(), 100 + i));
+  EXPECT_LE(cache->count(), 64u + 1);
+  Dentry* newest = cache->lookup(*root, "f199");
+  EXPECT_NE(newest, nullptr);
+  dput(newest);
+  EXPECT_EQ(cache->lookup(*root, "f0"), nullptr);
+}
+
+TEST_F(DcacheTest, HeldDentriesAndTheirAncestorsAreNeverEvicted) {
+  Dentry* a = child(root, "a", 2);
+  Dentry* b = child(a, "b", 3);
+  dput(a);  // b holds a
+  for (int i = 0; i < 300; i++) dput(child(root, ("g" + std::to_string(i)).c_str(), 0));
+  EXPECT_EQ(path(b), "/a/b");
+  Dentry* again = cache->lookup(*root, "a");
+  EXPECT_EQ(again, a);
+  dput(again);
+  dput(b);
+  cache->set_max(0);
+  EXPECT_EQ(cache->count(), 1u);  // the root alone
+}
+
+TEST_F(DcacheTest, MemoryIsChargedAndGivenBack) {
+  size_t base = cache->bytes();
+  size_t heap_base = heap->bytes_in_use();
+  std::vector<Dentry*> held;
+  for (int i = 0; i < 32; i++) held.push_back(child(root, ("h" + std::to_string(i)).c_str(), 10 + i));
+  EXPECT_GE(cache->bytes(), base + 32 * sizeof(Dentry));
+  EXPECT_GT(heap->bytes_in_use(), heap_base);
+  for (Dentry* d : held) dput(d);
+  cache->shrink_fs(fs);
+  EXPECT_EQ(cache->bytes(), base);
+}
+
+TEST_F(DcacheTest, LookupsRacingRenamesSeeTheOldOrTheNewName) {
+  Dentry* dir = child(root, "d", 2);
+  Dentry* x = child(dir, "x", 3);
+  Dentry* y = child(dir, "y", 0);
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::vector<std::thread> walkers;
+  for (int w = 0; w < 4; w++)
+    walkers.emplace_back([&] {
+      while (!stop.load()) {
+        Dentry* a = cache->lookup(*dir, "x");
+        Dentry* b = cache->lookup(*dir, "y");
+        for (Dentry* d : {a, b})
+          if (d && d->inode && d->inode->ino != 3) bad++;
+        dput(a);
+        dput(b);
+      }
+    });
+  for (int i = 0; i < 2000; i++) {
+    Dentry* from = (i & 1) ? y : x;
+    Dentry* to = (i & 1) ? x : y;
+    ASSERT_EQ(cache->move(*from, *to, true), 0);
+  }
+  stop = true;
+  for (auto& t : walkers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  dput(x);
+  dput(y);
+  dput(dir);
+}
