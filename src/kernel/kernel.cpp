@@ -22,6 +22,7 @@
 #include "kernel/task/pid_reserve.h"
 #include "kernel/timer/timer.h"
 #include "kernel/tty/pty.h"
+#include "kernel/vfs/dcache.h"
 #include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
@@ -87,6 +88,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
     k->hproc0->maps = host_pool_make(heap, k->host_map_limit, kSmallMaps);
   }
   k->vfs = heap->make<Vfs>(heap);
+  k->dcache = heap->make<Dcache>(heap, dcache_bound(1ull << 30));
   k->locks = heap->make<LockTable>(heap);
   k->leases = heap->make<LeaseTable>(heap);
   k->timers = heap->make<TimerService>();
@@ -96,7 +98,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->ipc = ipc_namespace_create(heap);
   k->ptys = pty_table_create(heap);
   k->dnotify = dnotify_create(heap);
-  if (!k->hproc0 || !k->hproc0->maps || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->locks || !k->timers || !k->net ||
+  if (!k->hproc0 || !k->hproc0->maps || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->dcache || !k->locks || !k->timers || !k->net ||
       !k->log || !k->ptys || !k->dnotify) {
     heap->destroy();
     return nullptr;

@@ -19,6 +19,7 @@ class LockTable;
 class LeaseTable;
 
 class Vfs;
+class Dcache;
 struct TimerService;
 struct NetState;
 struct LogBuffer;
@@ -109,6 +110,7 @@ struct Kernel {
   Heap* heap;
   KernelConfig cfg;
   Vfs* vfs = nullptr;
+  Dcache* dcache = nullptr;  // every filesystem's dentries (kernel/vfs/dcache.h)
   LockTable* locks = nullptr;
   LeaseTable* leases = nullptr;
   TimerService* timers = nullptr;

@@ -205,7 +205,6 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     long prio = host::sys(SYS_getpriority, PRIO_PROCESS, 0);
     if (prio > 0) t->nice = 20 - (int)prio;
     k.init = p;
-    copy_cstr(p->fs->cwd, sizeof p->fs->cwd, k.cfg.cwd);
   }
   if (console) {
     for (int fd = 0; fd < 3; fd++) p->files->install_at(fd, console, false);

@@ -43,7 +43,10 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
     p.fs->refs.fetch_add(1);
     c.fs = p.fs;
   } else if ((c.fs = k.heap->make<FsContext>())) {
-    memcpy(c.fs->cwd, p.fs->cwd, sizeof c.fs->cwd);
+    {
+      Guard g(p.fs->lock);
+      c.fs->cwd = path_get(p.fs->cwd);
+    }
     memcpy(c.fs->root, p.fs->root, sizeof c.fs->root);
     c.fs->umask = p.fs->umask;
   }

@@ -11,6 +11,7 @@
 
 #include "kernel/heap.h"
 #include "kernel/mm/regions.h"
+#include "kernel/vfs/dcache.h"
 #include "kernel/vfs/file.h"
 
 namespace flatux {
@@ -122,9 +123,18 @@ struct Mm {
 
 struct FsContext {
   std::atomic<int> refs{1};
-  char cwd[kPathMax] = "/";   // guest paths in the kernel's one namespace
-  char root[kPathMax] = "/";  // chroot(2)
+  KMutex lock;                // cwd
+  // The working directory itself, so it follows renames (vfs/namei.h,
+  // fs_cwd). Empty until first needed in the first process: the kernel's
+  // start folder is resolved then.
+  Path cwd;
+  char root[kPathMax] = "/";  // chroot(2): a guest path in the kernel's one namespace
   uint32_t umask = 022;
+
+  FsContext() = default;
+  FsContext(const FsContext&) = delete;
+  FsContext& operator=(const FsContext&) = delete;
+  ~FsContext() { path_put(cwd); }
 };
 
 struct Creds {

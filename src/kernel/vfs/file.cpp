@@ -10,6 +10,7 @@
 #include "kernel/mm/host_charge.h"
 #include "kernel/sys/host_share.h"
 #include "kernel/task/task.h"
+#include "kernel/vfs/dcache.h"
 #include "kernel/vfs/dnotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
@@ -59,6 +60,7 @@ void File::put() {
   host_charge_put(charge);  // after the close: the host object is gone (unless mapped)
   fd_share_uncharge(heap, fd_share.load(std::memory_order_relaxed));
   if (path) heap->free(path);
+  dput(dentry);
   if (mount) mount->put();
   heap->destroy_obj(this);
 }

@@ -18,6 +18,7 @@ struct File;
 struct Task;
 struct FdShare;
 struct Filesystem;
+struct Dentry;
 struct Mount;
 struct Attr;
 struct XattrOp;
@@ -83,6 +84,9 @@ struct File {
   uint8_t owner_type = 0;    // F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP
   int owner_sig = 0;         // 0: SIGIO
   char* path = nullptr;      // its path inside fs when opened (kernel heap string)
+  // A directory's dentry (with `mount`, a Path), which follows renames;
+  // set where the filesystem's names change only through the VFS.
+  Dentry* dentry = nullptr;
   void* priv = nullptr;
   uint64_t priv_word = 0;
   // The mem= charge of the host object behind host_fd (a pipe's buffer, a

@@ -21,6 +21,7 @@
 
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/vfs/namei.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -78,8 +79,10 @@ void Mount::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   // The last reference of a detached mount: nothing can reach it any more.
   // Its filesystem goes when no other mount shows it.
-  if (fs->mounts.fetch_sub(1, std::memory_order_acq_rel) == 1 && type && type->unmount)
+  if (fs->mounts.fetch_sub(1, std::memory_order_acq_rel) == 1 && type && type->unmount) {
+    fs_drop_dentries(*fs);
     type->unmount(*fs);
+  }
   heap->destroy_obj(this);
 }
 

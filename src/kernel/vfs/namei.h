@@ -5,6 +5,7 @@
 #include <linux/errno.h>
 
 #include "kernel/kernel.h"
+#include "kernel/vfs/dcache.h"
 #include "kernel/vfs/perm.h"
 #include "kernel/vfs/vfs.h"
 
@@ -49,5 +50,46 @@ long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op) {
     if (!again || r < 0) return r;
   }
 }
+
+}  // namespace flatux
+
+// --- dentries: where the walk's answers are remembered ----------------------
+
+namespace flatux {
+
+// The dentry of `inner` (a path inside m's filesystem as a walk produced
+// it: links followed, ".." resolved), with a reference. A name missing
+// from the cache is asked of the filesystem (FsOps::lookup, or the generic
+// answer from its stat); a cached one of a filesystem the VFS does not
+// alone change is checked again.
+ErrorOr<Dentry*> dentry_of(Task& t, Mount& m, std::string_view inner);
+
+// The Path of an open file: its dentry, or the one of the path it was
+// opened by (as the filesystem now names it). -ENOTDIR for a file not
+// opened by path.
+ErrorOr<Path> path_of_file(Task& t, File& f);
+
+// The guest path of p: its dentry's names up to the mount's root, under
+// the mount point. `deleted` tells whether it (or a folder above it) was
+// removed. -ENOENT when it no longer lies below what the mount shows.
+long guest_path_of(const Path& p, char* out, size_t n, bool* deleted);
+
+// A mount's inner path as a guest path: drops the mount's root, prefixes
+// its mount point. -ENOENT when `inner` is not below the root.
+long inner_to_guest(const Mount& m, std::string_view inner, char* out, size_t n);
+
+// The process's working directory, with references (resolving the
+// kernel's start folder the first time).
+ErrorOr<Path> fs_cwd(Task& t);
+// Makes p (whose references move in) the working directory.
+void fs_set_cwd(Task& t, Path p);
+
+// The dentry cache learns what a filesystem operation changed; called
+// with fs.names_lock held, after the operation succeeded.
+void dcache_name_removed(Task& t, Lookup& lk, bool dir);
+void dcache_name_moved(Task& t, Lookup& from, Lookup& to, bool exchange);
+
+// The filesystem is going away: its cached dentries go.
+void fs_drop_dentries(Filesystem& fs);
 
 }  // namespace flatux

@@ -182,7 +182,12 @@ long vfs_unlink(Task& t, int dirfd, const char* path) {
     }
     long r = may_remove(t, lk);
     if (r) return r;
-    return dnotify_result(t, lk, fs.ops->unlink ? fs.ops->unlink(t, fs, lk) : -EPERM, DN_DELETE);
+    if (!fs.ops->unlink) return -EPERM;
+    {
+      Guard g(fs.names_lock);
+      if ((r = fs.ops->unlink(t, fs, lk)) == 0) dcache_name_removed(t, lk, false);
+    }
+    return dnotify_result(t, lk, r, DN_DELETE);
   });
 }
 
@@ -195,7 +200,12 @@ long vfs_rmdir(Task& t, int dirfd, const char* path) {
     Filesystem& fs = *lk.mount->fs;
     long r = may_remove(t, lk);
     if (r) return r;
-    return dnotify_result(t, lk, fs.ops->rmdir ? fs.ops->rmdir(t, fs, lk) : -EPERM, DN_DELETE);
+    if (!fs.ops->rmdir) return -EPERM;
+    {
+      Guard g(fs.names_lock);
+      if ((r = fs.ops->rmdir(t, fs, lk)) == 0) dcache_name_removed(t, lk, true);
+    }
+    return dnotify_result(t, lk, r, DN_DELETE);
   });
 }
 
@@ -258,7 +268,14 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
     if (a.mount != b.mount) return -EXDEV;
     long r = may_rename_at(t, a, b, flags);
     if (r) return r;
-    r = fs.ops->rename ? fs.ops->rename(t, fs, a, b, flags) : -EPERM;
+    if (!fs.ops->rename) return -EPERM;
+    {
+      // The filesystem and the cache change together: a walk sees the old
+      // name or the new one.
+      Guard g(fs.names_lock);
+      r = fs.ops->rename(t, fs, a, b, flags);
+      if (r == 0) dcache_name_moved(t, a, b, flags & RENAME_EXCHANGE);
+    }
     dnotify_result(t, a, r, DN_RENAME);
     return dnotify_result(t, b, r, DN_RENAME);
   });

@@ -8,20 +8,21 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
+#include "kernel/vfs/namei.h"
 #include "kernel/vfs/path_ops.h"
 
 namespace flatux {
 namespace {
 
-// Makes `dir` (an open directory) the cwd, recording its canonical path.
+// Makes `dir` (an open directory) the cwd: the directory itself, which
+// keeps being the cwd whatever it is renamed to.
 long set_cwd_from(Task& t, File& dir) {
   struct stat st;
   if (!dir.ops->stat || dir.ops->stat(t, dir, &st) < 0) return -ENOTDIR;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
-  char path[kPathMax];
-  long r = vfs_of(t).file_guest_path(t, dir, path, sizeof path);
-  if (r < 0) return r;
-  return copy_cstr(t.proc->fs->cwd, sizeof t.proc->fs->cwd, path) ? 0 : -ENAMETOOLONG;
+  TRY(p, path_of_file(t, dir));
+  fs_set_cwd(t, p);
+  return 0;
 }
 
 }  // namespace
@@ -34,8 +35,15 @@ long sys_getdents64(Task& t, SyscallArgs a) {
 }
 
 long sys_getcwd(Task& t, SyscallArgs a) {
+  TRY(p, fs_cwd(t));
+  char path[kPathMax];
+  bool deleted = false;
+  long r = guest_path_of(p, path, sizeof path, &deleted);
+  path_put(p);
+  if (r < 0) return r;
+  if (deleted) return -ENOENT;  // as Linux: the cwd was removed
   // Seen from inside the process's root (chroot).
-  std::string_view cwd = strip_root(t.proc->fs->root, t.proc->fs->cwd);
+  std::string_view cwd = strip_root(t.proc->fs->root, path);
   size_t len = cwd.size() + 1;
   if (a[1] < len) return -ERANGE;
   if (copy_to_user((void*)a[0], cwd.data(), cwd.size()) < 0 ||

@@ -152,8 +152,11 @@ bool in_use_as_dir(Kernel& k, const char* point) {
   for (int i = 0; i < kMaxTasks; i++) {
     Task* task = k.tasks[i];
     if (!task || !task->proc || !task->proc->fs) continue;
-    const FsContext& fc = *task->proc->fs;
-    if (under(fc.cwd, point) || (strcmp(fc.root, "/") != 0 && under(fc.root, point))) return true;
+    FsContext& fc = *task->proc->fs;
+    if (strcmp(fc.root, "/") != 0 && under(fc.root, point)) return true;
+    char cwd[kPathMax];
+    Guard c(fc.lock);
+    if (fc.cwd && guest_path_of(fc.cwd, cwd, sizeof cwd, nullptr) == 0 && under(cwd, point)) return true;
   }
   return false;
 }
@@ -221,7 +224,10 @@ long mount_new_fs(Kernel& k, const char* type_name, const char* guest_path, cons
   char options[256];
   options_of(type, *fs, data, options, sizeof options);
   r = vfs.mount(guest_path, fs, type, flags & kPerMountFlags, source, "/", options);
-  if (r < 0 && fs->mounts.load() == 0 && type->unmount) type->unmount(*fs);
+  if (r < 0 && fs->mounts.load() == 0 && type->unmount) {
+    fs_drop_dentries(*fs);
+    type->unmount(*fs);
+  }
   return r;
 }
 

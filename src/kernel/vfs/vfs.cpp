@@ -10,6 +10,7 @@
 #include "host/usercopy.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/vfs/namei.h"
 
 namespace flatux {
 
@@ -110,7 +111,14 @@ long Vfs::absolute(Task& t, int dirfd, const char* path, char* out, size_t n) {
   if (path[0] == '/') return rooted_path(t.proc->fs->root, path, out, n);
   char base[kPathMax];
   if (dirfd == AT_FDCWD) {
-    if (!copy_cstr(base, sizeof base, t.proc->fs->cwd)) return -ENAMETOOLONG;
+    auto cwd = fs_cwd(t);
+    if (cwd.is_error()) return cwd.error();
+    Path p = cwd.release_value();
+    bool deleted = false;
+    long r = guest_path_of(p, base, sizeof base, &deleted);
+    path_put(p);
+    if (r < 0) return r;
+    if (deleted) return -ENOENT;  // nothing is found or made in a removed folder
   } else {
     File* f = t.proc->files->get(dirfd);
     if (!f) return -EBADF;
@@ -140,24 +148,16 @@ long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n) {
     return 0;
   }
   if (!f.mount || !f.path) return -ENOTDIR;
+  if (f.dentry) {
+    bool deleted = false;
+    long r = guest_path_of(Path{f.mount, f.dentry}, out, n, &deleted);
+    return r < 0 ? r : deleted ? -ENOENT : 0;
+  }
   Mount& m = *f.mount;
   char inner[kPathMax];
   const char* ip = f.path;
   if (m.fs->ops->dir_path && m.fs->ops->dir_path(t, *m.fs, f, inner, sizeof inner) == 0) ip = inner;
-  // Inner path -> guest path: drop the mount's root, prefix its mount point.
-  std::string_view rel(ip);
-  if (m.root_len > 1) {
-    std::string_view root(m.root, m.root_len);
-    if (!starts_with(rel, root) || (rel.size() > root.size() && rel[root.size()] != '/'))
-      return -ENOENT;  // moved out of what the mount shows
-    rel = tail(rel, root.size());
-  }
-  KFmt o(out, n);
-  if (m.len > 1) o.str(std::string_view(m.path, m.len));
-  if (rel.size() > 1 || m.len == 1) o.str(rel.empty() ? std::string_view("/") : rel);
-  if (o.truncated()) return -ENAMETOOLONG;
-  o.c_str();
-  return 0;
+  return inner_to_guest(m, ip, out, n);
 }
 
 }  // namespace flatux

@@ -23,6 +23,8 @@ namespace flatux {
 
 struct Filesystem;
 struct Mount;
+struct Dentry;
+struct Inode;
 
 // Returned by a filesystem operation whose walk met a symlink it must not
 // follow itself; Lookup::redirect says where to go on. Never reaches a guest.
@@ -109,6 +111,16 @@ struct FsOps {
   // Extended attributes (the VFS has checked the name, the namespace and
   // the caller's rights); null: EOPNOTSUPP.
   long (*xattr)(Task&, Filesystem&, Lookup&, XattrOp&) = nullptr;
+  // The inode of `name` in the directory `dir` (a dentry of this
+  // filesystem reached through `m`), with a reference; -ENOENT when there
+  // is no such name. Null: the generic answer from `stat` on the name's
+  // path (namei.cpp).
+  long (*lookup)(Task&, Filesystem&, Mount& m, Dentry& dir, std::string_view name, Inode** out) = nullptr;
+  // Names change only through the VFS (tmpfs, ext4), which keeps the
+  // dentry cache in step: a cached dentry is trusted without asking the
+  // filesystem again. Otherwise (the host's folder, generated trees) a
+  // cached dentry is checked against the filesystem whenever it is walked.
+  bool dcache_trusted = false;
   // The filesystem's walk checks search permission on each directory
   // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
   bool walk_checks_search = false;
@@ -123,6 +135,12 @@ struct Filesystem {
   uint64_t dev = 0;              // st_dev of its files
   std::atomic<int> mounts{0};    // mounts showing it
   bool readonly = false;         // the superblock is read-only: every mount of it is
+  // Held while names change (rename, unlink, rmdir) together with the
+  // dentry cache, and while a name missing from the cache is asked of the
+  // filesystem, so a dentry never says what was true only before a
+  // change (Linux's s_vfs_rename_mutex and i_rwsem in one).
+  KMutex names_lock;
+  Dentry* root_dentry = nullptr;  // made at its first walk (names_lock)
 };
 
 // A mounted filesystem type: mount(2) finds it by name.

@@ -453,6 +453,7 @@ const FsOps kExt4FsOps = {
     .link_file = fs_link_file,
     .dir_path = nullptr,
     .sync = fs_sync,
+    .dcache_trusted = true,
     .walk_checks_search = true,
     .open_checks_access = true,
 };

@@ -20,6 +20,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/sys/sysctl.h"
 #include "kernel/task/process.h"
+#include "kernel/vfs/namei.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/synth.h"
 
@@ -152,7 +153,17 @@ long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
   switch (l.node) {
     case Node::kSelfLink: f.dec(l.pid); break;
     case Node::kExe: f.str(p->exe); break;
-    case Node::kCwd: f.str(p->fs ? p->fs->cwd : "/"); break;
+    case Node::kCwd: {
+      if (!p->fs) return -ENOENT;
+      // Linux's d_path: a removed folder shows " (deleted)" after its path.
+      bool deleted = false;
+      char cwd[kPathMax];
+      Guard c(p->fs->lock);
+      if (!p->fs->cwd) f.str(k.cfg.cwd);  // not yet resolved: the start folder
+      else if (guest_path_of(p->fs->cwd, cwd, sizeof cwd, &deleted) < 0) return -ENOENT;
+      else f.str(cwd).str(deleted ? " (deleted)" : "");
+      break;
+    }
     case Node::kRootLink: f.str("/"); break;
     case Node::kFdLink: {
       File* file = p->files ? p->files->get(l.fd) : nullptr;

@@ -129,6 +129,7 @@ const FsOps kTmpFsOps = {
     .setattr = fs_setattr,
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
+    .dcache_trusted = true,
     .walk_checks_search = true,
     .open_checks_access = true,
 };
