@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """hostfs attacked with ordinary system calls, checked from the host.
 
-    hostfs_attack.py --flatux FLATUX --prog PROG --work DIR [--boot] race mount|chmod SECONDS
+    hostfs_attack.py --flatux FLATUX --prog PROG --work DIR [--boot|--native] race mount|chmod|dotdot SECONDS
     hostfs_attack.py --flatux FLATUX --prog PROG --work DIR [--boot] plant [--host-owners]
 
 --boot: the program is init of a booted ext4 image whose kernel has
@@ -11,7 +11,9 @@ race: race.c runs as root of a writable guest root (the jail) with a
 folder next to it (outside) holding a secret and a file that must not
 change. The host's own confinement is off (--no-sandbox), so only hostfs
 stands between the guest and that folder. Afterwards nothing outside may
-have changed and the guest must have seen nothing of it.
+have changed and the guest must have seen nothing of it. --native runs the
+same program chrooted into the jail on the host kernel, which proves the
+program's own checks right.
 
 plant: plant.c makes set-id programs, device nodes and another user's
 files as guest root; from the host, every file of the jail must be the
@@ -38,6 +40,8 @@ def snapshot(path):
 
 def guest(a, work, jail, flatux_args, prog_args):
     """flatux's argv running the program in the jail, as `flatux run` or booted."""
+    if a.native:
+        return ["chroot", jail, "/prog"] + prog_args
     if not a.boot:
         return [a.flatux, "run"] + flatux_args + ["--root", jail, "--", "/prog"] + prog_args
     image_root = os.path.join(work, "image-root")
@@ -138,6 +142,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--host-owners", action="store_true")
     ap.add_argument("--boot", action="store_true", help="init of a booted image with hostfs=JAIL")
+    ap.add_argument("--native", action="store_true", help="chrooted into the jail on the host kernel")
     ap.add_argument("what", choices=["race", "plant"])
     ap.add_argument("args", nargs="*")
     a = ap.parse_args()

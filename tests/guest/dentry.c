@@ -1,0 +1,473 @@
+// Names follow the objects they name: a cwd and open directories survive
+// renames of themselves and of their ancestors, `..` is the parent the
+// directory has now, a removed cwd is seen as removed, a walk racing a
+// rename sees the old or the new name and nothing else, bind mounts follow
+// their source, and openat2's RESOLVE_* flags confine a walk.
+//
+// Usage: dentry CASE [--tmpfs] DIR
+//   CASE  cwd_rename | fd_rename | rmdir_cwd | rename_race | dotdot_moved |
+//         bind_rename | openat2 | proc_links
+//   DIR   a scratch folder (the host folder, or an ext4 mount point);
+//         --tmpfs mounts a tmpfs on it first. bind_rename, openat2 and
+//         --tmpfs mount, so they need root (exit 77 without it).
+#define _GNU_SOURCE
+#define GUEST_MOUNT_SCRATCH
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "guest_check.h"
+
+static char dir[PATH_MAX];
+
+// DIR/rel, in a rotating set of buffers so that several fit in one call.
+static const char* at(const char* fmt, ...) {
+  static char bufs[8][PATH_MAX];
+  static int next;
+  char* out = bufs[next++ % 8];
+  char rel[PATH_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rel, sizeof rel, fmt, ap);
+  va_end(ap);
+  if (snprintf(out, PATH_MAX, "%s/%s", dir, rel) >= PATH_MAX) out[0] = 0;
+  return out;
+}
+
+static int exists(const char* path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+static ino_t ino_of(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+static int make_file(int dirfd, const char* name) {
+  int fd = openat(dirfd, name, O_CREAT | O_WRONLY | O_EXCL, 0644);
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
+}
+
+// getcwd(2) itself: a libc may work around what the kernel says.
+static long raw_getcwd(char* buf, size_t size) { return syscall(SYS_getcwd, buf, size); }
+
+static void check_cwd(const char* want) {
+  char buf[PATH_MAX] = "";
+  long n = raw_getcwd(buf, sizeof buf);
+  CHECK(n > 0 && strcmp(buf, want) == 0, "getcwd: got %ld '%s' (%s), want '%s'", n, buf,
+        n < 0 ? strerror(errno) : "", want);
+}
+
+static void check_link(const char* link, const char* want) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink(link, buf, sizeof buf - 1);
+  buf[n > 0 ? n : 0] = 0;
+  CHECK(n > 0 && strcmp(buf, want) == 0, "readlink %s: got '%s' (%s), want '%s'", link, buf,
+        n < 0 ? strerror(errno) : "", want);
+}
+
+// The cwd renamed, then an ancestor of it: getcwd follows, and relative
+// creates land in the directory under its new name, not in a new
+// directory that took the old one.
+static void cwd_rename(void) {
+  REQUIRE(mkdir(at("p"), 0755) == 0 && mkdir(at("p/a"), 0755) == 0);
+  REQUIRE(chdir(at("p/a")) == 0);
+  REQUIRE(rename(at("p/a"), at("p/b")) == 0);
+  check_cwd(at("p/b"));
+  CHECK_OK(make_file(AT_FDCWD, "g"));
+  CHECK(exists(at("p/b/g")), "a relative create after the rename is not in p/b");
+  REQUIRE(rename(at("p"), at("q")) == 0);
+  check_cwd(at("q/b"));
+  CHECK_OK(make_file(AT_FDCWD, "h"));
+  CHECK(exists(at("q/b/h")), "a relative create after the ancestor's rename is not in q/b");
+  // The old names taken by new directories: nothing goes there.
+  REQUIRE(mkdir(at("p"), 0755) == 0 && mkdir(at("p/a"), 0755) == 0 && mkdir(at("q/a"), 0755) == 0);
+  CHECK_OK(make_file(AT_FDCWD, "i"));
+  CHECK_OK(mkdirat(AT_FDCWD, "sub", 0755));
+  CHECK(exists(at("q/b/i")) && exists(at("q/b/sub")), "creates after the old names were reused");
+  CHECK(!exists(at("p/a/i")) && !exists(at("q/a/i")) && !exists(at("p/a/sub")),
+        "a create went to a new directory with the old name");
+  check_cwd(at("q/b"));
+  struct stat dot, there;
+  CHECK(stat(".", &dot) == 0 && stat(at("q/b"), &there) == 0 && dot.st_ino == there.st_ino,
+        "'.' is not q/b");
+  REQUIRE(chdir("/") == 0);
+}
+
+// An open directory renamed, then an ancestor of it: the *at calls on it
+// create in the directory under its new name; fchdir to it gives the new
+// name.
+static void fd_rename(void) {
+  REQUIRE(mkdir(at("p"), 0755) == 0 && mkdir(at("p/a"), 0755) == 0);
+  int dfd = open(at("p/a"), O_RDONLY | O_DIRECTORY);
+  REQUIRE(dfd >= 0);
+  int pfd = open(at("p/a"), O_PATH | O_DIRECTORY);
+  REQUIRE(pfd >= 0);
+  REQUIRE(rename(at("p/a"), at("p/b")) == 0);
+  CHECK_OK(make_file(dfd, "g"));
+  CHECK_OK(mkdirat(dfd, "k", 0755));
+  CHECK_OK(make_file(pfd, "g2"));
+  CHECK(exists(at("p/b/g")) && exists(at("p/b/k")) && exists(at("p/b/g2")),
+        "*at creates after the rename are not in p/b");
+  REQUIRE(rename(at("p"), at("q")) == 0);
+  REQUIRE(mkdir(at("p"), 0755) == 0 && mkdir(at("p/a"), 0755) == 0 && mkdir(at("p/b"), 0755) == 0);
+  CHECK_OK(make_file(dfd, "l"));
+  CHECK_OK(symlinkat("g", dfd, "sl"));
+  CHECK_OK(renameat(dfd, "l", dfd, "l2"));
+  CHECK(exists(at("q/b/l2")) && exists(at("q/b/sl")), "*at calls after the ancestor's rename are not in q/b");
+  CHECK(!exists(at("p/a/l")) && !exists(at("p/b/l")) && !exists(at("p/b/l2")),
+        "an *at create went to a new directory with the old name");
+  struct stat st;
+  CHECK(fstatat(dfd, "g", &st, 0) == 0, "fstatat(dfd, g): %s", strerror(errno));
+  CHECK(fstatat(pfd, "k", &st, 0) == 0, "fstatat(pfd, k): %s", strerror(errno));
+  REQUIRE(fchdir(dfd) == 0);
+  check_cwd(at("q/b"));
+  REQUIRE(chdir("/") == 0);
+  close(dfd);
+  close(pfd);
+}
+
+// rmdir of the cwd: getcwd says ENOENT, /proc/self/cwd ends in
+// " (deleted)", nothing can be made in it, and a new directory of the same
+// name is another directory.
+static void rmdir_cwd(void) {
+  REQUIRE(mkdir(at("gone"), 0755) == 0);
+  REQUIRE(chdir(at("gone")) == 0);
+  struct stat before;
+  REQUIRE(stat(".", &before) == 0);
+  REQUIRE(rmdir(at("gone")) == 0);
+  char buf[PATH_MAX];
+  CHECK_ERR(raw_getcwd(buf, sizeof buf), ENOENT);
+  char want[PATH_MAX + 16];
+  snprintf(want, sizeof want, "%s (deleted)", at("gone"));
+  check_link("/proc/self/cwd", want);
+  CHECK_ERR(open("x", O_CREAT | O_WRONLY, 0644), ENOENT);
+  CHECK_ERR(mkdir("y", 0755), ENOENT);
+  struct stat dot;
+  CHECK(stat(".", &dot) == 0 && dot.st_ino == before.st_ino && dot.st_nlink == 0,
+        "stat('.') of the removed cwd: nlink %lu", (unsigned long)dot.st_nlink);
+  REQUIRE(mkdir(at("gone"), 0755) == 0);
+  CHECK_ERR(open("z", O_CREAT | O_WRONLY, 0644), ENOENT);
+  CHECK(!exists(at("gone/z")), "a create in the removed cwd landed in its namesake");
+  CHECK_ERR(raw_getcwd(buf, sizeof buf), ENOENT);
+  REQUIRE(chdir("/") == 0);
+}
+
+// A thread renames p/a to p/b and back while 8 threads walk through it by
+// both names: each walk reaches p/?/leaf/file (its inode) or fails ENOENT.
+// p/c/leaf/file, a decoy of the same shape, must never be reached.
+enum { WALKERS = 8, RENAMES = 3000 };
+static atomic_int race_done;
+static ino_t race_ino;
+static atomic_long race_hits, race_misses, race_wrong;
+
+static void* walker(void* arg) {
+  long id = (long)arg;
+  static const char* const tails[] = {"%s/leaf/file", "%s/leaf/../leaf/file", "%s/./leaf//file"};
+  const char* names[] = {"p/a", "p/b"};
+  for (long i = 0; !atomic_load(&race_done); i++) {
+    char rel[64], path[PATH_MAX];
+    snprintf(rel, sizeof rel, tails[(i + id) % 3], names[(i + id) & 1]);
+    if (snprintf(path, sizeof path, "%s/%s", dir, rel) >= (int)sizeof path) break;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+      if (errno == ENOENT) {
+        atomic_fetch_add(&race_misses, 1);
+      } else {
+        if (atomic_fetch_add(&race_wrong, 1) < 5) printf("  walk %s: %s\n", rel, strerror(errno));
+      }
+      continue;
+    }
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_ino == race_ino) {
+      atomic_fetch_add(&race_hits, 1);
+    } else if (atomic_fetch_add(&race_wrong, 1) < 5) {
+      printf("  walk %s reached inode %lu, not the file's %lu\n", rel, (unsigned long)st.st_ino,
+             (unsigned long)race_ino);
+    }
+    close(fd);
+  }
+  return NULL;
+}
+
+static void rename_race(void) {
+  REQUIRE(mkdir(at("p"), 0755) == 0 && mkdir(at("p/a"), 0755) == 0 && mkdir(at("p/a/leaf"), 0755) == 0);
+  REQUIRE(mkdir(at("p/c"), 0755) == 0 && mkdir(at("p/c/leaf"), 0755) == 0);
+  REQUIRE(make_file(AT_FDCWD, at("p/a/leaf/file")) == 0 && make_file(AT_FDCWD, at("p/c/leaf/file")) == 0);
+  race_ino = ino_of(at("p/a/leaf/file"));
+  pthread_t th[WALKERS];
+  for (long i = 0; i < WALKERS; i++) REQUIRE(pthread_create(&th[i], NULL, walker, (void*)i) == 0);
+  long renames = 0;
+  for (int i = 0; i < RENAMES; i++) {
+    CHECK_OK(rename(at("p/a"), at("p/b")));
+    CHECK_OK(rename(at("p/b"), at("p/a")));
+    renames += 2;
+  }
+  atomic_store(&race_done, 1);
+  for (int i = 0; i < WALKERS; i++) pthread_join(th[i], NULL);
+  printf("  %ld renames; walks: %ld reached the file, %ld ENOENT, %ld anything else\n", renames,
+         atomic_load(&race_hits), atomic_load(&race_misses), atomic_load(&race_wrong));
+  CHECK(atomic_load(&race_wrong) == 0, "walks racing a rename reached something else");
+  CHECK(atomic_load(&race_hits) > 0, "no walk got through");
+}
+
+// x/y/z with y moved under w: `..` chains from z (cwd and an open fd) go
+// through w, its parent now.
+static void dotdot_moved(void) {
+  REQUIRE(mkdir(at("x"), 0755) == 0 && mkdir(at("x/y"), 0755) == 0 && mkdir(at("x/y/z"), 0755) == 0);
+  REQUIRE(mkdir(at("w"), 0755) == 0);
+  int zfd = open(at("x/y/z"), O_RDONLY | O_DIRECTORY);
+  REQUIRE(zfd >= 0);
+  REQUIRE(chdir(at("x/y/z")) == 0);
+  REQUIRE(rename(at("x/y"), at("w/y")) == 0);
+  ino_t w = ino_of(at("w")), x = ino_of(at("x"));
+  CHECK(ino_of("../..") == w, "cwd ../.. is inode %lu, want w %lu (x is %lu)", (unsigned long)ino_of("../.."),
+        (unsigned long)w, (unsigned long)x);
+  struct stat st;
+  CHECK(fstatat(zfd, "../..", &st, 0) == 0 && st.st_ino == w, "fd ../.. is not w");
+  CHECK(fstatat(zfd, "../../..", &st, 0) == 0 && st.st_ino == ino_of(dir), "fd ../../.. is not DIR");
+  check_cwd(at("w/y/z"));
+  CHECK_OK(make_file(AT_FDCWD, "../../m"));
+  CHECK_OK(make_file(zfd, "../../n"));
+  CHECK(exists(at("w/m")) && exists(at("w/n")), "creates through ../.. are not in w");
+  CHECK(!exists(at("x/m")) && !exists(at("x/n")), "creates through ../.. went to x, the old grandparent");
+  // And back out through the new path, by `..` alone.
+  CHECK(chdir("../../..") == 0 && ino_of(".") == ino_of(dir), "cd ../../.. is not DIR");
+  REQUIRE(chdir("/") == 0);
+  close(zfd);
+}
+
+static int mounted_here(const char* point, char* root_out) {
+  FILE* f = fopen("/proc/self/mountinfo", "r");
+  if (!f) return 0;
+  char line[4096], root[PATH_MAX], mp[PATH_MAX];
+  int found = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%*d %*d %*u:%*u %4095s %4095s", root, mp) == 2 && strcmp(mp, point) == 0) {
+      strcpy(root_out, root);
+      found = 1;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+static int ends_with(const char* s, const char* tail) {
+  size_t n = strlen(s), t = strlen(tail);
+  return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
+// A bind mount of p/sub on mnt, then p renamed to q: the mount still
+// shows the directory (now q/sub), creates through it land there, and
+// mountinfo's root names it by its new path. A mount whose mount point's
+// parent is renamed moves with it.
+static void bind_rename(void) {
+  REQUIRE(mkdir(at("p"), 0755) == 0 && mkdir(at("p/sub"), 0755) == 0 && mkdir(at("mnt"), 0755) == 0);
+  REQUIRE(make_file(AT_FDCWD, at("p/sub/f")) == 0);
+  REQUIRE(mount(at("p/sub"), at("mnt"), NULL, MS_BIND, NULL) == 0, "bind: %s", strerror(errno));
+  REQUIRE(rename(at("p"), at("q")) == 0);
+  CHECK(exists(at("mnt/f")), "the bind mount lost its directory when its parent was renamed");
+  CHECK_OK(make_file(AT_FDCWD, at("mnt/g")));
+  CHECK(exists(at("q/sub/g")), "a create through the bind mount is not in q/sub");
+  REQUIRE(mkdir(at("p"), 0755) == 0 && mkdir(at("p/sub"), 0755) == 0);
+  CHECK_OK(make_file(AT_FDCWD, at("mnt/h")));
+  CHECK(exists(at("q/sub/h")) && !exists(at("p/sub/h")), "a create through the bind mount went to the new p/sub");
+  char root[PATH_MAX] = "";
+  CHECK(mounted_here(at("mnt"), root) && ends_with(root, "/q/sub"), "mountinfo root of the bind: '%s', want .../q/sub",
+        root);
+  CHECK_OK(umount(at("mnt")));
+  // The mount point's parent renamed: the mount goes along.
+  REQUIRE(mkdir(at("mp"), 0755) == 0 && mkdir(at("mp/mnt"), 0755) == 0);
+  REQUIRE(mount(at("q/sub"), at("mp/mnt"), NULL, MS_BIND, NULL) == 0);
+  REQUIRE(rename(at("mp"), at("mp2")) == 0);
+  CHECK(exists(at("mp2/mnt/f")), "the mount did not move with its mount point's parent");
+  CHECK(mounted_here(at("mp2/mnt"), root), "mountinfo does not show the mount at mp2/mnt");
+  CHECK(umount(at("mp2/mnt")) == 0, "umount mp2/mnt: %s", strerror(errno));
+}
+
+struct how {
+  uint64_t flags, mode, resolve;
+};
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#define R_NO_XDEV 0x01
+#define R_NO_MAGICLINKS 0x02
+#define R_NO_SYMLINKS 0x04
+#define R_BENEATH 0x08
+#define R_IN_ROOT 0x10
+
+static long openat2_(int dfd, const char* path, uint64_t flags, uint64_t resolve) {
+  struct how h = {flags, 0, resolve};
+  return syscall(SYS_openat2, dfd, path, &h, sizeof h);
+}
+
+// openat2 on r (the root of the walk): r/dir/file, links out of it and
+// in it, and a bind mount at r/mnt.
+static void openat2_case(void) {
+  REQUIRE(mkdir(at("r"), 0755) == 0 && mkdir(at("r/dir"), 0755) == 0 && mkdir(at("r/mnt"), 0755) == 0);
+  REQUIRE(make_file(AT_FDCWD, at("r/dir/file")) == 0 && make_file(AT_FDCWD, at("outside")) == 0);
+  REQUIRE(symlink("/dir", at("r/abs")) == 0 && symlink("../outside", at("r/up")) == 0);
+  REQUIRE(symlink("dir/file", at("r/in")) == 0);
+  REQUIRE(mount(at("r/dir"), at("r/mnt"), NULL, MS_BIND, NULL) == 0, "bind: %s", strerror(errno));
+  int r = open(at("r"), O_PATH | O_DIRECTORY);
+  REQUIRE(r >= 0);
+  ino_t file = ino_of(at("r/dir/file")), rdir = ino_of(at("r/dir"));
+  struct stat st;
+#define OPENS(expr, want_ino)                                                               \
+  do {                                                                                      \
+    long fd_ = (expr);                                                                      \
+    CHECK(fd_ >= 0 && fstat(fd_, &st) == 0 && st.st_ino == (want_ino), "%s: %ld %s", #expr, \
+          fd_, fd_ < 0 ? strerror(errno) : "(another file)");                               \
+    if (fd_ >= 0) close(fd_);                                                               \
+  } while (0)
+  // The arguments are checked first.
+  struct how h = {O_RDONLY, 0, 0};
+  CHECK_ERR(syscall(SYS_openat2, r, "dir", &h, 8), EINVAL);
+  h.resolve = 0x1000;
+  CHECK_ERR(syscall(SYS_openat2, r, "dir", &h, sizeof h), EINVAL);
+  h.resolve = R_BENEATH | R_IN_ROOT;
+  CHECK_ERR(syscall(SYS_openat2, r, "dir", &h, sizeof h), EINVAL);
+  h.resolve = 0;
+  h.mode = 0644;
+  CHECK_ERR(syscall(SYS_openat2, r, "dir", &h, sizeof h), EINVAL);
+  h.mode = 0;
+  h.flags = 1ull << 40;
+  CHECK_ERR(syscall(SYS_openat2, r, "dir", &h, sizeof h), EINVAL);
+  char big[64] = {0};
+  memcpy(big, &(struct how){O_RDONLY, 0, 0}, sizeof(struct how));
+  big[40] = 1;
+  CHECK_ERR(syscall(SYS_openat2, r, "dir", big, sizeof big), E2BIG);
+  big[40] = 0;
+  long fd = syscall(SYS_openat2, r, "dir/file", big, sizeof big);
+  CHECK(fd >= 0, "openat2 with a larger zero-padded how: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+  OPENS(openat2_(r, "dir/file", O_RDONLY, 0), file);
+
+  // RESOLVE_BENEATH: no `..` above r, no absolute path or link.
+  OPENS(openat2_(r, "dir/../dir/file", O_RDONLY, R_BENEATH), file);
+  OPENS(openat2_(r, "in", O_RDONLY, R_BENEATH), file);
+  CHECK_ERR(openat2_(r, "../outside", O_RDONLY, R_BENEATH), EXDEV);
+  CHECK_ERR(openat2_(r, "dir/../../outside", O_RDONLY, R_BENEATH), EXDEV);
+  CHECK_ERR(openat2_(r, "/etc", O_RDONLY, R_BENEATH), EXDEV);
+  CHECK_ERR(openat2_(r, "abs", O_RDONLY, R_BENEATH), EXDEV);
+  CHECK_ERR(openat2_(r, "up", O_RDONLY, R_BENEATH), EXDEV);
+  CHECK_ERR(openat2_(AT_FDCWD, at("r/dir/file"), O_RDONLY, R_BENEATH), EXDEV);
+
+  // RESOLVE_IN_ROOT: r is `/`: `..` stops there, absolute paths and links
+  // start there.
+  OPENS(openat2_(r, "../../dir/file", O_RDONLY, R_IN_ROOT), file);
+  OPENS(openat2_(r, "/dir/file", O_RDONLY, R_IN_ROOT), file);
+  OPENS(openat2_(r, "abs", O_RDONLY | O_DIRECTORY, R_IN_ROOT), rdir);
+  CHECK_ERR(openat2_(r, "up", O_RDONLY, R_IN_ROOT), ENOENT);
+  CHECK_ERR(openat2_(r, "/outside", O_RDONLY, R_IN_ROOT), ENOENT);
+
+  // RESOLVE_NO_SYMLINKS: any link on the way is ELOOP, the last one too
+  // unless it is opened itself (O_PATH|O_NOFOLLOW).
+  CHECK_ERR(openat2_(r, "in", O_RDONLY, R_NO_SYMLINKS), ELOOP);
+  CHECK_ERR(openat2_(r, "abs/file", O_RDONLY, R_NO_SYMLINKS), ELOOP);
+  OPENS(openat2_(r, "dir/file", O_RDONLY, R_NO_SYMLINKS), file);
+  fd = openat2_(r, "in", O_PATH | O_NOFOLLOW, R_NO_SYMLINKS);
+  CHECK(fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode), "O_PATH|O_NOFOLLOW of a link: %s",
+        strerror(errno));
+  if (fd >= 0) close(fd);
+  CHECK_ERR(openat2_(r, "in", O_RDONLY | O_NOFOLLOW, R_NO_SYMLINKS), ELOOP);
+
+  // RESOLVE_NO_MAGICLINKS: /proc/self/fd/N is refused.
+  char magic[64];
+  snprintf(magic, sizeof magic, "/proc/self/fd/%d", r);
+  CHECK_ERR(openat2_(AT_FDCWD, magic, O_PATH, R_NO_MAGICLINKS), ELOOP);
+  OPENS(openat2_(AT_FDCWD, magic, O_PATH, 0), ino_of(at("r")));
+
+  // RESOLVE_NO_XDEV: no mount crossed, down into one or up out of it.
+  CHECK_ERR(openat2_(r, "mnt/file", O_RDONLY, R_NO_XDEV), EXDEV);
+  OPENS(openat2_(r, "dir/file", O_RDONLY, R_NO_XDEV), file);
+  int m = open(at("r/mnt"), O_PATH | O_DIRECTORY);
+  REQUIRE(m >= 0);
+  OPENS(openat2_(m, "file", O_RDONLY, R_NO_XDEV), file);
+  CHECK_ERR(openat2_(m, "../dir", O_RDONLY, R_NO_XDEV), EXDEV);
+  CHECK_ERR(openat2_(AT_FDCWD, at("r/mnt/file"), O_RDONLY, R_NO_XDEV), EXDEV);
+  close(m);
+  close(r);
+  CHECK_OK(umount(at("r/mnt")));
+}
+
+// /proc/self/cwd and /proc/self/fd/N name what they point at now.
+static void proc_links(void) {
+  REQUIRE(mkdir(at("p"), 0755) == 0 && mkdir(at("p/a"), 0755) == 0);
+  REQUIRE(make_file(AT_FDCWD, at("p/a/f")) == 0);
+  int dfd = open(at("p/a"), O_RDONLY | O_DIRECTORY);
+  int ffd = open(at("p/a/f"), O_RDONLY);
+  REQUIRE(dfd >= 0 && ffd >= 0);
+  REQUIRE(chdir(at("p/a")) == 0);
+  char dlink[64], flink[64];
+  snprintf(dlink, sizeof dlink, "/proc/self/fd/%d", dfd);
+  snprintf(flink, sizeof flink, "/proc/self/fd/%d", ffd);
+  check_link("/proc/self/cwd", at("p/a"));
+  REQUIRE(rename(at("p/a"), at("p/b")) == 0);
+  check_link("/proc/self/cwd", at("p/b"));
+  check_link(dlink, at("p/b"));
+  check_link(flink, at("p/b/f"));
+  REQUIRE(rename(at("p"), at("q")) == 0);
+  check_link("/proc/self/cwd", at("q/b"));
+  check_link(dlink, at("q/b"));
+  check_link(flink, at("q/b/f"));
+  REQUIRE(rename(at("q/b/f"), at("q/g")) == 0);
+  check_link(flink, at("q/g"));
+  REQUIRE(unlink(at("q/g")) == 0);
+  char want[PATH_MAX + 16];
+  snprintf(want, sizeof want, "%s (deleted)", at("q/g"));
+  check_link(flink, want);
+  // Through the links: opening /proc/self/fd/N of the renamed directory
+  // reaches it.
+  char path[128];
+  snprintf(path, sizeof path, "%s/new", dlink);
+  CHECK_OK(make_file(AT_FDCWD, path));
+  CHECK(exists(at("q/b/new")), "a create through /proc/self/fd/N is not in q/b");
+  REQUIRE(chdir("/") == 0);
+  close(dfd);
+  close(ffd);
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  guest_name = "dentry";
+  int tmpfs = argc == 4 && strcmp(argv[2], "--tmpfs") == 0;
+  REQUIRE(argc == 3 || tmpfs, "usage: dentry CASE [--tmpfs] DIR");
+  const char* what = argv[1];
+  int mounts = tmpfs || !strcmp(what, "bind_rename") || !strcmp(what, "openat2");
+  if (mounts && geteuid() != 0) {
+    printf("SKIP: %s mounts, which needs root\n", what);
+    return 77;
+  }
+  if (tmpfs) {
+    guest_mount_scratch(argv[3], dir, "size=4m");
+  } else {
+    REQUIRE(realpath(argv[2], dir) != NULL);
+    // Natively, mounts go in a namespace of their own.
+    if (mounts && unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+  }
+  // Every case works in a fresh folder of its own.
+  snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%s", what);
+  REQUIRE(mkdir(dir, 0755) == 0, "mkdir %s: %s", dir, strerror(errno));
+  printf("dentry %s in %s\n", what, dir);
+  if (!strcmp(what, "cwd_rename")) cwd_rename();
+  else if (!strcmp(what, "fd_rename")) fd_rename();
+  else if (!strcmp(what, "rmdir_cwd")) rmdir_cwd();
+  else if (!strcmp(what, "rename_race")) rename_race();
+  else if (!strcmp(what, "dotdot_moved")) dotdot_moved();
+  else if (!strcmp(what, "bind_rename")) bind_rename();
+  else if (!strcmp(what, "openat2")) openat2_case();
+  else if (!strcmp(what, "proc_links")) proc_links();
+  else REQUIRE(0, "unknown case %s", what);
+  return guest_finish();
+}
