@@ -122,9 +122,11 @@ long Vfs::absolute(Task& t, int dirfd, const char* path, char* out, size_t n) {
   } else {
     File* f = t.proc->files->get(dirfd);
     if (!f) return -EBADF;
-    long r = file_guest_path(t, *f, base, sizeof base);
+    bool deleted = false;
+    long r = file_guest_path(t, *f, base, sizeof base, &deleted);
     f->put();
     if (r < 0) return r;
+    if (deleted) return -ENOENT;
     if (base[0] != '/') return -ENOTDIR;  // a pipe or socket
   }
   // ".." stays in the path: the walk resolves it where the folder really is.
@@ -135,7 +137,8 @@ long Vfs::absolute(Task& t, int dirfd, const char* path, char* out, size_t n) {
   return normalize_path(j.c_str(), out, n, false);
 }
 
-long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n) {
+long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n, bool* deleted) {
+  if (deleted) *deleted = false;
   if (!f.mount && f.host_fd >= 0) {
     // Not opened by path (stdio, pipes, sockets): what the host calls it,
     // e.g. "pipe:[1234]" or the terminal's name.
@@ -148,11 +151,7 @@ long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n) {
     return 0;
   }
   if (!f.mount || !f.path) return -ENOTDIR;
-  if (f.dentry) {
-    bool deleted = false;
-    long r = guest_path_of(Path{f.mount, f.dentry}, out, n, &deleted);
-    return r < 0 ? r : deleted ? -ENOENT : 0;
-  }
+  if (f.dentry) return guest_path_of(Path{f.mount, f.dentry}, out, n, deleted);
   Mount& m = *f.mount;
   char inner[kPathMax];
   const char* ip = f.path;

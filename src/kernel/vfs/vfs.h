@@ -225,8 +225,9 @@ class Vfs {
   // joined with a relative path; "." collapsed, ".." left for the walk.
   long absolute(Task& t, int dirfd, const char* path, char* out, size_t n);
 
-  // Guest path of an open file (for *at calls, fchdir and /proc fd links).
-  long file_guest_path(Task& t, File& f, char* out, size_t n);
+  // Guest path of an open file (for *at calls, fchdir and /proc fd links),
+  // and, where it can tell, whether the file's name was removed since.
+  long file_guest_path(Task& t, File& f, char* out, size_t n, bool* deleted = nullptr);
 
   Heap* heap() const { return heap_; }
 

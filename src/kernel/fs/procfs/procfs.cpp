@@ -168,9 +168,16 @@ long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
     case Node::kFdLink: {
       File* file = p->files ? p->files->get(l.fd) : nullptr;
       if (!file) return -ENOENT;
-      long r = vfs_of(t).file_guest_path(t, *file, out, n);
+      bool deleted = false;
+      long r = vfs_of(t).file_guest_path(t, *file, out, n, &deleted);
       file->put();
-      return r < 0 ? r : (long)strlen(out);
+      if (r < 0) return r;
+      // Linux's d_path: a removed name shows " (deleted)" after it.
+      if (deleted) {
+        size_t len = strlen(out);
+        if (!copy_cstr(out + len, n - len, " (deleted)")) return -ENAMETOOLONG;
+      }
+      return (long)strlen(out);
     }
     default: return -EINVAL;
   }
