@@ -16,36 +16,63 @@ namespace flatux {
 // write and search permission.
 long vfs_may_create(Task& t, Lookup& lk);
 
+// openat2's RESOLVE_* limits on one walk (RESOLVE_BENEATH and
+// RESOLVE_IN_ROOT confine it to `root`, the guest path of the dirfd).
+struct WalkScope {
+  static constexpr unsigned kNoXdev = 0x01, kNoMagicLinks = 0x02, kNoSymlinks = 0x04, kBeneath = 0x08,
+                            kInRoot = 0x10;
+  unsigned resolve = 0;
+  char root[kPathMax];
+  const Mount* mount = nullptr;  // where it starts (RESOLVE_NO_XDEV)
+
+  bool scoped() const { return resolve & (kBeneath | kInRoot); }
+  bool no_magic() const { return resolve & (kNoMagicLinks | kNoSymlinks); }
+};
+
+// Fills a scope for a walk from dirfd (its guest path and mount).
+long walk_scope_at(Task& t, int dirfd, unsigned resolve, WalkScope* out);
+
 // Where the walk goes on after lk's redirect: the guest path of the target.
-long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n);
+long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n,
+                     const WalkScope* scope = nullptr);
 
 // Resolves the first ".." in `cur` where its folder really is (after that
 // folder's symlinks). 1 when cur changed, 0 when it holds no "..", or an
 // error; symlinks followed count in *hops.
-long step_dotdot(Task& t, char* cur, size_t n, int* hops);
+long step_dotdot(Task& t, char* cur, size_t n, int* hops, const WalkScope* scope = nullptr);
+
+// The absolute guest path a scoped walk starts from.
+long scoped_absolute(Task& t, const WalkScope& scope, const char* path, char* out, size_t n);
 
 // Runs op(Lookup&) on the filesystem holding (dirfd, path). `path` is a
 // kernel string, non-empty.
 template <typename Op>
-long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op) {
+long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op, const WalkScope* scope = nullptr) {
   Vfs& vfs = *t.kernel->vfs;
   char cur[kPathMax];
-  long r = vfs.absolute(t, dirfd, path, cur, sizeof cur);
+  long r = scope ? scoped_absolute(t, *scope, path, cur, sizeof cur) : vfs.absolute(t, dirfd, path, cur, sizeof cur);
   if (r < 0) return r;
+  bool no_links = scope && (scope->resolve & WalkScope::kNoSymlinks);
   for (int hops = 0;;) {
-    r = step_dotdot(t, cur, sizeof cur, &hops);
+    r = step_dotdot(t, cur, sizeof cur, &hops, scope);
     if (r < 0) return r;
+    if (no_links && hops) return -ELOOP;
     if (r > 0) continue;
     char inner[kPathMax];
     Mount* m = vfs.find(cur, inner, sizeof inner);
     if (!m) return -ENAMETOOLONG;
+    if (scope && (scope->resolve & WalkScope::kNoXdev) && m != scope->mount) {
+      m->put();
+      return -EXDEV;
+    }
     Lookup lk(inner, follow, m);
     // Search permission on the way, where the filesystem leaves it to us.
     r = creds_of(t).fsuid != 0 && !m->fs->ops->walk_checks_search ? may_walk(t, lk) : 0;
     if (r == 0) r = op(lk);
     // A redirect not ours belongs to an enclosing walk (two-path calls).
     bool again = r == kRedirect && lk.redirected;
-    if (again) r = ++hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, cur, sizeof cur);
+    if (again)
+      r = no_links || ++hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, cur, sizeof cur, scope);
     m->put();
     if (!again || r < 0) return r;
   }

@@ -23,8 +23,37 @@ namespace flatux {
 
 Vfs& vfs_of(Task& t) { return *t.kernel->vfs; }
 
-long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n) {
-  if (lk.redirect_absolute) return rooted_path(t.proc->fs->root, lk.redirect, out, n);
+long walk_scope_at(Task& t, int dirfd, unsigned resolve, WalkScope* out) {
+  out->resolve = resolve;
+  long r = vfs_of(t).absolute(t, dirfd, ".", out->root, sizeof out->root);
+  if (r < 0) return r;
+  char inner[kPathMax];
+  Mount* m = vfs_of(t).find(out->root, inner, sizeof inner);
+  if (!m) return -ENAMETOOLONG;
+  out->mount = m;  // compared only: the dirfd or cwd holds it meanwhile
+  m->put();
+  return 0;
+}
+
+long scoped_absolute(Task& t, const WalkScope& scope, const char* path, char* out, size_t n) {
+  if (path[0] == '/') {
+    if (scope.resolve & WalkScope::kBeneath) return -EXDEV;
+    if (scope.resolve & WalkScope::kInRoot) return rooted_path(scope.root, path, out, n);
+    return rooted_path(t.proc->fs->root, path, out, n);
+  }
+  char full[kPathMax];
+  KFmt j(full, sizeof full);
+  j.str(scope.root).str("/").str(path);
+  if (j.truncated()) return -ENAMETOOLONG;
+  return normalize_path(j.c_str(), out, n, false);
+}
+
+long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n, const WalkScope* scope) {
+  if (lk.redirect_absolute) {
+    if (scope && (scope->resolve & WalkScope::kBeneath)) return -EXDEV;
+    if (scope && (scope->resolve & WalkScope::kInRoot)) return rooted_path(scope->root, lk.redirect, out, n);
+    return rooted_path(t.proc->fs->root, lk.redirect, out, n);
+  }
   // Inner path -> guest path: drop what the mount hides, put its mount
   // point in front; ".." in the target then climbs across mounts lexically.
   std::string_view rel(lk.redirect);
@@ -53,7 +82,7 @@ long find_dotdot(const char* path) {
 
 }  // namespace
 
-long step_dotdot(Task& t, char* cur, size_t n, int* hops) {
+long step_dotdot(Task& t, char* cur, size_t n, int* hops, const WalkScope* scope) {
   long at = find_dotdot(cur);
   if (at < 0) return 0;
   char prefix[kPathMax];
@@ -61,7 +90,9 @@ long step_dotdot(Task& t, char* cur, size_t n, int* hops) {
   memcpy(prefix, cur, plen);
   prefix[plen] = 0;
   const char* rest = cur + at + 2;  // "" or "/..."
-  const char* root = t.proc->fs->root;
+  const char* root = scope && (scope->resolve & WalkScope::kInRoot) ? scope->root : t.proc->fs->root;
+  // RESOLVE_BENEATH: ".." above the walk's start is refused, not clamped.
+  if (scope && (scope->resolve & WalkScope::kBeneath) && strcmp(prefix, scope->root) == 0) return -EXDEV;
   char next[kPathMax];
   KFmt out(next, sizeof next);
   if (strcmp(prefix, "/") == 0 || strcmp(prefix, root) == 0) {
@@ -73,12 +104,16 @@ long step_dotdot(Task& t, char* cur, size_t n, int* hops) {
     char inner[kPathMax];
     Mount* m = vfs.find(prefix, inner, sizeof inner);
     if (!m) return -ENAMETOOLONG;
+    if (scope && (scope->resolve & WalkScope::kNoXdev) && m != scope->mount) {
+      m->put();
+      return -EXDEV;
+    }
     Lookup lk(inner, true, m);
     struct stat st;
     long r = m->fs->ops->stat(t, *m->fs, lk, &st);
     if (r == kRedirect && lk.redirected) {
       char target[kPathMax];
-      r = ++*hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, target, sizeof target);
+      r = ++*hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, target, sizeof target, scope);
       if (r >= 0) out.str(target).str("/..").str(rest);
     } else if (r == 0 && !S_ISDIR(st.st_mode)) {
       r = -ENOTDIR;
@@ -186,7 +221,7 @@ void attach_dentry(Task& t, File& f, int flags) {
 
 }  // namespace
 
-long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out) {
+long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out, const WalkScope* scope) {
   if (trailing_slash(path)) {
     if (flags & O_CREAT) return -EISDIR;
     flags |= O_DIRECTORY;
@@ -197,6 +232,16 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
   bool root = t.proc->creds.fsuid == 0 && t.proc->creds.fsgid == 0;
   return vfs_walk(t, dirfd, path, !(flags & O_NOFOLLOW), [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
+    if (scope && lk.follow && (scope->no_magic() || scope->scoped()) && fs.ops->magic_file) {
+      // A magic link (/proc/PID/fd/N) jumps to a file, not a path: refused
+      // where links or the walk's confinement are limited, as Linux's
+      // nd_jump_link.
+      File* f = nullptr;
+      if (fs.ops->magic_file(t, fs, lk, &f) == 0) {
+        f->put();
+        return scope->no_magic() ? -ELOOP : -EXDEV;
+      }
+    }
     if ((flags & kWrites) && !(flags & O_PATH) && lk.mount->readonly()) {
       long r = open_on_readonly(t, lk, flags);
       if (r <= 0) return r;
@@ -216,7 +261,7 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
       *out = nullptr;
     }
     return r;
-  });
+  }, scope);
 }
 
 long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out) {

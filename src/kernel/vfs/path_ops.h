@@ -6,7 +6,10 @@
 namespace flatux {
 
 Vfs& vfs_of(Task& t);
-long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out);
+struct WalkScope;
+// With a scope: openat2's RESOLVE_* limits on the walk (namei.h).
+long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out,
+              const WalkScope* scope = nullptr);
 long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out);
 long vfs_readlink(Task& t, int dirfd, const char* path, char* buf, size_t n);
 long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out);

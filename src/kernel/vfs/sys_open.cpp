@@ -14,6 +14,7 @@
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/fown.h"
 #include "kernel/vfs/lease.h"
+#include "kernel/vfs/namei.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/perm.h"
@@ -21,14 +22,23 @@
 namespace flatux {
 namespace {
 
-long do_open(Task& t, int dirfd, uint64_t guest_path, uint64_t flags, uint64_t mode) {
+long do_open(Task& t, int dirfd, uint64_t guest_path, uint64_t flags, uint64_t mode,
+             unsigned resolve = 0) {
   char path[kPathMax];
   long r = strncpy_from_user(path, (const char*)guest_path, sizeof path);
   if (r < 0) return r;
   if (r == 0) return -ENOENT;
   if (flags & (O_CREAT | __O_TMPFILE)) mode &= ~(uint64_t)t.proc->fs->umask;
   File* f = nullptr;
-  r = vfs_open(t, dirfd, path, (int)flags, (int)mode, &f);
+  if (resolve) {
+    WalkScope* scope = t.kernel->heap->make<WalkScope>();  // a path buffer: off the kernel stack
+    if (!scope) return -ENOMEM;
+    r = walk_scope_at(t, dirfd, resolve, scope);
+    if (r == 0) r = vfs_open(t, dirfd, path, (int)flags, (int)mode, &f, scope);
+    t.kernel->heap->destroy_obj(scope);
+  } else {
+    r = vfs_open(t, dirfd, path, (int)flags, (int)mode, &f);
+  }
   if (r < 0) return r;
   long fd = t.proc->files->install(f, flags & O_CLOEXEC);
   f->put();
@@ -64,6 +74,40 @@ long pipe_size(Task& t, File& f, int cmd, uint32_t arg) {
 
 long sys_open(Task& t, SyscallArgs a) { return do_open(t, AT_FDCWD, a[0], a[1], a[2]); }
 long sys_openat(Task& t, SyscallArgs a) { return do_open(t, (int)a[0], a[1], a[2], a[3]); }
+// openat2(dirfd, path, how, size): open_how is checked as Linux's
+// build_open_flags does (unknown flags or resolve bits, a mode without
+// O_CREAT or O_TMPFILE: EINVAL); a larger struct must end in zeros (E2BIG).
+long sys_openat2(Task& t, SyscallArgs a) {
+  struct OpenHow {
+    uint64_t flags, mode, resolve;
+  } how;
+  size_t size = a[3];
+  if (size < sizeof how) return -EINVAL;
+  if (size > 4096) return -E2BIG;
+  if (copy_from_user(&how, (const void*)a[2], sizeof how) < 0) return -EFAULT;
+  for (size_t off = sizeof how; off < size; off++) {
+    char c;
+    if (copy_from_user(&c, (const char*)a[2] + off, 1) < 0) return -EFAULT;
+    if (c) return -E2BIG;
+  }
+  constexpr uint64_t kValidFlags = O_RDONLY | O_WRONLY | O_RDWR | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC |
+                                   O_APPEND | O_NONBLOCK | O_DSYNC | FASYNC | O_DIRECT | O_LARGEFILE |
+                                   O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_PATH | __O_TMPFILE |
+                                   O_SYNC;
+  constexpr uint64_t kValidResolve = 0x1f;
+  if (how.flags & ~kValidFlags) return -EINVAL;
+  if (how.resolve & ~kValidResolve) return -EINVAL;
+  if ((how.resolve & WalkScope::kBeneath) && (how.resolve & WalkScope::kInRoot)) return -EINVAL;
+  if (how.flags & (O_CREAT | __O_TMPFILE)) {
+    if (how.mode & ~(uint64_t)07777) return -EINVAL;
+  } else if (how.mode) {
+    return -EINVAL;
+  }
+  if ((how.flags & O_PATH) && (how.flags & ~(uint64_t)(O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)))
+    return -EINVAL;
+  return do_open(t, (int)a[0], a[1], how.flags, how.mode, (unsigned)how.resolve);
+}
+
 long sys_creat(Task& t, SyscallArgs a) {
   return do_open(t, AT_FDCWD, a[0], O_CREAT | O_WRONLY | O_TRUNC, a[1]);
 }
