@@ -467,6 +467,42 @@ Mount* Vfs::find(const char* norm, char* inner, size_t n) {
   return best;
 }
 
+void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string_view to, bool exchange) {
+  Guard g(lock_);
+  // The mounts below the renamed folder, wherever a mount of fs shows it,
+  // go along (worked out from the roots as they were, each mount once).
+  bool moved[kMaxMounts] = {};
+  char old_at[kPathMax], new_at[kPathMax], path[kPathMax];
+  for (int i = 0; i < nmounts_; i++) {
+    Mount* x = mounts_[i];
+    if (!place(*x, fs, from, old_at, sizeof old_at) || !place(*x, fs, to, new_at, sizeof new_at)) continue;
+    for (int j = 0; j < nmounts_; j++) {
+      Mount* y = mounts_[j];
+      if (moved[j] || !descends_locked(y, x)) continue;
+      std::string_view p = path_of(*y);
+      bool ok = false;
+      if (under(p, old_at)) ok = join(path, sizeof path, new_at, below(p, old_at));
+      else if (exchange && under(p, new_at)) ok = join(path, sizeof path, old_at, below(p, new_at));
+      if (!ok) continue;
+      y->len = strlen(path);
+      memcpy(y->path, path, y->len + 1);
+      moved[j] = true;
+    }
+  }
+  // Bind mounts of the renamed folder or one below it show it still.
+  for (int i = 0; i < nmounts_; i++) {
+    Mount* x = mounts_[i];
+    if (x->fs != fs) continue;
+    std::string_view r = root_of(*x);
+    bool ok = false;
+    if (under(r, from)) ok = join(path, sizeof path, to, below(r, from));
+    else if (exchange && under(r, to)) ok = join(path, sizeof path, from, below(r, to));
+    if (!ok) continue;
+    x->root_len = strlen(path);
+    memcpy(x->root, path, x->root_len + 1);
+  }
+}
+
 Mount* Vfs::find_exact(const char* norm) {
   Guard g(lock_);
   Mount* m = visible_locked(norm);

@@ -274,7 +274,10 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
       // name or the new one.
       Guard g(fs.names_lock);
       r = fs.ops->rename(t, fs, a, b, flags);
-      if (r == 0) dcache_name_moved(t, a, b, flags & RENAME_EXCHANGE);
+      if (r == 0) {
+        dcache_name_moved(t, a, b, flags & RENAME_EXCHANGE);
+        t.kernel->vfs->follow_rename(&fs, a.path, b.path, flags & RENAME_EXCHANGE);
+      }
     }
     dnotify_result(t, a, r, DN_RENAME);
     return dnotify_result(t, b, r, DN_RENAME);

@@ -215,6 +215,11 @@ class Vfs {
   // `recursive` every mount below it).
   long set_propagation(Mount* m, unsigned long type, bool recursive);
 
+  // A folder of fs was renamed from one inner path to another (or, with
+  // `exchange`, swapped with it): the mounts below it and the bind mounts
+  // of it follow, as Linux's mounts follow their dentries.
+  void follow_rename(const Filesystem* fs, std::string_view from, std::string_view to, bool exchange);
+
   // The mount holding a normalised guest path, with a reference, and the
   // path inside its filesystem in `inner`.
   Mount* find(const char* norm, char* inner, size_t n);
