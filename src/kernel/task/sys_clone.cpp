@@ -46,6 +46,7 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
     {
       Guard g(p.fs->lock);
       c.fs->cwd = path_get(p.fs->cwd);
+      if ((c.fs->cwd_file = p.fs->cwd_file)) c.fs->cwd_file->get();
     }
     memcpy(c.fs->root, p.fs->root, sizeof c.fs->root);
     c.fs->umask = p.fs->umask;

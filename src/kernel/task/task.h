@@ -128,13 +128,20 @@ struct FsContext {
   // fs_cwd). Empty until first needed in the first process: the kernel's
   // start folder is resolved then.
   Path cwd;
+  // The cwd as chdir opened it (O_PATH), so "." still names it once it
+  // is removed; nullptr after fchdir (an open file's description is the
+  // caller's, not ours to keep).
+  File* cwd_file = nullptr;
   char root[kPathMax] = "/";  // chroot(2): a guest path in the kernel's one namespace
   uint32_t umask = 022;
 
   FsContext() = default;
   FsContext(const FsContext&) = delete;
   FsContext& operator=(const FsContext&) = delete;
-  ~FsContext() { path_put(cwd); }
+  ~FsContext() {
+    path_put(cwd);
+    if (cwd_file) cwd_file->put();
+  }
 };
 
 struct Creds {

@@ -244,27 +244,47 @@ ErrorOr<Path> fs_cwd(Task& t) {
   long r = vfs_open(t, AT_FDCWD, t.kernel->cfg.cwd, O_PATH | O_DIRECTORY, 0, &dir);
   if (r < 0) return kerr(r);
   auto p = path_of_file(t, *dir);
-  dir->put();
-  if (p.is_error()) return p;
+  if (p.is_error()) {
+    dir->put();
+    return p;
+  }
   Path got = p.release_value();
   Guard g(fc.lock);
-  if (!fc.cwd) fc.cwd = path_get(got);
-  else {  // another thread was first
+  if (!fc.cwd) {
+    fc.cwd = path_get(got);
+    fc.cwd_file = dir;
+  } else {  // another thread was first
     path_put(got);
+    dir->put();
     got = path_get(fc.cwd);
   }
   return got;
 }
 
-void fs_set_cwd(Task& t, Path p) {
+void fs_set_cwd(Task& t, Path p, File* opened) {
   FsContext& fc = *t.proc->fs;
   Path old;
+  File* old_file;
   {
     Guard g(fc.lock);
     old = fc.cwd;
+    old_file = fc.cwd_file;
     fc.cwd = p;
+    fc.cwd_file = opened;
   }
   path_put(old);
+  if (old_file) old_file->put();
+}
+
+File* fs_removed_cwd_file(Task& t) {
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  if (!fc.cwd || !fc.cwd_file) return nullptr;
+  char path[kPathMax];
+  bool deleted = false;
+  if (guest_path_of(fc.cwd, path, sizeof path, &deleted) < 0 || !deleted) return nullptr;
+  fc.cwd_file->get();
+  return fc.cwd_file;
 }
 
 void dcache_name_removed(Task&, Lookup& lk, bool dir) {

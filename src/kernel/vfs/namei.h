@@ -108,8 +108,12 @@ long inner_to_guest(const Mount& m, std::string_view inner, char* out, size_t n)
 // The process's working directory, with references (resolving the
 // kernel's start folder the first time).
 ErrorOr<Path> fs_cwd(Task& t);
-// Makes p (whose references move in) the working directory.
-void fs_set_cwd(Task& t, Path p);
+// Makes p (whose references move in) the working directory; `opened`
+// (a reference moves in, or nullptr) is it as an O_PATH file.
+void fs_set_cwd(Task& t, Path p, File* opened);
+// The cwd's O_PATH file, with a reference, when the cwd was removed (a
+// walk of "." then reaches it, not a path); otherwise nullptr.
+File* fs_removed_cwd_file(Task& t);
 
 // The dentry cache learns what a filesystem operation changed; called
 // with fs.names_lock held, after the operation succeeded.

@@ -264,7 +264,26 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
   }, scope);
 }
 
+namespace {
+
+// Whether a path names its starting folder itself ("." and "./." and such).
+bool dots_only(const char* path) {
+  for (const char* p = path; *p; p++)
+    if (*p != '.' && *p != '/') return false;
+  return !strstr(path, "..");
+}
+
+}  // namespace
+
 long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out) {
+  if (dirfd == AT_FDCWD && path[0] == '.' && dots_only(path)) {
+    // A removed cwd has no path, but "." is still the folder (nlink 0).
+    if (File* cwd = fs_removed_cwd_file(t)) {
+      long r = cwd->ops->stat ? cwd->ops->stat(t, *cwd, out) : -ENOENT;
+      cwd->put();
+      return r;
+    }
+  }
   bool dir_only = trailing_slash(path);
   long r = vfs_walk(t, dirfd, path, follow || dir_only, [&](Lookup& lk) {
     return lk.mount->fs->ops->stat(t, *lk.mount->fs, lk, out);

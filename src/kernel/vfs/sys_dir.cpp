@@ -16,12 +16,14 @@ namespace {
 
 // Makes `dir` (an open directory) the cwd: the directory itself, which
 // keeps being the cwd whatever it is renamed to.
-long set_cwd_from(Task& t, File& dir) {
+// `own`: dir is the caller's O_PATH open, kept as the cwd's file.
+long set_cwd_from(Task& t, File& dir, bool own) {
   struct stat st;
   if (!dir.ops->stat || dir.ops->stat(t, dir, &st) < 0) return -ENOTDIR;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
   TRY(p, path_of_file(t, dir));
-  fs_set_cwd(t, p);
+  if (own) dir.get();
+  fs_set_cwd(t, p, own ? &dir : nullptr);
   return 0;
 }
 
@@ -60,7 +62,7 @@ long sys_chdir(Task& t, SyscallArgs a) {
   File* dir = nullptr;
   r = vfs_open(t, AT_FDCWD, path, O_PATH | O_DIRECTORY, 0, &dir);
   if (r < 0) return r;
-  r = set_cwd_from(t, *dir);
+  r = set_cwd_from(t, *dir, true);
   dir->put();
   return r;
 }
@@ -68,7 +70,7 @@ long sys_chdir(Task& t, SyscallArgs a) {
 long sys_fchdir(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   if (!f) return -EBADF;
-  return set_cwd_from(t, *f);
+  return set_cwd_from(t, *f, false);
 }
 
 }  // namespace flatux
