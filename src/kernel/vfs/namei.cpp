@@ -153,7 +153,7 @@ ErrorOr<Dentry*> walk_inner(Task& t, Mount& m, std::string_view inner, bool lock
     while (i < inner.size() && inner[i] == '/') i++;
     size_t s = i;
     while (i < inner.size() && inner[i] != '/') i++;
-    std::string_view name = inner.substr(s, i - s);
+    std::string_view name(inner.data() + s, i - s);
     if (name.empty() || name == ".") continue;
     Dentry* next;
     if (name == "..") {
@@ -182,7 +182,7 @@ Dentry* peek_inner(Filesystem& fs, std::string_view inner) {
     while (i < inner.size() && inner[i] == '/') i++;
     size_t s = i;
     while (i < inner.size() && inner[i] != '/') i++;
-    std::string_view name = inner.substr(s, i - s);
+    std::string_view name(inner.data() + s, i - s);
     if (name.empty() || name == ".") continue;
     Dentry* next = name == ".." ? cur->cache->get_parent(*cur) : cur->cache->lookup(*cur, name);
     dput(cur);

@@ -269,8 +269,8 @@ namespace {
 // Whether a path names its starting folder itself ("." and "./." and such).
 bool dots_only(const char* path) {
   for (const char* p = path; *p; p++)
-    if (*p != '.' && *p != '/') return false;
-  return !strstr(path, "..");
+    if ((*p != '.' && *p != '/') || (p[0] == '.' && p[1] == '.')) return false;
+  return true;
 }
 
 }  // namespace
