@@ -105,6 +105,9 @@ long retarget_entry(Volume* v, uint32_t dir, const char* name, uint32_t ino, uin
 long set_dotdot(Volume* v, uint32_t dir, uint32_t parent);
 // nlink += delta (a directory's parent on mkdir/rmdir/move), ctime = now.
 long adjust_links(Volume* v, uint32_t ino, int delta, Time now, uint32_t* nlink_after);
+// A removed directory has no links (Linux's clear_nlink), also while it is
+// still open and not yet freed.
+long clear_links(Volume* v, uint32_t ino, Time now);
 long touch_dir(Volume* v, uint32_t dir, Time now);  // mtime and ctime
 // Frees an inode with no links left (its blocks, then the inode).
 long release_inode(Volume* v, uint32_t ino);

@@ -266,6 +266,15 @@ long adjust_links(Volume* v, uint32_t ino, int delta, Time now, uint32_t* nlink_
   return 0;
 }
 
+long clear_links(Volume* v, uint32_t ino, Time now) {
+  ext2_inode_large in;
+  long r = read_large(v, ino, &in);
+  if (r < 0) return r;
+  in.i_links_count = 0;
+  set_times(v, &in, nullptr, nullptr, &now);
+  return write_large(v, ino, &in);
+}
+
 long touch_dir(Volume* v, uint32_t dir, Time now) {
   ext2_inode_large in;
   long r = read_large(v, dir, &in);

@@ -182,6 +182,7 @@ long Volume::drop_link(uint32_t dir, const char* name, uint32_t ino, bool is_dir
   long r = gate([&] {
     long e = ext2glue::del_entry(vol_, dir, name);
     if (e == 0 && is_dir) e = ext2glue::adjust_links(vol_, dir, -1, t, nullptr);  // its ".."
+    if (e == 0 && is_dir) e = ext2glue::clear_links(vol_, ino, t);
     else if (e == 0) e = ext2glue::adjust_links(vol_, ino, -1, t, &left);
     if (e == 0) e = ext2glue::touch_dir(vol_, dir, t);
     return e;
@@ -192,7 +193,10 @@ long Volume::drop_link(uint32_t dir, const char* name, uint32_t ino, bool is_dir
     return failed_change(dir, name, strlen(name), r);
   }
   forget_name(dir, name, strlen(name));
-  if (is_dir) forget_name(ino, "..", 2);
+  if (is_dir) {
+    forget_name(ino, "..", 2);
+    forget_inode(ino);  // its link count is 0 now, for whoever still holds it open
+  }
   if (is_dir || left == 0) return release_if_unused(ino);
   forget_inode(ino);
   return 0;
