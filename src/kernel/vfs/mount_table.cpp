@@ -58,6 +58,14 @@ bool covers(const Mount& m, const char* path) {
   return m.len == 1 || (strncmp(path, m.path, m.len) == 0 && (path[m.len] == 0 || path[m.len] == '/'));
 }
 
+// p after its folder `from` (or, with `exchange`, `to`) took the other's
+// name; false when p lies below neither.
+bool renamed(std::string_view p, std::string_view from, std::string_view to, bool exchange, char* out, size_t n) {
+  if (under(p, from)) return join(out, n, to, below(p, from));
+  if (exchange && under(p, to)) return join(out, n, from, below(p, to));
+  return false;
+}
+
 // Where receiver r shows the inner path `inner` of fs: false when its
 // root does not hold it (a bind of another folder) or it shows another
 // filesystem.
@@ -479,11 +487,7 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
     for (int j = 0; j < nmounts_; j++) {
       Mount* y = mounts_[j];
       if (moved[j] || !descends_locked(y, x)) continue;
-      std::string_view p = path_of(*y);
-      bool ok = false;
-      if (under(p, old_at)) ok = join(path, sizeof path, new_at, below(p, old_at));
-      else if (exchange && under(p, new_at)) ok = join(path, sizeof path, old_at, below(p, new_at));
-      if (!ok) continue;
+      if (!renamed(path_of(*y), old_at, new_at, exchange, path, sizeof path)) continue;
       y->len = strlen(path);
       memcpy(y->path, path, y->len + 1);
       moved[j] = true;
@@ -493,11 +497,7 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
   for (int i = 0; i < nmounts_; i++) {
     Mount* x = mounts_[i];
     if (x->fs != fs) continue;
-    std::string_view r = root_of(*x);
-    bool ok = false;
-    if (under(r, from)) ok = join(path, sizeof path, to, below(r, from));
-    else if (exchange && under(r, to)) ok = join(path, sizeof path, from, below(r, to));
-    if (!ok) continue;
+    if (!renamed(root_of(*x), from, to, exchange, path, sizeof path)) continue;
     x->root_len = strlen(path);
     memcpy(x->root, path, x->root_len + 1);
   }
