@@ -91,11 +91,12 @@ ErrorOr<Dentry*> root_dentry_locked(Task& t, Mount& m) {
     if (r < 0) return kerr(r);
     auto n = inode_from_stat(t, fs, st);
     if (n.is_error()) return kerr(n.error());
-    fs.root_dentry = t.kernel->dcache->make_root(&fs, n.value());
-    if (!fs.root_dentry) {
+    Dentry* root = t.kernel->dcache->make_root(&fs, n.value());
+    if (!root) {
       inode_put(n.value());
       return kerr(-ENOMEM);
     }
+    __atomic_store_n(&fs.root_dentry, root, __ATOMIC_RELEASE);
   }
   return dget(fs.root_dentry);
 }
@@ -139,8 +140,12 @@ ErrorOr<Dentry*> lookup_child(Task& t, Mount& m, Dentry& dir, std::string_view n
 }
 
 ErrorOr<Dentry*> walk_inner(Task& t, Mount& m, std::string_view inner, bool locked) {
+  // Made once, kept until the filesystem goes: read without the lock.
+  Dentry* made = __atomic_load_n(&m.fs->root_dentry, __ATOMIC_ACQUIRE);
   ErrorOr<Dentry*> root = kerr(-ENOENT);
-  if (locked) {
+  if (made) {
+    root = dget(made);
+  } else if (locked) {
     root = root_dentry_locked(t, m);
   } else {
     Guard g(m.fs->names_lock);
