@@ -11,7 +11,7 @@
 // kills the host process (all of flatux). So a registration is dropped
 // before the memory can go: at exit (before the tid word a joiner waits on
 // is cleared), at exec (before the old image goes), in the first thread of
-// a host process forked from the task's thread (host/hostproc.cpp: the
+// a host process forked from the task's thread (kernel/task/hostproc.cpp: the
 // clone hands the registration on), and when the thread itself unmaps or
 // write-protects the area (SIGSEGV for the guest, as Linux gives it). A guest that breaks
 // its descriptor by writing garbage, or another thread of it that unmaps
@@ -25,7 +25,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 
