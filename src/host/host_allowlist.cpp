@@ -90,12 +90,12 @@ constexpr Allowed kAllowed[] = {
     {SYS_process_vm_readv, Check::kNone},
     // A guest thread's scheduling is its host thread's (sys/sys_sched.cpp:
     // the kernel names only its own threads; a real-time policy needs
-    // CAP_SYS_NICE over the host, which confinement leaves out), and so is
-    // its rseq area (task/sys_rseq.cpp). Priorities of one thread only.
+    // CAP_SYS_NICE over the host, which confinement leaves out).
+    // Priorities of one thread only.
     {SYS_sched_getscheduler, Check::kNone}, {SYS_sched_setscheduler, Check::kNone},
     {SYS_sched_getparam, Check::kNone}, {SYS_sched_setparam, Check::kNone},
     {SYS_sched_rr_get_interval, Check::kNone}, {SYS_getpriority, Check::kPrioProcess},
-    {SYS_setpriority, Check::kPrioProcess}, {SYS_rseq, Check::kNone},
+    {SYS_setpriority, Check::kPrioProcess},
     // Rewritten syscall sites: every CPU must see the new code
     // (host/code_patch.cpp); this process's own barriers only.
     {SYS_membarrier, Check::kMembarrier},

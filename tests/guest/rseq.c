@@ -1,6 +1,15 @@
-// Restartable sequences: registration (glibc registers each thread itself;
-// with musl the test registers its own area), the errnos, cpu_id kept up to
-// date, and a critical section aborted by a signal.
+// Restartable sequences. Natively: registration (glibc registers each
+// thread itself; with musl the test registers its own area), the errnos,
+// cpu_id kept up to date, and a critical section aborted by a signal.
+//
+// Under flatux rseq is not implemented (ENOSYS, as on a kernel built
+// without CONFIG_RSEQ): a guest thread is a host thread, and only the host
+// kernel can abort a critical section on preemption, but the host kills the
+// whole host process -- every guest -- when the area or the descriptor it
+// points to is bad, which any guest can arrange in its own memory. glibc
+// then runs without (sched_getcpu asks getcpu). What both must survive: a
+// child that registers an area and breaks it dies alone, natively of
+// SIGSEGV; under flatux its registration is refused.
 #include "guest_check.h"
 
 #include <linux/rseq.h>
@@ -12,6 +21,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #define RSEQ_SIG 0x53053053u
@@ -28,6 +38,58 @@ static long sys_rseq(void* area, unsigned len, int flags, unsigned sig) {
 }
 
 static void on_alarm(int sig) { (void)sig; }
+
+static int under_flatux(void) {
+  struct utsname u;
+  return uname(&u) == 0 && strstr(u.release, "flatux") != NULL;
+}
+
+enum { kRefused = 4 };  // the child's exit status when rseq said ENOSYS
+
+// Runs breaker in a vfork child that has registered `page` as its rseq
+// area, then signals itself: the delivery makes the kernel look at the
+// area. Natively the child dies of SIGSEGV; under flatux the registration
+// is refused (and flatux, with every other guest, lives).
+static void broken_area(const char* what, void (*breaker)(char* page)) {
+  printf("%s:\n", what);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0);
+  char* page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(page != MAP_FAILED);
+  memset(page, 0, 4096);
+  pid_t pid = vfork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {  // a new thread of execution: no rseq registered yet
+    if (syscall(SYS_rseq, page, 32, 0, RSEQ_SIG) != 0) _exit(errno == ENOSYS ? kRefused : 3);
+    breaker(page);
+    syscall(SYS_kill, syscall(SYS_getpid), SIGUSR1);
+    _exit(0);
+  }
+  int st;
+  REQUIRE(waitpid(pid, &st, 0) == pid);
+  if (under_flatux()) {
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == kRefused, "child status 0x%x", st);
+    printf("  the registration was refused\n");
+  } else {
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "child status 0x%x", st);
+    printf("  the child died of SIGSEGV\n");
+  }
+  munmap(page, 4096);
+}
+
+static void unmap_it(char* page) { syscall(SYS_munmap, page, 4096); }
+
+// A descriptor whose every field is wrong (version, ranges, signature).
+static void garbage_descriptor(char* page) {
+  memset(page + 64, 0xff, 64);
+  ((struct rseq*)page)->rseq_cs = (uint64_t)(uintptr_t)(page + 64);
+}
+
+static void unreadable_descriptor(char* page) {
+  ((struct rseq*)page)->rseq_cs = 0x10;  // nothing is mapped there
+}
 
 // Spins in a critical section that never commits; only an abort (a signal
 // arriving while inside it) gets out, through the abort handler.
@@ -78,32 +140,29 @@ static void check_abort(struct rseq* rs) {
   printf("  critical section aborted by SIGALRM\n");
 }
 
-// A thread that unmaps its own registered area dies of SIGSEGV (the next
-// signal delivery finds it gone), and only that process: the kernel lives.
-static void unmapped_area(void) {
-  printf("unmapping a registered area:\n");
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_alarm;
-  REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0);
-  char* page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(page != MAP_FAILED);
-  pid_t pid = vfork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {  // a new thread of execution: no rseq registered yet
-    if (syscall(SYS_rseq, page, 32, 0, RSEQ_SIG) != 0) _exit(3);
-    syscall(SYS_munmap, page, 4096);
-    syscall(SYS_kill, syscall(SYS_getpid), SIGUSR1);
-    _exit(0);
-  }
-  int st;
-  REQUIRE(waitpid(pid, &st, 0) == pid);
-  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "child status 0x%x", st);
-  printf("  the child died of SIGSEGV\n");
+// Under flatux: every form is ENOSYS, and glibc registered nothing.
+static void refused(void) {
+  printf("rseq is not implemented:\n");
+  CHECK(!&__rseq_size || __rseq_size == 0, "glibc registered %u bytes", &__rseq_size ? __rseq_size : 0);
+  CHECK_ERR(sys_rseq(&own_area, 32, 0, RSEQ_SIG), ENOSYS);
+  CHECK_ERR(sys_rseq(&own_area, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG), ENOSYS);
+  CHECK_ERR(sys_rseq((void*)(uintptr_t)32, 32, 0, RSEQ_SIG), ENOSYS);
+  CHECK(sched_getcpu() >= 0, "sched_getcpu: %s", strerror(errno));
+}
+
+static void broken_areas(void) {
+  broken_area("unmapping a registered area", unmap_it);
+  broken_area("a descriptor of garbage", garbage_descriptor);
+  broken_area("a descriptor pointer to nothing", unreadable_descriptor);
 }
 
 int main(void) {
   guest_name = "rseq";
+  if (under_flatux()) {
+    refused();
+    broken_areas();
+    return guest_finish();
+  }
   struct rseq* rs;
   int own = 0;
   if (&__rseq_size && __rseq_size > 0) {
@@ -132,6 +191,6 @@ int main(void) {
     CHECK(sys_rseq(rs, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG) == 0);
     CHECK_ERR(sys_rseq(rs, 32, RSEQ_FLAG_UNREGISTER, RSEQ_SIG), EINVAL);
   }
-  unmapped_area();
+  broken_areas();
   return guest_finish();
 }

@@ -16,7 +16,6 @@
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/exit.h"
-#include "kernel/task/rseq.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -181,10 +180,6 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   // Past the point of no return: the old image goes.
   strace_result(t, nr, a, 0);
   kill_other_threads(t);
-  // The rseq area is in the old image: the registration goes first, or the
-  // host finds the area gone on this thread's next return to user mode and
-  // kills the host process.
-  rseq_drop(t);
   Mm* old = t.proc->mm;
   t.proc->mm = mm;
   mm_set_rlimits(*mm, t.proc->rlimits);  // from here on; the new image is in

@@ -14,7 +14,6 @@
 #include "kernel/mm/mm.h"
 #include "kernel/mm/syscall_sites.h"
 #include "kernel/syscalls.h"
-#include "kernel/task/rseq.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/path_ops.h"
 
@@ -185,7 +184,6 @@ long sys_mmap(Task& t, SyscallArgs a) {
 long sys_munmap(Task& t, SyscallArgs a) {
   size_t len = page_up(a[1]);
   if (!valid_range(a[0], len)) return -EINVAL;
-  rseq_range_going(t, a[0], len);
   Mm& mm = *t.proc->mm;
   Guard g(mm.lock);
   return mm_unmap(mm, a[0], len);
@@ -203,7 +201,6 @@ long sys_mprotect(Task& t, SyscallArgs a) {
   if (!mm.regions.covers(a[0], a[0] + len)) return -ENOMEM;
   if (mm_too_many_maps(mm, mm_splits_for(mm, a[0], a[0] + len))) return -ENOMEM;  // vm.max_map_count
   if ((prot & PROT_WRITE) && !mm_charge_fits(mm, len)) return -ENOMEM;
-  if (!(prot & PROT_WRITE)) rseq_range_going(t, a[0], len);
   syscall_sites_protect(mm, a[0], a[0] + len, prot & kProtMask);
   long r = host::sys(SYS_mprotect, a[0], len, prot & kProtMask);
   if (r < 0) return r;
@@ -266,7 +263,6 @@ long sys_mremap(Task& t, SyscallArgs a) {
   if (res == 0) syscall_sites_revert(mm, old, old + old_len);
   if (res == 0 && fixed) syscall_sites_forget(mm, new_addr, new_addr + new_len);
   if (res == 0 && fixed) res = claim_destination(mm, new_addr, new_len, &placeholder);
-  if (res == 0 && (flags & MREMAP_MAYMOVE)) rseq_range_going(t, old, old_len);
   if (res == 0) res = host::sys(SYS_mremap, old, old_len, new_len, flags, new_addr);
   if (res < 0 && res > -4096) {
     if (placeholder) host::sys(SYS_munmap, new_addr, new_len);

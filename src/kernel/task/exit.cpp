@@ -19,7 +19,6 @@
 #include "kernel/signal/signal.h"
 #include "kernel/task/pidfd.h"
 #include "kernel/task/process.h"
-#include "kernel/task/rseq.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
 #include "kernel/tty/tty.h"
@@ -213,9 +212,6 @@ void reap_dead_tasks(Kernel& k) {
 void exit_thread(Task& t) {
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
-  // The rseq area lives in the thread's own memory, which a joiner may
-  // free as soon as the tid word below is cleared.
-  rseq_drop(t);
   if (t.clear_child_tid) {
     // The pthread_join protocol: zero the tid word and wake a joiner.
     if (put_user((void*)t.clear_child_tid, (uint32_t)0) == 0)

@@ -5,7 +5,6 @@
 #include <linux/errno.h>
 #include <linux/futex.h>
 #include <linux/prctl.h>
-#include <linux/rseq.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -108,7 +107,6 @@ void keeper_main(void* arg) {
   host::sys(SYS_sigaltstack, &ss, nullptr);
   uint64_t mask = kAllButFaults;
   host::sys(SYS_rt_sigprocmask, SIG_SETMASK, &mask, nullptr, 8);
-  if (hp.rseq_addr) host::sys(SYS_rseq, hp.rseq_addr, hp.rseq_len, RSEQ_FLAG_UNREGISTER, hp.rseq_sig);
   hp.pid = (int)host::sys(SYS_getpid);
   hp.keeper_tid.store((uint32_t)host::sys(SYS_gettid));
   drop_inherited_memory(k, *hp.keep_mm);
@@ -187,9 +185,6 @@ long fork_host_process(Task& caller, HostProc& hp) {
     hp.making.store(false);
     return -EAGAIN;
   }
-  hp.rseq_addr = caller.rseq_addr;
-  hp.rseq_len = caller.rseq_len;
-  hp.rseq_sig = caller.rseq_sig;
   auto* h = static_cast<KStackHeader*>(hp.keeper_stack);
   h->task = nullptr;  // a kernel thread: kicks that reach it are ignored
   h->magic = kKStackMagic;

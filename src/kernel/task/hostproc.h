@@ -39,11 +39,6 @@ struct HostProc {
   void* start_arg = nullptr;
   std::atomic<uint32_t> started{0};
   long start_result = 0;
-  // The forking task's rseq registration, which the host passes on to the
-  // keeper's thread with the clone; the keeper drops it before the memory it
-  // names goes (the host would find it gone and kill the host process).
-  uint64_t rseq_addr = 0;
-  uint32_t rseq_len = 0, rseq_sig = 0;
 };
 
 // The host pid of the process task t's thread runs in.

@@ -196,8 +196,6 @@ struct Task {
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0, robust_len = 0;
   int nice = 0;                       // getpriority/setpriority (sys/sys_sched.cpp; tasks_lock)
-  uint64_t rseq_addr = 0;             // registered with the host thread (task/sys_rseq.cpp)
-  uint32_t rseq_len = 0, rseq_sig = 0;
 
   // Signal state; the mask and pending set are guarded by proc->siglock.
   uint64_t sigmask = 0;
