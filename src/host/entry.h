@@ -1,10 +1,16 @@
-// The trap path: host signal handlers, entering guest code, task threads.
+// The host side of the trap path: installing the host signal handlers
+// (their assembly trampolines, host/entry.S, call the kernel's
+// flatux_on_sigsys, flatux_on_kick and flatux_on_fault), the signal masks
+// of kernel and guest mode, kernel-stack guard pages, and entering guest
+// code by a host sigreturn. Nothing here knows a task: the kernel's side
+// (kernel/entry/) passes the kernel stack and registers.
 #pragma once
+#include <cstddef>
+#include <csignal>
 #include <cstdint>
 #include <sys/ucontext.h>
 
 #include "host/isyscall.h"
-#include "kernel/kernel.h"
 
 // clone(2) of a host thread in this host process that starts on
 // `stack_top` and runs fn(arg), never returning from it (entry.S).
@@ -13,44 +19,36 @@ extern "C" long flatux_clone_thread(unsigned long flags, void* stack_top, void* 
 
 namespace flatux {
 
-// A syscall handler's result meaning "the handler already set every guest
-// register itself" (rt_sigreturn): the dispatcher leaves RAX alone.
-constexpr long kRegsAlreadySet = -(1l << 62);
-
-// Installs the kernel's host handlers (SIGSYS, faults, kick) for the whole
-// host process. Call once, before the seccomp filter.
+// Installs the host handlers (SIGSYS, faults, kick) for the whole host
+// process. Call once, before the seccomp filter.
 long install_host_handlers();
 
-// Allocates and initialises a kernel stack for t; false when out of memory.
-bool kstack_setup(Task& t);
-// Returns t's kernel stack to the heap; its thread must be gone.
-void kstack_release(Task& t);
-// The parts of kstack_setup and of a task thread's start, for a kernel
-// stack made elsewhere (a task moving to another host process): the
-// header for task t; the guard pages (in the calling host process's page
-// tables); and, on the thread that will run the task, its
-// GS base (host/kstack.h).
-void kstack_header_init(void* base, Task& t);
+inline uint64_t signal_bit(int sig) { return 1ull << (sig - 1); }
+// Everything asynchronous is blocked while kernel code runs, except the
+// kick (it must be able to interrupt a blocking isys() call); synchronous
+// faults cannot be blocked usefully (the host would kill us instead).
+uint64_t kernel_mode_mask();
+// While guest code runs, host signals other than SIGSYS, faults and the
+// kick stay blocked on task threads: asynchronous host signals (^C, a
+// resize) are the launcher thread's business, which turns them into guest
+// signals.
+inline uint64_t guest_mode_mask() { return kernel_mode_mask() & ~signal_bit(SIGSYS); }
+
+// The guard pages of the kernel stack at `base` (host/kstack.h), in the
+// calling host process's page tables; kstack_unguard undoes them before
+// the stack goes back to the heap.
 void kstack_guard(void* base);
-// Undoes kstack_guard (in the calling host process) before the stack goes
-// back to the heap.
 void kstack_unguard(void* base);
-void kstack_thread_start(const Kernel& k, void* base);
 
-// Starts a new host thread for t that enters guest mode with t.entry_regs
-// (and t.entry_fpstate, or a clean FPU). Returns 0 or -errno.
-long start_task_thread(Task& t);
-
-
-// Replaces the current guest context with `regs` on the calling task's
-// thread (clean FPU unless fpstate is given). Used by execve. Never returns.
-[[noreturn]] void enter_guest(Task& t, const greg_t (&regs)[NGREG], const void* fpstate);
-
-// Makes task t look at its signals soon (it may be running guest code).
-void kick_task(Task& t);
-
+// Room for the host's largest xstate (AVX-512 is ~2.7 KiB, AMX ~11 KiB).
+constexpr size_t kMaxFpstate = 16384;
 // Size of the FPU/xstate area in the host's signal frames (from its
 // fpx_sw_bytes), or 512 when only the legacy area is present.
 size_t fpstate_size(const void* fpstate);
+
+// Replaces the calling thread's context with `regs` (clean FPU unless
+// fpstate is given), arming the signal part of the kernel stack at
+// `kstack` as its sigaltstack. Never returns.
+[[noreturn]] void enter_guest_context(void* kstack, const greg_t (&regs)[NGREG], const void* fpstate);
 
 }  // namespace flatux

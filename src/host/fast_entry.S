@@ -124,7 +124,7 @@ flatux_fast_entry:
 /* From here to the jump into the guest, a kick (a guest signal sent to this
  * thread) finishes the return itself and delivers the signal: the kick
  * handler copies the frame into its own and treats the thread as if it
- * were already back in guest code (host/entry.cpp). */
+ * were already back in guest code (kernel/entry/trap.cpp). */
 flatux_fast_exit_window:
 	mov %gs:FLATUX_KS_NOTIFY, %rcx
 	cmpl $0, (%rcx)

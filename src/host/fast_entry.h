@@ -1,7 +1,10 @@
 // The fast entry: rewritten guest syscall sites enter the kernel by a jump
 // (host/fast_entry.S), the trap path's SIGSYS handler only sees the first
-// call of each site (kernel/mm/syscall_sites.h rewrites it).
+// call of each site (kernel/mm/syscall_sites.h rewrites it). The call
+// itself is served by the kernel's flatux_fast_syscall
+// (kernel/entry/fast_syscall.cpp).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <sys/ucontext.h>
 
@@ -17,9 +20,6 @@ extern const char flatux_fast_entry[], flatux_fast_entry_switched[], flatux_fast
 
 namespace flatux {
 
-struct Kernel;
-struct Task;
-
 // Calls that need the host's full signal frame (the guest's FPU state in
 // memory, every register restorable by rt_sigreturn): rt_sigreturn itself,
 // and clone/fork/vfork, whose child starts with a copy of the caller's FPU
@@ -30,12 +30,14 @@ inline bool needs_host_frame(uint64_t nr) {
          nr == 58 /*vfork*/ || nr == 435 /*clone3*/;
 }
 
-// Prepares a kernel stack's header for fast entries of task t.
-void fast_entry_setup(KStackHeader& h, Task& t);
+// Prepares a kernel stack's header for fast entries of the task whose
+// `notify` word the entry checks on its way out.
+void fast_entry_setup(KStackHeader& h, const std::atomic<uint32_t>* notify);
 
 // Points the calling host thread's GS base at its kernel stack's header
-// (once per task thread, before it first runs guest code).
-void fast_entry_thread_init(const Kernel& k, void* kstack);
+// (once per task thread, before it first runs guest code): by wrgsbase
+// where the host allows it (fsgsbase), else arch_prctl.
+void fast_entry_thread_init(bool fsgsbase, void* kstack);
 
 inline bool in_fast_entry_text(uintptr_t ip) {
   return ip >= (uintptr_t)flatux_fast_entry && ip < (uintptr_t)flatux_fast_entry_end;

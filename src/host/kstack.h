@@ -21,7 +21,7 @@
 #include <ucontext.h>
 
 #include "host/fast_entry_layout.h"
-#include "kernel/heap.h"
+#include "host/layout.h"
 
 namespace flatux {
 

@@ -2,7 +2,7 @@
 // holds the kernel's own host calls to what it needs.
 #pragma once
 #include "host/host_allowlist.h"
-#include "kernel/kernel.h"
+#include "host/text_range.h"
 
 namespace flatux {
 

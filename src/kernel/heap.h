@@ -8,20 +8,10 @@
 #include <cstdint>
 #include <new>
 
+#include "host/layout.h"
 #include "kernel/lib/sync.h"
 
 namespace flatux {
-
-constexpr uintptr_t kHeapBase = 0x7e0000000000ull;
-constexpr size_t kHeapReserve = 64ull << 30;  // address space only
-// Kernel stacks are aligned to their size so that the current task is
-// found from the stack pointer alone (no host TLS). Each holds two stacks
-// (host/kstack.h): one for host signal handlers, one for fast entries.
-constexpr size_t kKernelStackSize = 512 * 1024;
-
-inline bool in_kernel_heap(uintptr_t p, size_t n) {
-  return p < kHeapBase + kHeapReserve && p + n > kHeapBase;
-}
 
 class Heap {
  public:

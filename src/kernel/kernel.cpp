@@ -4,7 +4,7 @@
 #include <sys/mount.h>
 #include <sys/syscall.h>
 
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <span>
 
+#include "host/text_range.h"
 #include "kernel/boot/boot_config.h"
 #include "kernel/heap.h"
 #include "kernel/lib/sync.h"
@@ -35,10 +36,6 @@ struct HostProc;
 struct GateRequest;
 struct RetiredStack;
 
-struct TextRange {
-  uintptr_t start, end;
-};
-
 // How guest syscalls enter the kernel (--syscall-entry): always by the
 // SIGSYS trap, or by rewriting each site at its first trap so later calls
 // jump in (kernel/mm/syscall_sites.h; page 0 adds zpoline's `call *%rax`).
@@ -55,7 +52,7 @@ struct KernelConfig {
   int ntext = 0;
   // Every host mapping at boot (flatux, its libraries' code and data, the
   // vDSO), merged where adjacent: what a forked host process keeps besides
-  // the kernel heap and its own guest's memory (host/hostproc.cpp).
+  // the kernel heap and its own guest's memory (kernel/task/hostproc.cpp).
   TextRange host_maps[64]{};
   int nhost_maps = 0;         // 0 when they did not fit: nothing is dropped
   uint64_t host_fs = 0;       // TLS block the foreign-code gate borrows
@@ -130,16 +127,16 @@ struct Kernel {
   Task* dead_tasks = nullptr; // exited, kernel stack freed once the host thread is gone
   int host_pid = 0;           // the first host process (the launcher's)
   HostProc* hproc0 = nullptr; // its record; the other host processes (forks) follow
-  HostProc* hprocs = nullptr; // on this list (tasks_lock; host/hostproc.h)
+  HostProc* hprocs = nullptr; // on this list (tasks_lock; kernel/task/hostproc.h)
   bool forking_ready = false; // what forked host processes rely on is set up (tasks_lock)
   int launcher_pidfd = -1;    // the first host process, watched by the others
   RetiredStack* retired_stacks = nullptr;  // kernel stacks of threads still ending (tasks_lock)
 
   KMutex log_lock;
   KMutex gate_lock;
-  std::atomic<uintptr_t> gate_owner{0};  // who holds gate_lock (host/foreign_gate.cpp)
+  std::atomic<uintptr_t> gate_owner{0};  // who holds gate_lock (kernel/foreign_gate.cpp)
   // Foreign calls made in other host processes, run by a server thread in
-  // the first one (host/foreign_gate.cpp).
+  // the first one (kernel/foreign_gate.cpp).
   KMutex gate_queue_lock;
   GateRequest* gate_queue = nullptr;
   std::atomic<uint32_t> gate_queue_seq{0};

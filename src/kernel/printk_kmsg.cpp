@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 
 #include "kernel/task/isys.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/printk.h"
 #include "kernel/signal/signal.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "kernel/boot/boot.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/printk.h"

@@ -12,7 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "host/entry.h"
+#include "kernel/entry/entry.h"
 #include "host/fast_entry.h"
 #include "launcher/boot_info.h"
 

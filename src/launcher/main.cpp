@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "kernel/block/ubd.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/kernel.h"

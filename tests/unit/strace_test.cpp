@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "host/entry.h"
+#include "kernel/entry/entry.h"
 #include "kernel/strace/internal.h"
 
 using namespace flatux::strace;

@@ -1,4 +1,4 @@
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <sys/mman.h>
 
-#include "host/entry.h"
+#include "kernel/entry/entry.h"
 #include "kernel/heap.h"
 
 using namespace flatux;

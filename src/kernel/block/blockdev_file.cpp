@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/block/blockdev.h"
 #include "kernel/heap.h"
 #include "kernel/vfs/file.h"

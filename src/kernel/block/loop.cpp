@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/block/loop_internal.h"
 #include "kernel/block/ubd.h"
 #include "kernel/kernel.h"

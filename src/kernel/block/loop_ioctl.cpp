@@ -8,7 +8,7 @@
 #include <linux/errno.h>
 #include <sys/stat.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/block/loop_internal.h"
 #include "kernel/kernel.h"
 #include "kernel/task/task.h"

@@ -16,7 +16,7 @@
 #include <linux/errno.h>
 #include <linux/ipc.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/lib/error_or.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/sync.h"

@@ -10,7 +10,7 @@
 #include <linux/ipc.h>
 #include <linux/msg.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"

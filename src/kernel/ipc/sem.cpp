@@ -13,7 +13,7 @@
 #include <linux/sem.h>
 #include <linux/time_types.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"

@@ -6,8 +6,8 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
-#include "host/hostproc.h"
+#include "kernel/entry/entry.h"
+#include "kernel/task/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"

@@ -3,7 +3,7 @@
 // both at 0x400000) loads it into a fresh host process instead, and the
 // task moves there.
 //
-// The caller's thread makes the host process (host/hostproc.h: a copy of
+// The caller's thread makes the host process (kernel/task/hostproc.h: a copy of
 // its own, which drops every guest mapping) and a second thread for the
 // task there, on a new kernel stack, which loads the image into the empty
 // Mm while the caller waits. A failed load leaves the caller as it was. On

@@ -5,10 +5,10 @@
 #include <linux/errno.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/entry/entry.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
-#include "host/hostproc.h"
+#include "kernel/mm/usercopy.h"
+#include "kernel/task/hostproc.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/loader/exec.h"

@@ -48,7 +48,7 @@ void mm_release(Mm& mm);
 // fork(): a new Mm owning the same ranges as `parent` (its lock held),
 // charged for its private writable memory; nullptr when that does not fit
 // under mem= or memory is short. The host process the child runs in holds
-// the copy of those ranges (host/hostproc.h).
+// the copy of those ranges (kernel/task/hostproc.h).
 Mm* mm_fork(Heap* heap, Mm& parent);
 // Frees an Mm whose ranges are not mapped in the calling host process (a
 // fork that did not happen): nothing is unmapped.

@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/mm/syscall_sites.h"

@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/memfd/memfd.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"

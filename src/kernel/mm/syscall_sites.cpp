@@ -10,7 +10,7 @@
 #include "host/code_patch.h"
 #include "host/fast_entry.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"
 #include "kernel/syscall.h"

@@ -16,7 +16,7 @@
 
 #include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/net/sock.h"
 
 namespace flatux {

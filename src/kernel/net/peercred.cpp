@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "host/raw_syscall.h"
 #include "kernel/net/sock.h"
 

@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/net/sock.h"
 
 namespace flatux {

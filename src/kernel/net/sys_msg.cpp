@@ -16,9 +16,9 @@
 #include <sys/uio.h>
 
 #include "kernel/task/isys.h"
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/memfd/memfd.h"
 #include "kernel/kernel.h"

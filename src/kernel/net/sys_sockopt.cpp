@@ -12,7 +12,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/net/sock.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"

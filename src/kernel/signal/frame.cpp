@@ -3,8 +3,8 @@
 #include <cstring>
 #include <linux/errno.h>
 
-#include "host/entry.h"
-#include "host/usercopy.h"
+#include "kernel/entry/entry.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/signal/signal.h"
 
 namespace flatux {

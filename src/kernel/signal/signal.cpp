@@ -5,9 +5,9 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
+#include "kernel/entry/entry.h"
 #include "kernel/task/isys.h"
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "host/raw_syscall.h"
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"

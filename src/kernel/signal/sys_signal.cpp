@@ -4,8 +4,8 @@
 #include <linux/errno.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
-#include "host/usercopy.h"
+#include "kernel/entry/entry.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"

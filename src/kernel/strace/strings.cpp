@@ -2,7 +2,7 @@
 // the fault-tolerant copy routines; nothing here trusts a guest pointer.
 #include <linux/errno.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/strace/internal.h"
 
 namespace flatux::strace {

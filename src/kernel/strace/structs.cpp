@@ -1,6 +1,6 @@
 // Summaries of the structs guests pass to common syscalls, in strace's
 // abbreviated (non -v) style. Layouts are the x86_64 kernel ABI ones.
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/strace/internal.h"
 
 namespace flatux::strace {

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <linux/errno.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
 

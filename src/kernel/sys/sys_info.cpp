@@ -6,7 +6,7 @@
 #include <sys/utsname.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/mm/mm.h"

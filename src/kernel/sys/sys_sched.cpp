@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/error_or.h"
 #include "kernel/syscalls.h"

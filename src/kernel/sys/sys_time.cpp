@@ -5,7 +5,7 @@
 #include <sys/timex.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/task/isys.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/error_or.h"

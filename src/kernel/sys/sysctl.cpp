@@ -10,7 +10,7 @@
 #include <linux/errno.h>
 #include <sys/stat.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"

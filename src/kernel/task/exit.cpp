@@ -7,10 +7,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "host/entry.h"
-#include "host/hostproc.h"
+#include "kernel/entry/entry.h"
+#include "kernel/task/hostproc.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"

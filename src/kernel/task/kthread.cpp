@@ -3,7 +3,7 @@
 #include <linux/errno.h>
 #include <sched.h>
 
-#include "host/entry.h"
+#include "kernel/entry/entry.h"
 #include "host/kstack.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"

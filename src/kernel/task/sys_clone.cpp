@@ -1,15 +1,15 @@
 // clone, vfork, fork. A task made with CLONE_VM (a thread, a vfork or
 // posix_spawn child) is a host thread in its parent's host process; a
 // child without CLONE_VM (fork) gets a host process of its own, a
-// copy-on-write copy of its parent's (host/hostproc.h).
+// copy-on-write copy of its parent's (kernel/task/hostproc.h).
 #include <cstring>
 #include <linux/errno.h>
 #include <linux/sched.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
-#include "host/hostproc.h"
-#include "host/usercopy.h"
+#include "kernel/entry/entry.h"
+#include "kernel/task/hostproc.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"

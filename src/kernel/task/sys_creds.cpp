@@ -7,7 +7,7 @@
 #include <linux/capability.h>
 #include <linux/errno.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/syscalls.h"
 #include "kernel/kernel.h"
 #include "kernel/task/process.h"

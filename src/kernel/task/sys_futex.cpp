@@ -9,7 +9,7 @@
 
 #include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 
 #include "kernel/task/isys.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"

@@ -207,7 +207,7 @@ struct Task {
   Task* next_thread = nullptr;
   int tid;
   void* kstack;               // base of the kernel stack (see host/kstack.h)
-  HostProc* hproc = nullptr;  // the host process its thread runs in (host/hostproc.h)
+  HostProc* hproc = nullptr;  // the host process its thread runs in (kernel/task/hostproc.h)
   ucontext_t* regs = nullptr; // the guest's registers during a trap
   uint64_t guest_fs = 0;
   uint64_t clear_child_tid = 0;
@@ -227,7 +227,7 @@ struct Task {
   // kernel watch it too (kernel/task/isys.h: interruptible host calls).
   std::atomic<uint32_t> notify{0};
   // A kick came while kernel code ran and was left pending and blocked
-  // until the return to guest code (host/entry.cpp); isys() unblocks it.
+  // until the return to guest code (kernel/entry/trap.cpp); isys() unblocks it.
   // Never cleared on entry: a kick can land between the host's delivery
   // of SIGSYS and the handler's first instruction. Left set after a
   // return to guest code, it costs the next isys() one unblock, nothing

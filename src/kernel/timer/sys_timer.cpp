@@ -8,7 +8,7 @@
 #include <sys/times.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
 #include "kernel/time.h"

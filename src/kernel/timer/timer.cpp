@@ -6,7 +6,7 @@
 #include <sched.h>
 #include <sys/syscall.h>
 
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"

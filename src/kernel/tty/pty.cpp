@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 
 #include "kernel/task/isys.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/signal/signal.h"
 #include "kernel/time.h"
 #include "kernel/tty/tty.h"

@@ -6,7 +6,7 @@
 #include <linux/errno.h>
 #include <linux/tty.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
 #include "kernel/task/process.h"

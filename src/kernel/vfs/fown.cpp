@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"
 #include "kernel/task/process.h"

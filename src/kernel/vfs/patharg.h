@@ -2,7 +2,7 @@
 #pragma once
 #include <linux/errno.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/task/task.h"
 
 namespace flatux {

@@ -6,7 +6,7 @@
 #include <linux/errno.h>
 #include <sys/stat.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/heap.h"
 
 namespace flatux {

@@ -5,7 +5,7 @@
 #include <sys/time.h>
 #include <utime.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
 #include "kernel/time.h"

@@ -13,7 +13,7 @@
 
 #include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/memfd/memfd.h"
 #include "kernel/kernel.h"

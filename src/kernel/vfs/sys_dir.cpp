@@ -3,7 +3,7 @@
 #include <linux/errno.h>
 #include <sys/stat.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/syscalls.h"

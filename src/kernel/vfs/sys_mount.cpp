@@ -11,7 +11,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"

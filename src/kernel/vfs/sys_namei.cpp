@@ -3,7 +3,7 @@
 #include <linux/errno.h>
 #include <sys/stat.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/task.h"
 #include "kernel/vfs/path_ops.h"

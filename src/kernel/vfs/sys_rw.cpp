@@ -2,7 +2,7 @@
 #include <linux/errno.h>
 #include <sys/uio.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/kernel.h"

@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"

@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/vfs/namei.h"

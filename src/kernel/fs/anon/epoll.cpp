@@ -17,7 +17,7 @@
 
 #include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/anon/anon.h"
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/signal/wait_mask.h"

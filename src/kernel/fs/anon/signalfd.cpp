@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 
 #include "kernel/task/isys.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/kernel.h"
 #include "kernel/signal/signal.h"

@@ -7,7 +7,7 @@
 #include <sys/timerfd.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/anon/anon.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"

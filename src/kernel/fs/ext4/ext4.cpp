@@ -9,10 +9,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "host/foreign_gate.h"
+#include "kernel/foreign_gate.h"
 #include "kernel/vfs/perm.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/printk.h"

@@ -17,7 +17,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/ext4/ext4.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"

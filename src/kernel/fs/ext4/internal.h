@@ -1,7 +1,7 @@
 // What ext4.cpp and namei.cpp share: the cache entries and the gate call.
 #pragma once
 #include <linux/errno.h>
-#include "host/foreign_gate.h"
+#include "kernel/foreign_gate.h"
 #include "kernel/fs/ext4/ext4.h"
 
 namespace flatux::ext4 {

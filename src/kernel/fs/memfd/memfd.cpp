@@ -11,7 +11,7 @@
 #include <sys/uio.h>
 
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/hostfs/internal.h"
 #include "kernel/kernel.h"

@@ -10,9 +10,9 @@
 #include <sys/sysinfo.h>
 #include <sys/uio.h>
 
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"

@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "host/raw_syscall.h"
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/mm/mm.h"

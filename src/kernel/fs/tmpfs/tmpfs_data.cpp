@@ -5,7 +5,7 @@
 #include <linux/errno.h>
 #include <linux/falloc.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
 #include "kernel/kernel.h"
 

@@ -10,7 +10,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/fs/tmpfs/tmpfs.h"
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
 #include "kernel/task/task.h"

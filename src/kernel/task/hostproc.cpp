@@ -1,4 +1,4 @@
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 
 #include <algorithm>
 #include <csignal>
@@ -10,8 +10,8 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include "host/entry.h"
-#include "host/foreign_gate.h"
+#include "kernel/entry/entry.h"
+#include "kernel/foreign_gate.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"

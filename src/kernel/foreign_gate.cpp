@@ -1,10 +1,10 @@
-#include "host/foreign_gate.h"
+#include "kernel/foreign_gate.h"
 
 #include <asm/prctl.h>
 #include <cstring>
 #include <sys/syscall.h>
 
-#include "host/hostproc.h"
+#include "kernel/task/hostproc.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/task/kthread.h"

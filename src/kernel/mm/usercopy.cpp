@@ -1,4 +1,4 @@
-#include "host/usercopy.h"
+#include "kernel/mm/usercopy.h"
 
 #include <linux/errno.h>
 
