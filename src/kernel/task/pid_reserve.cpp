@@ -7,9 +7,14 @@
 // and moves on to the next block. The host releases the names when the
 // sockets close, at the latest when flatux exits, so a crashed instance
 // holds nothing. A block goes back once none of its numbers names a live
-// task, a zombie, a process group or a session. Numbers stay small and the
-// first instance still starts at 1; they are not kept apart from the host's
-// own processes' pids.
+// task, a zombie, a process group or a session. Numbers stay small; they
+// are not kept apart from the host's own processes' pids.
+//
+// Pid 1 is every instance's own, as init is in each pid namespace: the
+// instance's first process always gets it, whoever holds block 0, because
+// guests expect a pid 1 to exist (kill(1, 0), /proc/1, `taskset -p 1`).
+// Only a program that names files after its pid while being pid 1 can meet
+// another instance's; the rest of block 0 is reserved as any other block.
 #include "kernel/task/pid_reserve.h"
 
 #include <cstring>
@@ -85,7 +90,7 @@ int pid_next_block(int pid) { return (pid / kPidBlock + 1) * kPidBlock; }
 
 bool pid_reserve_locked(Kernel& k, int pid) {
   PidReservations* r = k.pid_reserve;
-  if (!r) return true;
+  if (!r || pid == 1) return true;
   int b = pid / kPidBlock;
   for (int i = 0; i < r->count; i++)
     if (r->block[i] == b) return true;
