@@ -306,9 +306,17 @@ struct how {
 #define R_BENEATH 0x08
 #define R_IN_ROOT 0x10
 
+// With RESOLVE_BENEATH or RESOLVE_IN_ROOT, Linux fails a walk through `..`
+// with EAGAIN when any rename or mount happened on the system meanwhile
+// (openat2(2)); other tests renaming in parallel made that happen natively.
+// The man page's advice is to retry.
 static long openat2_(int dfd, const char* path, uint64_t flags, uint64_t resolve) {
   struct how h = {flags, 0, resolve};
-  return syscall(SYS_openat2, dfd, path, &h, sizeof h);
+  long r;
+  int tries = 0;
+  do r = syscall(SYS_openat2, dfd, path, &h, sizeof h);
+  while (r < 0 && errno == EAGAIN && ++tries < 1000);
+  return r;
 }
 
 // openat2 on r (the root of the walk): r/dir/file, links out of it and
