@@ -6,7 +6,7 @@
 //
 // Usage: dentry CASE [--tmpfs] DIR
 //   CASE  cwd_rename | fd_rename | rmdir_cwd | rename_race | dotdot_moved |
-//         bind_rename | openat2 | proc_links
+//         bind_rename | openat2 | proc_links | rename_over_dir
 //   DIR   a scratch folder (the host folder, or an ext4 mount point);
 //         --tmpfs mounts a tmpfs on it first. bind_rename, openat2 and
 //         --tmpfs mount, so they need root (exit 77 without it).
@@ -438,6 +438,28 @@ static void proc_links(void) {
   close(ffd);
 }
 
+// Renaming a directory over an empty one removes the replaced directory:
+// held open, it has no links left and takes no new names (as after rmdir).
+static void rename_over_dir(void) {
+  REQUIRE(mkdir(at("src"), 0755) == 0 && mkdir(at("dst"), 0755) == 0);
+  struct stat parent, src, dst;
+  REQUIRE(stat(dir, &parent) == 0 && stat(at("src"), &src) == 0);
+  int fd = open(at("dst"), O_RDONLY | O_DIRECTORY);
+  REQUIRE(fd >= 0 && fstat(fd, &dst) == 0 && dst.st_nlink == 2);
+  REQUIRE(rename(at("src"), at("dst")) == 0);
+  struct stat held, now, p2;
+  CHECK(fstat(fd, &held) == 0 && held.st_ino == dst.st_ino && held.st_nlink == 0,
+        "fstat of the replaced directory: nlink %lu", (unsigned long)held.st_nlink);
+  CHECK(stat(at("dst"), &now) == 0 && now.st_ino == src.st_ino && now.st_nlink == 2,
+        "the moved directory: nlink %lu", (unsigned long)now.st_nlink);
+  CHECK(stat(dir, &p2) == 0 && p2.st_nlink == parent.st_nlink - 1, "the parent's nlink %lu, was %lu",
+        (unsigned long)p2.st_nlink, (unsigned long)parent.st_nlink);
+  CHECK_ERR(openat(fd, "x", O_CREAT | O_WRONLY, 0644), ENOENT);
+  CHECK_ERR(mkdirat(fd, "y", 0755), ENOENT);
+  CHECK(!exists(at("dst/x")) && !exists(at("dst/y")), "a create in the replaced directory reached its old name");
+  close(fd);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   guest_name = "dentry";
@@ -468,6 +490,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(what, "bind_rename")) bind_rename();
   else if (!strcmp(what, "openat2")) openat2_case();
   else if (!strcmp(what, "proc_links")) proc_links();
+  else if (!strcmp(what, "rename_over_dir")) rename_over_dir();
   else REQUIRE(0, "unknown case %s", what);
   return guest_finish();
 }
