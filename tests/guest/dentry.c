@@ -6,7 +6,8 @@
 //
 // Usage: dentry CASE [--tmpfs] DIR
 //   CASE  cwd_rename | fd_rename | rmdir_cwd | rename_race | dotdot_moved |
-//         bind_rename | openat2 | proc_links
+//         bind_rename | openat2 | proc_links | rename_over_dir |
+//         chroot_rename
 //   DIR   a scratch folder (the host folder, or an ext4 mount point);
 //         --tmpfs mounts a tmpfs on it first. bind_rename, openat2 and
 //         --tmpfs mount, so they need root (exit 77 without it).
@@ -20,6 +21,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "guest_check.h"
@@ -446,6 +448,68 @@ static void proc_links(void) {
   close(ffd);
 }
 
+// Renaming a directory over an empty one removes the replaced directory:
+// held open, it has no links left and takes no new names (as after rmdir).
+static void rename_over_dir(void) {
+  REQUIRE(mkdir(at("src"), 0755) == 0 && mkdir(at("dst"), 0755) == 0);
+  struct stat parent, src, dst;
+  REQUIRE(stat(dir, &parent) == 0 && stat(at("src"), &src) == 0);
+  int fd = open(at("dst"), O_RDONLY | O_DIRECTORY);
+  REQUIRE(fd >= 0 && fstat(fd, &dst) == 0 && dst.st_nlink == 2);
+  REQUIRE(rename(at("src"), at("dst")) == 0);
+  struct stat held, now, p2;
+  CHECK(fstat(fd, &held) == 0 && held.st_ino == dst.st_ino && held.st_nlink == 0,
+        "fstat of the replaced directory: nlink %lu", (unsigned long)held.st_nlink);
+  CHECK(stat(at("dst"), &now) == 0 && now.st_ino == src.st_ino && now.st_nlink == 2,
+        "the moved directory: nlink %lu", (unsigned long)now.st_nlink);
+  CHECK(stat(dir, &p2) == 0 && p2.st_nlink == parent.st_nlink - 1, "the parent's nlink %lu, was %lu",
+        (unsigned long)p2.st_nlink, (unsigned long)parent.st_nlink);
+  CHECK_ERR(openat(fd, "x", O_CREAT | O_WRONLY, 0644), ENOENT);
+  CHECK_ERR(mkdirat(fd, "y", 0755), ENOENT);
+  CHECK(!exists(at("dst/x")) && !exists(at("dst/y")), "a create in the replaced directory reached its old name");
+  close(fd);
+}
+
+// The process root is a directory, not a name: renamed, it stays the
+// root; ".." at it stays there; a cwd outside it is "(unreachable)".
+static void chroot_rename(void) {
+  REQUIRE(mkdir(at("jail"), 0755) == 0 && mkdir(at("jail/in"), 0755) == 0 && mkdir(at("out"), 0755) == 0);
+  int up[2], down[2];
+  REQUIRE(pipe(up) == 0 && pipe(down) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    char buf[PATH_MAX] = "", want[PATH_MAX + 16];
+    REQUIRE(chdir(at("out")) == 0 && chroot(at("jail")) == 0);
+    snprintf(want, sizeof want, "(unreachable)%s", at("out"));
+    CHECK(raw_getcwd(buf, sizeof buf) > 0 && strcmp(buf, want) == 0, "getcwd outside the root: %s", buf);
+    REQUIRE(chdir("/") == 0);
+    struct stat root, dotdot;
+    CHECK(stat("/", &root) == 0 && stat("/..", &dotdot) == 0 && root.st_ino == dotdot.st_ino,
+          "'..' at the root left it");
+    REQUIRE(write(up[1], "r", 1) == 1);
+    char c;
+    REQUIRE(read(down[0], &c, 1) == 1);  // renamed meanwhile
+    CHECK(raw_getcwd(buf, sizeof buf) > 0 && strcmp(buf, "/") == 0, "getcwd at the renamed root: %s", buf);
+    CHECK_OK(make_file(AT_FDCWD, "/in/made"));
+    CHECK(stat("/..", &dotdot) == 0 && dotdot.st_ino == root.st_ino, "'..' at the renamed root left it");
+    CHECK(stat("/in/..", &dotdot) == 0 && dotdot.st_ino == root.st_ino, "/in/.. is not the root");
+    _exit(guest_finish());
+  }
+  char c, link[64];
+  REQUIRE(read(up[0], &c, 1) == 1);
+  snprintf(link, sizeof link, "/proc/%d/root", (int)pid);
+  check_link(link, at("jail"));
+  REQUIRE(rename(at("jail"), at("moved")) == 0);
+  check_link(link, at("moved"));
+  REQUIRE(write(down[1], "g", 1) == 1);
+  int status;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the chrooted child failed: %#x", status);
+  CHECK(exists(at("moved/in/made")), "a create at the renamed root is not in it");
+  CHECK(!exists(at("jail")), "a create at the renamed root made its old name again");
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   guest_name = "dentry";
@@ -453,8 +517,8 @@ int main(int argc, char** argv) {
   REQUIRE(argc == 3 || tmpfs, "usage: dentry CASE [--tmpfs] DIR");
   const char* what = argv[1];
   int mounts = tmpfs || !strcmp(what, "bind_rename") || !strcmp(what, "openat2");
-  if (mounts && geteuid() != 0) {
-    printf("SKIP: %s mounts, which needs root\n", what);
+  if ((mounts || !strcmp(what, "chroot_rename")) && geteuid() != 0) {
+    printf("SKIP: %s mounts or chroots, which needs root\n", what);
     return 77;
   }
   if (tmpfs) {
@@ -476,6 +540,8 @@ int main(int argc, char** argv) {
   else if (!strcmp(what, "bind_rename")) bind_rename();
   else if (!strcmp(what, "openat2")) openat2_case();
   else if (!strcmp(what, "proc_links")) proc_links();
+  else if (!strcmp(what, "rename_over_dir")) rename_over_dir();
+  else if (!strcmp(what, "chroot_rename")) chroot_rename();
   else REQUIRE(0, "unknown case %s", what);
   return guest_finish();
 }

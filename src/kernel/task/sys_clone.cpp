@@ -47,8 +47,8 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
       Guard g(p.fs->lock);
       c.fs->cwd = path_get(p.fs->cwd);
       if ((c.fs->cwd_file = p.fs->cwd_file)) c.fs->cwd_file->get();
+      c.fs->root = path_get(p.fs->root);
     }
-    memcpy(c.fs->root, p.fs->root, sizeof c.fs->root);
     c.fs->umask = p.fs->umask;
   }
   if (flags & CLONE_SYSVSEM) c.sem_undo = sem_undo_share(k.heap, p);

@@ -132,7 +132,9 @@ struct FsContext {
   // is removed; nullptr after fchdir (an open file's description is the
   // caller's, not ours to keep).
   File* cwd_file = nullptr;
-  char root[kPathMax] = "/";  // chroot(2): a guest path in the kernel's one namespace
+  // chroot(2): the process's root, so it follows renames; empty: the
+  // root of the kernel's one namespace (vfs/namei.h, fs_root).
+  Path root;
   uint32_t umask = 022;
 
   FsContext() = default;
@@ -140,6 +142,7 @@ struct FsContext {
   FsContext& operator=(const FsContext&) = delete;
   ~FsContext() {
     path_put(cwd);
+    path_put(root);
     if (cwd_file) cwd_file->put();
   }
 };

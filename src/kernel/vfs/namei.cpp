@@ -237,6 +237,29 @@ long guest_path_of(const Path& p, char* out, size_t n, bool* deleted) {
   return inner_to_guest(*p.mnt, std::string_view(inner, (size_t)r), out, n);
 }
 
+long fs_root_locked(const FsContext& fc, char* out, size_t n) {
+  if (!fc.root) return copy_cstr(out, n, "/") ? 0 : -ENAMETOOLONG;
+  bool deleted = false;
+  return guest_path_of(fc.root, out, n, &deleted);
+}
+
+long fs_root(Task& t, char* out, size_t n) {
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  return fs_root_locked(fc, out, n);
+}
+
+void fs_set_root(Task& t, Path p) {
+  FsContext& fc = *t.proc->fs;
+  Path old;
+  {
+    Guard g(fc.lock);
+    old = fc.root;
+    fc.root = p;
+  }
+  path_put(old);
+}
+
 ErrorOr<Path> fs_cwd(Task& t) {
   FsContext& fc = *t.proc->fs;
   {

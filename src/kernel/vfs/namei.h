@@ -111,6 +111,13 @@ ErrorOr<Path> fs_cwd(Task& t);
 // Makes p (whose references move in) the working directory; `opened`
 // (a reference moves in, or nullptr) is it as an O_PATH file.
 void fs_set_cwd(Task& t, Path p, File* opened);
+// The process's root (chroot) as a guest path of the kernel's one
+// namespace: "/" until chroot, then wherever that directory now is.
+// fs_root_locked: fc.lock held.
+long fs_root(Task& t, char* out, size_t n);
+long fs_root_locked(const FsContext& fc, char* out, size_t n);
+// Makes p (whose references move in) the process's root.
+void fs_set_root(Task& t, Path p);
 // The cwd's O_PATH file, with a reference, when the cwd was removed (a
 // walk of "." then reaches it, not a path); otherwise nullptr.
 File* fs_removed_cwd_file(Task& t);

@@ -39,7 +39,9 @@ long scoped_absolute(Task& t, const WalkScope& scope, const char* path, char* ou
   if (path[0] == '/') {
     if (scope.resolve & WalkScope::kBeneath) return -EXDEV;
     if (scope.resolve & WalkScope::kInRoot) return rooted_path(scope.root, path, out, n);
-    return rooted_path(t.proc->fs->root, path, out, n);
+    char root[kPathMax];
+    long r = fs_root(t, root, sizeof root);
+    return r < 0 ? r : rooted_path(root, path, out, n);
   }
   char full[kPathMax];
   KFmt j(full, sizeof full);
@@ -52,7 +54,9 @@ long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_
   if (lk.redirect_absolute) {
     if (scope && (scope->resolve & WalkScope::kBeneath)) return -EXDEV;
     if (scope && (scope->resolve & WalkScope::kInRoot)) return rooted_path(scope->root, lk.redirect, out, n);
-    return rooted_path(t.proc->fs->root, lk.redirect, out, n);
+    char root[kPathMax];
+    long r = fs_root(t, root, sizeof root);
+    return r < 0 ? r : rooted_path(root, lk.redirect, out, n);
   }
   // Inner path -> guest path: drop what the mount hides, put its mount
   // point in front; ".." in the target then climbs across mounts lexically.
@@ -90,7 +94,10 @@ long step_dotdot(Task& t, char* cur, size_t n, int* hops, const WalkScope* scope
   memcpy(prefix, cur, plen);
   prefix[plen] = 0;
   const char* rest = cur + at + 2;  // "" or "/..."
-  const char* root = scope && (scope->resolve & WalkScope::kInRoot) ? scope->root : t.proc->fs->root;
+  char own_root[kPathMax];
+  const char* root = own_root;
+  if (scope && (scope->resolve & WalkScope::kInRoot)) root = scope->root;
+  else if (long r = fs_root(t, own_root, sizeof own_root); r < 0) return r;
   // RESOLVE_BENEATH: ".." above the walk's start is refused, not clamped.
   if (scope && (scope->resolve & WalkScope::kBeneath) && strcmp(prefix, scope->root) == 0) return -EXDEV;
   char next[kPathMax];

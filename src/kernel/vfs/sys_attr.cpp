@@ -10,6 +10,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/time.h"
 #include "kernel/vfs/fdref.h"
+#include "kernel/vfs/namei.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/vfs/patharg.h"
@@ -218,11 +219,11 @@ long sys_chroot(Task& t, SyscallArgs a) {
   File* dir = nullptr;
   long r = vfs_open(t, AT_FDCWD, p.buf, O_PATH | O_DIRECTORY, 0, &dir);
   if (r < 0) return r;
-  char path[kPathMax];
-  r = vfs_of(t).file_guest_path(t, *dir, path, sizeof path);
+  auto root = path_of_file(t, *dir);
   dir->put();
-  if (r < 0) return r;
-  return copy_cstr(t.proc->fs->root, sizeof t.proc->fs->root, path) ? 0 : -ENAMETOOLONG;
+  if (root.is_error()) return root.error();
+  fs_set_root(t, root.release_value());
+  return 0;
 }
 
 }  // namespace flatux

@@ -44,12 +44,17 @@ long sys_getcwd(Task& t, SyscallArgs a) {
   path_put(p);
   if (r < 0) return r;
   if (deleted) return -ENOENT;  // as Linux: the cwd was removed
-  // Seen from inside the process's root (chroot).
-  std::string_view cwd = strip_root(t.proc->fs->root, path);
-  size_t len = cwd.size() + 1;
+  // Seen from inside the process's root (chroot); a cwd outside it is
+  // "(unreachable)" followed by its path, as Linux shows it.
+  char root[kPathMax];
+  if ((r = fs_root(t, root, sizeof root)) < 0) return r;
+  std::string_view cwd = strip_root(root, path);
+  std::string_view prefix = strlen(root) > 1 && cwd.data() == path ? "(unreachable)" : "";
+  size_t len = prefix.size() + cwd.size() + 1;
   if (a[1] < len) return -ERANGE;
-  if (copy_to_user((void*)a[0], cwd.data(), cwd.size()) < 0 ||
-      copy_to_user((char*)a[0] + cwd.size(), "", 1) < 0)
+  if (copy_to_user((void*)a[0], prefix.data(), prefix.size()) < 0 ||
+      copy_to_user((char*)a[0] + prefix.size(), cwd.data(), cwd.size()) < 0 ||
+      copy_to_user((char*)a[0] + prefix.size() + cwd.size(), "", 1) < 0)
     return -EFAULT;
   return (long)len;
 }

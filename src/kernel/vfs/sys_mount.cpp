@@ -153,9 +153,9 @@ bool in_use_as_dir(Kernel& k, const char* point) {
     Task* task = k.tasks[i];
     if (!task || !task->proc || !task->proc->fs) continue;
     FsContext& fc = *task->proc->fs;
-    if (strcmp(fc.root, "/") != 0 && under(fc.root, point)) return true;
-    char cwd[kPathMax];
+    char root[kPathMax], cwd[kPathMax];
     Guard c(fc.lock);
+    if (fc.root && guest_path_of(fc.root, root, sizeof root, nullptr) == 0 && under(root, point)) return true;
     if (fc.cwd && guest_path_of(fc.cwd, cwd, sizeof cwd, nullptr) == 0 && under(cwd, point)) return true;
   }
   return false;

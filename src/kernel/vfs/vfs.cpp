@@ -108,7 +108,11 @@ std::string_view strip_root(const char* root, std::string_view path) {
 }
 
 long Vfs::absolute(Task& t, int dirfd, const char* path, char* out, size_t n) {
-  if (path[0] == '/') return rooted_path(t.proc->fs->root, path, out, n);
+  if (path[0] == '/') {
+    char root[kPathMax];
+    long r = fs_root(t, root, sizeof root);
+    return r < 0 ? r : rooted_path(root, path, out, n);
+  }
   char base[kPathMax];
   if (dirfd == AT_FDCWD) {
     auto cwd = fs_cwd(t);

@@ -309,7 +309,10 @@ long Volume::rename_locked(const Cred& c, uint32_t odir, const char* oname, uint
       } else if (e == 0 && ddir) {
         e = ext2glue::adjust_links(vol_, ndir, -1, t, nullptr);  // the replaced directory's ".."
       }
-      if (e == 0 && dst) e = ddir ? 0 : ext2glue::adjust_links(vol_, dst, -1, t, &dst_left);
+      if (e == 0 && dst) {
+        // A replaced directory has no links left, also while still open.
+        e = ddir ? ext2glue::clear_links(vol_, dst, t) : ext2glue::adjust_links(vol_, dst, -1, t, &dst_left);
+      }
       if (e == 0 && ddir) dst_left = 0;
     }
     if (e == 0) e = ext2glue::adjust_links(vol_, src, 0, t, nullptr);  // ctime
@@ -333,6 +336,7 @@ long Volume::rename_locked(const Cred& c, uint32_t odir, const char* oname, uint
   else forget_name(odir, oname, olen);
   if (sdir && odir != ndir) remember_name(src, "..", 2, ndir);
   if (exchange && ddir && odir != ndir) remember_name(dst, "..", 2, odir);
+  if (ddir && !exchange) forget_name(dst, "..", 2);
   if (dst && !exchange && dst_left == 0) return release_if_unused(dst);
   return 0;
 }

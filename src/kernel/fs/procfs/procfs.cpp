@@ -146,6 +146,10 @@ uint64_t ino_of(const ProcLookup& l) {
 
 long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
   Kernel& k = *t.kernel;
+  char reader_root[kPathMax];
+  if (l.node == Node::kRootLink) {
+    if (long r = fs_root(t, reader_root, sizeof reader_root); r < 0) return r;
+  }
   KFmt f(out, n);
   Guard g(k.tasks_lock);
   Process* p = target(k, l.pid);
@@ -164,7 +168,16 @@ long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
       else f.str(cwd).str(deleted ? " (deleted)" : "");
       break;
     }
-    case Node::kRootLink: f.str("/"); break;
+    case Node::kRootLink: {
+      // Linux's d_path: the process's root as the reader's root sees it.
+      if (!p->fs) return -ENOENT;
+      char root[kPathMax];
+      Guard c(p->fs->lock);
+      if (fs_root_locked(*p->fs, root, sizeof root) < 0) return -ENOENT;
+      std::string_view seen = strip_root(reader_root, root);
+      f.str(seen);
+      break;
+    }
     case Node::kFdLink: {
       File* file = p->files ? p->files->get(l.fd) : nullptr;
       if (!file) return -ENOENT;

@@ -19,6 +19,7 @@
 #include "kernel/task/process.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
+#include "kernel/vfs/namei.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -268,14 +269,20 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
       o.str("Linux version 6.1.0-flatux (flatux " FLATUX_VERSION_STRING ") #1 SMP flatux\n");
       return 0;
     case ProcFile::kFilesystems: gen_filesystems(o, k); return 0;
-    case ProcFile::kGlobalMounts: gen_mounts(o, k, t.proc->fs->root, false); return 0;
+    case ProcFile::kGlobalMounts: {
+      char root[kPathMax];
+      if (long r = fs_root(t, root, sizeof root); r < 0) return r;
+      gen_mounts(o, k, root, false);
+      return 0;
+    }
     case ProcFile::kMounts: case ProcFile::kMountinfo: {
       char root[kPathMax];
       {
         Guard g(k.tasks_lock);
         Task* task = find_task_locked(k, pid);
         if (!task || task->proc->state != ProcState::kRunning || !task->proc->fs) return -ENOENT;
-        memcpy(root, task->proc->fs->root, sizeof root);
+        Guard r(task->proc->fs->lock);
+        if (fs_root_locked(*task->proc->fs, root, sizeof root) < 0) return -ENOENT;
       }
       gen_mounts(o, k, root, f == ProcFile::kMountinfo);
       return 0;
