@@ -160,15 +160,9 @@ long acquire_locked(HostFs& h, std::string_view dir) {
 }  // namespace
 
 long dircache_acquire(HostFs& h, std::string_view dir) {
-  dir = trim_slashes(dir);
-  // A folder and its ancestors must fit the cache together; a deeper one
-  // walks from the root (which also bounds acquire_locked's recursion).
-  size_t depth = dir.empty() ? 0 : 1;
-  for (char ch : dir) depth += ch == '/';
-  if (depth > (size_t)DirCache::kSlots || dir.size() >= DirCache::kPath) return -1;
   h.dirs.lock.lock();
   check_notify(h.dirs);
-  long fd = acquire_locked(h, dir);
+  long fd = acquire_locked(h, trim_slashes(dir));
   if (fd < 0) h.dirs.lock.unlock();
   return fd;
 }
