@@ -19,8 +19,7 @@
 // symlinkat, unlinkat, linkat without AT_SYMLINK_FOLLOW, renameat2). A
 // cache of folders can hand either form a descriptor it keeps instead of
 // one opened from the root: open_beneath() and open_parent() are the two
-// places that resolve, and stat_in_parent() takes one from that cache
-// (dircache.cpp).
+// places that resolve.
 #include "kernel/fs/hostfs/hostfs.h"
 
 #include <cstring>
