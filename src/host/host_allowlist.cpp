@@ -67,9 +67,6 @@ constexpr Allowed kAllowed[] = {
     {SYS_fchownat, Check::kNone}, {SYS_utimensat, Check::kNone},
     {SYS_getxattr, Check::kNone}, {SYS_setxattr, Check::kNone}, {SYS_listxattr, Check::kNone},
     {SYS_removexattr, Check::kNone},
-    // hostfs's cached folders: told when the host moves or removes one
-    {SYS_inotify_init1, Check::kNone}, {SYS_inotify_add_watch, Check::kNone},
-    {SYS_inotify_rm_watch, Check::kNone},
     // Sockets
     {SYS_socket, Check::kSocket}, {SYS_socketpair, Check::kSocket}, {SYS_bind, Check::kNone},
     {SYS_listen, Check::kNone}, {SYS_accept4, Check::kNone}, {SYS_connect, Check::kNone},

@@ -64,22 +64,6 @@ long open_beneath(HostFs& h, const char* inner, uint64_t flags, uint64_t mode) {
   return host::sys(SYS_openat2, h.root_fd, relative(inner), &how, sizeof how);
 }
 
-// lk's last component and its parent folder's descriptor from the cache
-// (locked until dircache_release), for a host call that takes that single
-// name; below 0 when the walk from the root must do.
-long cached_parent(HostFs& h, const Lookup& lk, const char** name) {
-  std::string_view parent, last;
-  split_last(lk.path, &parent, &last);
-  // A name the host would take for more than itself ("a/" follows a link,
-  // "." and ".." are other folders) goes the long way.
-  if (last.empty() || last == "." || last == ".." || last.data()[last.size()] != 0) return -1;
-  long dir = dircache_acquire(h, parent);
-  if (dir >= 0) *name = last.data();
-  return dir;
-}
-
-constexpr long kWalkFromRoot = -4096;  // the cache has no answer
-
 void close_fd(long fd, int keep) {
   if (fd >= 0 && fd != keep) host::sys(SYS_close, fd);
 }
@@ -137,7 +121,6 @@ long find_link(HostFs& h, Lookup& lk, const char* inner, bool follow_last) {
 // Opens lk's path, following (or not) its last component. A symlink on the
 // way comes back as kRedirect.
 long open_path(HostFs& h, Lookup& lk, uint64_t flags, uint64_t mode) {
-  // One openat2 from the root already: the cache's check would add a call.
   long fd = open_beneath(h, lk.path, flags, mode);
   if (fd != -ELOOP) return fd;
   long r = find_link(h, lk, lk.path, !(flags & O_NOFOLLOW));
@@ -275,25 +258,7 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
   return 0;
 }
 
-// stat in one host call: fstatat in the cached parent folder, when what it
-// finds is all the guest sees (not a symlink, which is a redirect or a
-// device node, nor a file that may carry a guest attribute record).
-long stat_in_parent(HostFs& h, const Lookup& lk, struct stat* out) {
-  const char* name = nullptr;
-  long dir = cached_parent(h, lk, &name);
-  if (dir < 0) return kWalkFromRoot;
-  struct stat st;
-  long r = host::sys(SYS_newfstatat, dir, name, &st, AT_SYMLINK_NOFOLLOW);
-  dircache_release(h);
-  if (r == -ENOENT) return r;
-  if (r < 0 || S_ISLNK(st.st_mode) || (st.st_mode & S_ISVTX)) return kWalkFromRoot;
-  *out = st;  // guest_view's answer for such a file
-  return 0;
-}
-
 long fs_stat(Task&, Filesystem& fs, Lookup& lk, struct stat* out) {
-  long fast = stat_in_parent(hostfs_of(fs), lk, out);
-  if (fast != kWalkFromRoot) return fast;
   Found f;
   long r = look_up(hostfs_of(fs), lk, &f);
   if (r == 0) *out = f.guest.st;
@@ -582,7 +547,6 @@ long hostfs_mount(Kernel& k, const char*, unsigned long, const char* data, Files
 void hostfs_unmount(Filesystem& fs) {
   HostFs& h = hostfs_of(fs);
   Heap* heap = h.heap;
-  dircache_flush(h);
   host::sys(SYS_close, h.root_fd);
   heap->destroy_obj(&h);
   heap->destroy_obj(&fs);

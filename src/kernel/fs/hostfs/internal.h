@@ -3,28 +3,9 @@
 #pragma once
 #include <sys/stat.h>
 
-#include "kernel/lib/sync.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
-
-// A few folders' O_PATH descriptors (dircache.cpp), so that a lookup is one
-// host call relative to its parent folder instead of a walk from the root.
-struct DirCache {
-  static constexpr int kSlots = 8;      // host descriptors held at most (+ notify_fd)
-  static constexpr size_t kPath = 192;  // longer folder paths are not cached
-  struct Slot {
-    int fd = -1;
-    int wd = -1;  // its inotify watch
-    uint64_t used = 0;
-    size_t len = 0;
-    char path[kPath];
-  };
-  KMutex lock;
-  int notify_fd = -1;  // inotify: a cached folder moved, removed or changed
-  uint64_t clock = 0;
-  Slot slot[kSlots];
-};
 
 struct HostFs {
   Heap* heap;
@@ -37,7 +18,6 @@ struct HostFs {
   bool host_owners;
   // Who owns what this process makes on the host (its fsuid/fsgid).
   uint32_t host_uid, host_gid;
-  DirCache dirs;
 };
 
 inline HostFs& hostfs_of(Filesystem& fs) { return *static_cast<HostFs*>(fs.priv); }
@@ -54,18 +34,6 @@ struct FdPath {
   char s[32];
   explicit FdPath(long fd);
 };
-
-// ---- cached folders (dircache.cpp) ------------------------------------------
-//
-// Inner folder `dir` (normalised, no "..") as a descriptor a host call can
-// take with a single name (never "..", never followed when a symlink):
-// from the cache, or opened and cached, its ancestors first. On success the
-// cache stays locked until dircache_release(), so the descriptor outlives
-// the caller's host call; below 0 (nothing locked) the caller takes the
-// walk from the root instead.
-long dircache_acquire(HostFs& h, std::string_view dir);
-void dircache_release(HostFs& h);
-void dircache_flush(HostFs& h);  // closes every descriptor (unmount)
 
 // ---- guest attributes (attrs.cpp) ------------------------------------------
 //
