@@ -75,6 +75,7 @@ long fs_lookup(Task& t, Mount& m, Dentry& dir, std::string_view name, Inode** ou
 // Whether a cached dentry of a filesystem that changes behind the cache
 // still names what it named (the same type and inode number).
 bool still_true(Task& t, Mount& m, Dentry& d) {
+  if (m.fs->ops->revalidate) return m.fs->ops->revalidate(t, *m.fs, m, d);
   char path[kPathMax];
   if (d.cache->path_in_fs(&d, path, sizeof path) < 0) return false;
   struct stat st;

@@ -40,6 +40,12 @@ struct Lookup {
   const char* path = nullptr;  // absolute and normalised inside the filesystem: "/", "/a/b"
   bool follow = false;         // follow a symlink in the last component
   Mount* mount = nullptr;      // the mount the path was reached through
+  // From the walk: the dentry of the directory holding the last component
+  // (held by the walk while the operation runs) and that component; dir is
+  // nullptr where the walk names no such directory (a mount's root, a
+  // magic link). `path` is then that directory's path and `name` joined.
+  Dentry* dir = nullptr;
+  std::string_view name;
   // Out, with kRedirect: an absolute target is a guest path; a relative one
   // is a path inside the same filesystem (it may contain "..").
   bool redirected = false;
@@ -116,6 +122,10 @@ struct FsOps {
   // is no such name. Null: the generic answer from `stat` on the name's
   // path (namei.cpp).
   long (*lookup)(Task&, Filesystem&, Mount& m, Dentry& dir, std::string_view name, Inode** out) = nullptr;
+  // Whether the cached positive dentry d still names what it named, for a
+  // filesystem that is not dcache_trusted. Null: the generic check, a stat
+  // of d's path compared by type and inode number (namei.cpp).
+  bool (*revalidate)(Task&, Filesystem&, Mount& m, Dentry& d) = nullptr;
   // Names change only through the VFS (tmpfs, ext4), which keeps the
   // dentry cache in step: a cached dentry is trusted without asking the
   // filesystem again. Otherwise (the host's folder, generated trees) a
