@@ -59,7 +59,7 @@ constexpr Allowed kAllowed[] = {
     // Paths: where they lead is the host's confinement's to decide
     // (Landlock, the private mount namespace); these only name files.
     {SYS_open, Check::kNone}, {SYS_openat, Check::kNone}, {SYS_openat2, Check::kNone},
-    {SYS_fstat, Check::kNone}, {SYS_newfstatat, Check::kNone}, {SYS_fstatfs, Check::kNone},
+    {SYS_fstat, Check::kNone}, {SYS_newfstatat, Check::kNone}, {SYS_statx, Check::kNone}, {SYS_fstatfs, Check::kNone},
     {SYS_readlinkat, Check::kNone}, {SYS_faccessat2, Check::kNone}, {SYS_mkdirat, Check::kNone},
     {SYS_mknodat, Check::kNone}, {SYS_unlinkat, Check::kNone}, {SYS_symlinkat, Check::kNone},
     {SYS_linkat, Check::kNone}, {SYS_renameat2, Check::kNone}, {SYS_fchmod, Check::kNone},

@@ -127,6 +127,26 @@ void guest_view(HostFs&, int fd, const struct stat& host, GuestNode* n) {
   n->st.st_gid = r.gid;
 }
 
+void guest_view_at(HostFs& h, int dir, const char* name, const struct stat& host, GuestNode* n) {
+  n->st = host;
+  n->record = n->device = false;
+  if (S_ISLNK(host.st_mode)) {
+    char target[128];  // as guest_view: a node link is short
+    long len = host::sys(SYS_readlinkat, dir, name, target, sizeof target);
+    if (len > 0 && len < (long)sizeof target && parse_node_link(std::string_view(target, (size_t)len), &n->st))
+      n->device = true;
+    return;
+  }
+  if (!(host.st_mode & S_ISVTX) || !(S_ISREG(host.st_mode) || S_ISDIR(host.st_mode))) return;
+  // The record is read from the file itself, if it is still the one stat saw.
+  long fd = host::sys(SYS_openat, dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat now;
+  if (host::sys(SYS_fstat, fd, &now) == 0 && now.st_ino == host.st_ino && now.st_dev == host.st_dev)
+    guest_view(h, (int)fd, host, n);
+  host::sys(SYS_close, fd);
+}
+
 long set_guest_owner_mode(HostFs& h, int fd, const struct stat& host, const GuestNode& n, const Attr& a) {
   bool owner = a.mask & (kAttrUid | kAttrGid);
   bool mode_change = a.mask & kAttrMode;

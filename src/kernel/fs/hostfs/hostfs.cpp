@@ -16,10 +16,11 @@
 // /proc/self/fd/N for the calls that only take a path); or it is the pair
 // (descriptor of the parent folder, final name), opened the same way, with
 // calls that never follow a symlink in the name (mkdirat, mknodat,
-// symlinkat, unlinkat, linkat without AT_SYMLINK_FOLLOW, renameat2). A
-// cache of folders can hand either form a descriptor it keeps instead of
-// one opened from the root: open_beneath() and open_parent() are the two
-// places that resolve.
+// symlinkat, unlinkat, linkat without AT_SYMLINK_FOLLOW, renameat2).
+// When the VFS's walk ends in a folder the dentry cache holds with a host
+// descriptor (dentries.cpp), that descriptor and the last name take the
+// place of the root folder and the whole path (base_of): open_beneath()
+// and open_parent() are the two places that resolve.
 #include "kernel/fs/hostfs/hostfs.h"
 
 #include <cstring>
@@ -48,20 +49,52 @@ constexpr uint32_t kKnownOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O
                                      O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_SYNC |
                                      O_PATH | O_TMPFILE;
 
-// The inner path relative to the root folder ("." for the root).
-const char* relative(const char* inner) {
+}  // namespace
+
+const char* hostfs_relative(const char* inner) {
   while (*inner == '/') inner++;
   return *inner ? inner : ".";
 }
 
-long open_beneath(HostFs& h, const char* inner, uint64_t flags, uint64_t mode) {
+long hostfs_open_beneath(HostFs&, int dir, const char* rel, uint64_t flags, uint64_t mode) {
   open_how how{};
   // openat2 takes only these with O_PATH, and ignores nothing.
   uint64_t keep = (flags & O_PATH) ? (O_PATH | O_DIRECTORY | O_NOFOLLOW) : (kKnownOpenFlags | O_NOCTTY);
   how.flags = (flags & keep) | O_CLOEXEC;
   how.mode = (flags & (O_CREAT | __O_TMPFILE)) ? (mode & 07777) : 0;
   how.resolve = kResolve;
-  return host::sys(SYS_openat2, h.root_fd, relative(inner), &how, sizeof how);
+  return host::sys(SYS_openat2, dir, rel, &how, sizeof how);
+}
+
+namespace {
+
+// Where an operation's walk ended, when the walk's last folder is a cached
+// one of this filesystem: its descriptor and the last name, so the host
+// call resolves one component (dentries.cpp) instead of the whole path.
+struct Base {
+  int dir = -1;
+  char name[kNameMax + 1];
+};
+
+bool base_of(HostFs& h, const Lookup& lk, Base* b) {
+  std::string_view n = lk.name;
+  if (!lk.dir || n.empty() || n.size() > kNameMax || n == "." || n == ".." ||
+      n.find('/') != std::string_view::npos || n.find('\0') != std::string_view::npos)
+    return false;
+  int fd = hostfs_dentry_fd(h, lk.dir);
+  if (fd < 0) return false;
+  b->dir = fd;
+  memcpy(b->name, n.data(), n.size());
+  b->name[n.size()] = 0;
+  return true;
+}
+
+// Opens lk's path beneath the root folder, or its last name beneath the
+// cached folder holding it.
+long open_beneath(HostFs& h, Lookup& lk, uint64_t flags, uint64_t mode) {
+  Base b;
+  if (base_of(h, lk, &b)) return hostfs_open_beneath(h, b.dir, b.name, flags, mode);
+  return hostfs_open_beneath(h, h.root_fd, hostfs_relative(lk.path), flags, mode);
 }
 
 void close_fd(long fd, int keep) {
@@ -118,29 +151,64 @@ long find_link(HostFs& h, Lookup& lk, const char* inner, bool follow_last) {
   return 0;
 }
 
+// The symlink that made a one-name open in a cached folder fail with
+// ELOOP, as find_link does for a path: a redirect with `follow`, else 0.
+long link_in_base(HostFs& h, Lookup& lk, const Base& b, bool follow) {
+  char target[kPathMax];
+  long len = host::sys(SYS_readlinkat, b.dir, b.name, target, sizeof target - 1);
+  if (len < 0) return find_link(h, lk, lk.path, follow);  // changed meanwhile: the long way
+  struct stat node;
+  if (!follow || parse_node_link(std::string_view(target, (size_t)len), &node)) return 0;
+  return vfs_make_redirect(lk, lk.path, std::string_view(target, (size_t)len), std::string_view());
+}
+
 // Opens lk's path, following (or not) its last component. A symlink on the
 // way comes back as kRedirect.
 long open_path(HostFs& h, Lookup& lk, uint64_t flags, uint64_t mode) {
-  long fd = open_beneath(h, lk.path, flags, mode);
+  long fd = open_beneath(h, lk, flags, mode);
   if (fd != -ELOOP) return fd;
-  long r = find_link(h, lk, lk.path, !(flags & O_NOFOLLOW));
+  Base b;
+  bool follow = !(flags & O_NOFOLLOW);
+  long r = base_of(h, lk, &b) ? link_in_base(h, lk, b, follow) : find_link(h, lk, lk.path, follow);
   return r < 0 ? r : -ELOOP;
 }
 
-// The parent directory of lk's path, opened, and the last component.
-long open_parent(HostFs& h, Lookup& lk, const char** name) {
+// The folder holding lk's last component, and that component: the cached
+// folder's own descriptor (borrowed) or one opened from the root folder.
+struct Parent {
+  long fd = -1;
+  bool owned = false;
+  const char* name = nullptr;
+  Base base;
+  Parent() = default;
+  Parent(const Parent&) = delete;
+  Parent& operator=(const Parent&) = delete;
+  ~Parent() {
+    if (owned && fd >= 0) host::sys(SYS_close, fd);
+  }
+};
+
+long open_parent(HostFs& h, Lookup& lk, Parent* p) {
+  if (base_of(h, lk, &p->base)) {
+    p->fd = p->base.dir;
+    p->name = p->base.name;
+    return 0;
+  }
   std::string_view parent, last;
   split_last(lk.path, &parent, &last);
   if (last.empty()) return -EBUSY;  // the root folder itself
   char dir[kPathMax];
   if (!copy_cstr(dir, sizeof dir, parent)) return -ENAMETOOLONG;
-  long fd = open_beneath(h, dir, O_PATH | O_DIRECTORY, 0);
+  long fd = hostfs_open_beneath(h, h.root_fd, hostfs_relative(dir), O_PATH | O_DIRECTORY, 0);
   if (fd == -ELOOP) {
     long r = find_link(h, lk, lk.path, false);
     return r < 0 ? r : -ELOOP;
   }
-  *name = last.data();  // the tail of lk.path: NUL-terminated
-  return fd;
+  if (fd < 0) return fd;
+  p->fd = fd;
+  p->owned = true;
+  p->name = last.data();  // the tail of lk.path: NUL-terminated
+  return 0;
 }
 
 long redirect_to(Lookup& lk, const char* target, long len) {
@@ -162,12 +230,10 @@ long redirect_last(Lookup& lk, int dir, const char* name) {
 // Runs op(dirfd, name) in lk's parent directory.
 template <typename Op>
 long in_parent(Filesystem& fs, Lookup& lk, Op op) {
-  const char* name = nullptr;
-  long dir = open_parent(hostfs_of(fs), lk, &name);
-  if (dir < 0) return dir;
-  long r = op((int)dir, name);
-  host::sys(SYS_close, dir);
-  return r;
+  Parent p;
+  long r = open_parent(hostfs_of(fs), lk, &p);
+  if (r < 0) return r;
+  return op((int)p.fd, p.name);
 }
 
 // lk's file looked up once: an O_PATH descriptor of it (its last component
@@ -183,7 +249,7 @@ struct Found {
 };
 
 long look_up(HostFs& h, Lookup& lk, Found* f) {
-  long fd = open_beneath(h, lk.path, O_PATH | O_NOFOLLOW, 0);
+  long fd = open_beneath(h, lk, O_PATH | O_NOFOLLOW, 0);
   if (fd == -ELOOP) {  // a link on the way
     long r = find_link(h, lk, lk.path, false);
     return r < 0 ? r : -ELOOP;
@@ -258,9 +324,33 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
   return 0;
 }
 
+// stat of a name in a cached folder: one fstatat, no descriptor of the
+// file (only a symlink or a file with a guest record asks again).
+long stat_in_base(HostFs& h, Lookup& lk, const Base& b, struct stat* out) {
+  struct stat host;
+  long r = host::sys(SYS_newfstatat, b.dir, b.name, &host, AT_SYMLINK_NOFOLLOW);
+  if (r < 0) return r;
+  GuestNode g;
+  guest_view_at(h, b.dir, b.name, host, &g);
+  if (lk.follow && S_ISLNK(host.st_mode) && !g.device) {
+    char target[kPathMax];
+    long len = host::sys(SYS_readlinkat, b.dir, b.name, target, sizeof target - 1);
+    if (len == -EINVAL) return -EAGAIN;  // no longer a link: asked again by the caller
+    return len < 0 ? len : redirect_to(lk, target, len);
+  }
+  *out = g.st;
+  return 0;
+}
+
 long fs_stat(Task&, Filesystem& fs, Lookup& lk, struct stat* out) {
+  HostFs& h = hostfs_of(fs);
+  Base b;
+  if (base_of(h, lk, &b)) {
+    long r = stat_in_base(h, lk, b, out);
+    if (r != -EAGAIN) return r;
+  }
   Found f;
-  long r = look_up(hostfs_of(fs), lk, &f);
+  long r = look_up(h, lk, &f);
   if (r == 0) *out = f.guest.st;
   return r;
 }
@@ -389,9 +479,10 @@ long set_node_attrs(Task&, HostFs& h, Lookup& lk, const GuestNode& g, const Attr
   char target[96];
   long r = format_node_link(mode, g.st.st_rdev, uid, gid, target, sizeof target);
   if (r < 0) return r;
-  const char* name = nullptr;
-  long dir = open_parent(h, lk, &name);
-  if (dir < 0) return dir;
+  Parent p;
+  if ((r = open_parent(h, lk, &p)) < 0) return r;
+  int dir = (int)p.fd;
+  const char* name = p.name;
   char tmp[64];
   KFmt tf(tmp, sizeof tmp);
   uint64_t nonce = 0;
@@ -402,7 +493,6 @@ long set_node_attrs(Task&, HostFs& h, Lookup& lk, const GuestNode& g, const Attr
     r = host::sys(SYS_renameat2, dir, tmp, dir, name, 0);
     if (r < 0) host::sys(SYS_unlinkat, dir, tmp, 0);
   }
-  host::sys(SYS_close, dir);
   return r;
 }
 
@@ -479,6 +569,8 @@ const FsOps kHostFsOps = {
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
     .xattr = fs_xattr,
+    .lookup = hostfs_lookup,
+    .revalidate = hostfs_revalidate,
 };
 
 // A hostfs over host folder `fd` (taken over), whose host path is `path`.

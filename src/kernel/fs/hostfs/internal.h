@@ -1,8 +1,10 @@
 // hostfs internals shared by its path operations, its open files, the
 // guest attributes it keeps (attrs.cpp) and its extended attributes.
 #pragma once
+#include <atomic>
 #include <sys/stat.h>
 
+#include "kernel/vfs/inode.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -18,7 +20,42 @@ struct HostFs {
   bool host_owners;
   // Who owns what this process makes on the host (its fsuid/fsgid).
   uint32_t host_uid, host_gid;
+  // Host descriptors held by cached folders (dentries.cpp), and how many
+  // may be: past that a folder is reached from the root folder again.
+  std::atomic<int> dir_fds{0};
+  int dir_fds_max = kDirFdsMax;
+  // A cached folder checked this recently is not asked again (dentries.cpp).
+  uint64_t trust_ns = kTrustNs;
+
+  static constexpr int kDirFdsMax = 256;
+  static constexpr uint64_t kTrustNs = 100'000'000;  // 100 ms
 };
+
+// A hostfs file in the dentry cache (dentries.cpp): a folder keeps an
+// O_PATH descriptor of itself (fd; -1 past the cap or for other files),
+// and what identified it on the host when it was looked up.
+struct HostInode : Inode {
+  int fd = -1;
+  uint64_t id_ino = 0;
+  bool id_has_btime = false;
+  int64_t id_btime_sec = 0;
+  uint32_t id_btime_nsec = 0;
+  std::atomic<uint64_t> checked_ns{0};  // last found true (monotonic_ns)
+};
+
+// n as a hostfs inode, or nullptr.
+HostInode* hostfs_inode(Inode* n);
+// The host descriptor of a folder dentry of fs: the root folder's for its
+// root, its inode's own, or -1 (not of fs, no descriptor).
+int hostfs_dentry_fd(HostFs& h, const Dentry* d);
+// FsOps::lookup and FsOps::revalidate (dentries.cpp).
+long hostfs_lookup(Task&, Filesystem& fs, Mount&, Dentry& dir, std::string_view name, Inode** out);
+bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d);
+
+// openat2 of `rel` beneath the folder open as `dir`, following no link.
+long hostfs_open_beneath(HostFs& h, int dir, const char* rel, uint64_t flags, uint64_t mode);
+// The inner path relative to the root folder ("." for the root).
+const char* hostfs_relative(const char* inner);
 
 inline HostFs& hostfs_of(Filesystem& fs) { return *static_cast<HostFs*>(fs.priv); }
 // The hostfs an open file was opened on; nullptr for other host
@@ -71,6 +108,8 @@ struct GuestNode {
 // Fills n from host descriptor `fd` (O_PATH or open). `host` is the host's
 // fstat of it. Never fails: without a record the host's view is the guest's.
 void guest_view(HostFs& h, int fd, const struct stat& host, GuestNode* n);
+// The same for `name` in the folder open as `dir` (its statx as `host`).
+void guest_view_at(HostFs& h, int dir, const char* name, const struct stat& host, GuestNode* n);
 
 // A symlink target is a device node record: fills st's type, rdev, mode,
 // uid and gid.
