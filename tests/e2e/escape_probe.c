@@ -1,7 +1,8 @@
 // Tries to leave the guest root of `flatux run --root ROOT`.
 //
 // usage (inside the guest): /prog CASE [HOST_MARKER HOST_ROOT]
-//   CASE: dotdot | abs_symlink | rel_symlink | host_path | loop | proc_links | mounts
+//   CASE: dotdot | abs_symlink | rel_symlink | host_path | loop | proc_links | mounts |
+//         dentry_swap
 //
 // make_escape_root.py builds ROOT and puts a marker file next to it, in
 // ROOT's parent. Every way of naming that marker from inside must fail with
@@ -279,6 +280,56 @@ static void mounts(void) {
   CHECK_OK(rmdir(point));
 }
 
+// The kernel caches the folders a walk went through, with a host
+// descriptor each. Cached folders replaced by links to "/" and to paths
+// climbing above the root (the guest's own rmdir and rename, with the old
+// folders held open and as the cwd meanwhile): walks through the names
+// follow the links inside the root, and the held folders reach nothing.
+static void dentry_swap(void) {
+  printf("cached folders swapped for links:\n");
+  CHECK_OK(mkdir("/swap", 0755));
+  CHECK_OK(mkdir("/swap/a", 0755));
+  CHECK_OK(mkdir("/swap/a/b", 0755));
+  CHECK_OK(chdir("/swap/a/b"));
+  int held = open("/swap/a", O_RDONLY | O_DIRECTORY);
+  REQUIRE(held >= 0);
+  CHECK_OK(chdir("/"));
+  CHECK_OK(rmdir("/swap/a/b"));
+  CHECK_OK(rmdir("/swap/a"));
+  CHECK_OK(symlink("/", "/swap/l"));
+  CHECK_OK(rename("/swap/l", "/swap/a"));
+  reachable(AT_FDCWD, "/swap/a/inside");
+  unreachable(AT_FDCWD, "/swap/a/escape-marker");
+  unreachable(AT_FDCWD, "/swap/a/../escape-marker");
+  unreachable(AT_FDCWD, "/swap/a/b/../../escape-marker");
+  unreachable(held, "escape-marker");
+  unreachable(held, "../escape-marker");
+  unreachable(held, "../../escape-marker");
+  CHECK_OK(chdir("/swap/a"));
+  check_cwd("/");
+  unreachable(AT_FDCWD, "../escape-marker");
+  CHECK_OK(chdir("/"));
+  // Climbing links, made where the cached folders were.
+  CHECK_OK(mkdir("/swap/c", 0755));
+  CHECK_OK(mkdir("/swap/c/d", 0755));
+  CHECK_OK(chdir("/swap/c/d"));
+  CHECK_OK(chdir("/"));
+  CHECK_OK(rmdir("/swap/c/d"));
+  CHECK_OK(symlink("../../..", "/swap/c/d"));
+  reachable(AT_FDCWD, "/swap/c/d/inside");
+  unreachable(AT_FDCWD, "/swap/c/d/escape-marker");
+  unreachable(AT_FDCWD, "/swap/c/d/../escape-marker");
+  CHECK_ERR(rmdir("/swap/c/d"), ENOTDIR);  // a link: rmdir refuses it
+  CHECK_OK(unlink("/swap/c/d"));
+  CHECK_OK(symlink("../../../escape-marker", "/swap/c/d"));
+  unreachable(AT_FDCWD, "/swap/c/d");
+  CHECK_OK(chdir("/swap/c"));
+  unreachable(AT_FDCWD, "d");
+  unreachable(AT_FDCWD, "../../escape-marker");
+  CHECK_OK(chdir("/"));
+  close(held);
+}
+
 // The other process of proc_links: sits in /d1/d2/d3 until stdin closes.
 static int park(void) {
   if (chdir("/d1/d2/d3") != 0) return 1;
@@ -321,6 +372,8 @@ int main(int argc, char** argv) {
     proc_links(argv[0]);
   } else if (strcmp(which, "mounts") == 0) {
     mounts();
+  } else if (strcmp(which, "dentry_swap") == 0) {
+    dentry_swap();
   } else if (strcmp(which, "park") == 0) {
     return park();
   } else {

@@ -7,7 +7,8 @@
 // Usage: dentry CASE [--tmpfs] DIR
 //   CASE  cwd_rename | fd_rename | rmdir_cwd | rename_race | dotdot_moved |
 //         bind_rename | openat2 | proc_links | rename_over_dir |
-//         chroot_rename
+//         chroot_rename | rmdir_mkdir | symlink_over | rename_cached |
+//         host_rename (run by host_changes.py, which changes DIR meanwhile)
 //   DIR   a scratch folder (the host folder, or an ext4 mount point);
 //         --tmpfs mounts a tmpfs on it first. bind_rename, openat2 and
 //         --tmpfs mount, so they need root (exit 77 without it).
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guest_check.h"
@@ -510,6 +512,159 @@ static void chroot_rename(void) {
   CHECK(!exists(at("jail")), "a create at the renamed root made its old name again");
 }
 
+// Puts the directories of `rel` ("a/b") in the kernel's cache of names:
+// chdir there and back.
+static void visit(const char* rel) {
+  REQUIRE(chdir(at("%s", rel)) == 0, "chdir %s: %s", rel, strerror(errno));
+  REQUIRE(chdir(dir) == 0);
+}
+
+// rmdir and mkdir of the same names while the old directories are cached:
+// the new ones are other directories, and what is made in them is found
+// (a cache still naming the removed directory would lose it). Repeated, so
+// that a file system reusing inode numbers reuses them.
+static void rmdir_mkdir(void) {
+  REQUIRE(mkdir(at("d"), 0755) == 0 && mkdir(at("d/e"), 0755) == 0);
+  int old = open(at("d"), O_RDONLY | O_DIRECTORY);
+  REQUIRE(old >= 0);
+  for (int i = 0; i < 20; i++) {
+    visit("d/e");
+    REQUIRE(rmdir(at("d/e")) == 0 && rmdir(at("d")) == 0);
+    REQUIRE(mkdir(at("d"), 0755) == 0 && mkdir(at("d/e"), 0755) == 0);
+    REQUIRE(chdir(at("d/e")) == 0);
+    check_cwd(at("d/e"));
+    char name[16];
+    snprintf(name, sizeof name, "f%d", i);
+    CHECK_OK(make_file(AT_FDCWD, name));
+    CHECK(exists(at("d/e/%s", name)), "round %d: a file made in the new d/e is not there", i);
+    REQUIRE(chdir(dir) == 0);
+    snprintf(name, sizeof name, "d/e/g%d", i);
+    CHECK_OK(make_file(AT_FDCWD, name));
+    CHECK(exists(at("%s", name)), "round %d: a file made through the new names is not there", i);
+    int nfd = open(at("d"), O_RDONLY | O_DIRECTORY);
+    REQUIRE(nfd >= 0);
+    snprintf(name, sizeof name, "e/h%d", i);
+    CHECK_OK(mkdirat(nfd, name, 0755));
+    CHECK(exists(at("d/%s", name)), "round %d: mkdirat in the new d is not there", i);
+    close(nfd);
+    if (i + 1 < 20) {  // emptied for the next round
+      char path[64];
+      snprintf(path, sizeof path, "d/e/f%d", i);
+      REQUIRE(unlink(at("%s", path)) == 0);
+      snprintf(path, sizeof path, "d/e/g%d", i);
+      REQUIRE(unlink(at("%s", path)) == 0);
+      snprintf(path, sizeof path, "d/e/h%d", i);
+      REQUIRE(rmdir(at("%s", path)) == 0);
+    }
+  }
+  // The first d, held open, is removed: it takes no names.
+  CHECK_ERR(openat(old, "x", O_CREAT | O_WRONLY, 0644), ENOENT);
+  CHECK(!exists(at("d/x")), "a create in the removed d reached the new one");
+  close(old);
+}
+
+// A symlink takes the name of a cached directory (removed first; a rename
+// over a directory needs one): walks through the name follow the link,
+// to "/" and to a sibling, not into the directory that was there.
+static void symlink_over(void) {
+  REQUIRE(mkdir(at("d"), 0755) == 0 && mkdir(at("d/e"), 0755) == 0 && mkdir(at("other"), 0755) == 0);
+  REQUIRE(make_file(AT_FDCWD, at("d/e/inner")) == 0 && make_file(AT_FDCWD, at("other/there")) == 0);
+  REQUIRE(mkdir(at("r"), 0755) == 0 && mkdir(at("r/e"), 0755) == 0);
+  visit("d/e");
+  visit("r/e");
+  REQUIRE(unlink(at("d/e/inner")) == 0 && rmdir(at("d/e")) == 0 && rmdir(at("d")) == 0);
+  REQUIRE(symlink("/", at("l")) == 0 && rename(at("l"), at("d")) == 0);
+  struct stat st, root;
+  CHECK(lstat(at("d"), &st) == 0 && S_ISLNK(st.st_mode), "d is not the link");
+  CHECK(stat(at("d"), &st) == 0 && stat("/", &root) == 0 && st.st_ino == root.st_ino && st.st_dev == root.st_dev,
+        "d does not lead to /");
+  CHECK(!exists(at("d/e/inner")), "d/e/inner reached the removed directory");
+  CHECK_OK(chdir(at("d")));
+  check_cwd("/");
+  REQUIRE(chdir(dir) == 0);
+  // A relative link, climbing: r/e becomes ../other.
+  REQUIRE(rmdir(at("r/e")) == 0 && symlink("../other", at("r/e")) == 0);
+  CHECK(exists(at("r/e/there")), "r/e/there: %s", strerror(errno));
+  CHECK_OK(chdir(at("r/e")));
+  check_cwd(at("other"));
+  CHECK(exists("there"), "the cwd through r/e is not other");
+  REQUIRE(chdir(dir) == 0);
+}
+
+// A cached directory renamed by the guest: its new name reaches it, the
+// old one nothing, then a new directory of the old name, then the old
+// name back by a rename.
+static void rename_cached(void) {
+  REQUIRE(mkdir(at("a"), 0755) == 0 && mkdir(at("a/sub"), 0755) == 0);
+  REQUIRE(make_file(AT_FDCWD, at("a/sub/f")) == 0);
+  visit("a/sub");
+  int afd = open(at("a"), O_RDONLY | O_DIRECTORY);
+  REQUIRE(afd >= 0);
+  REQUIRE(rename(at("a"), at("b")) == 0);
+  CHECK(exists(at("b/sub/f")), "b/sub/f after the rename");
+  CHECK(!exists(at("a")) && !exists(at("a/sub/f")), "the old name still reaches something");
+  CHECK_ERR(chdir(at("a/sub")), ENOENT);
+  CHECK_OK(chdir(at("b/sub")));
+  check_cwd(at("b/sub"));
+  CHECK(exists("f"), "the cwd b/sub has no f");
+  REQUIRE(chdir(dir) == 0);
+  REQUIRE(mkdir(at("a"), 0755) == 0);
+  CHECK_ERR(chdir(at("a/sub")), ENOENT);
+  REQUIRE(mkdir(at("a/sub"), 0755) == 0);
+  CHECK_OK(chdir(at("a/sub")));
+  CHECK_OK(make_file(AT_FDCWD, "n"));
+  CHECK(exists(at("a/sub/n")) && !exists(at("b/sub/n")), "a create in the new a/sub went elsewhere");
+  REQUIRE(chdir(dir) == 0);
+  struct stat st;
+  CHECK(fstatat(afd, "sub/f", &st, 0) == 0, "the open directory (now b): %s", strerror(errno));
+  REQUIRE(rename(at("a"), at("c")) == 0 && rename(at("b"), at("a")) == 0);
+  CHECK(exists(at("a/sub/f")) && exists(at("c/sub/n")) && !exists(at("b")), "after renaming back");
+  CHECK_OK(chdir(at("a/sub")));
+  CHECK(exists("f") && !exists("n"), "the cwd a/sub is not the first directory");
+  REQUIRE(chdir(dir) == 0);
+  CHECK(fstatat(afd, "sub/f", &st, 0) == 0, "the open directory (a again): %s", strerror(errno));
+  close(afd);
+}
+
+// Another host process (host_changes.py) renames a cached directory away
+// and makes a new one of its name while this one keeps walking through
+// it: within a bounded time the name leads to the new directory (at once
+// natively; flatux re-checks a cached host folder after a short time).
+static void host_rename(void) {
+  REQUIRE(mkdir(at("d"), 0755) == 0 && mkdir(at("d/sub"), 0755) == 0);
+  REQUIRE(make_file(AT_FDCWD, at("d/sub/old")) == 0);
+  visit("d/sub");
+  int sfd = open(at("d/sub"), O_RDONLY | O_DIRECTORY);
+  REQUIRE(sfd >= 0);
+  printf("ready %s\n", dir);
+  char line[16];
+  REQUIRE(fgets(line, sizeof line, stdin) && !strncmp(line, "go", 2), "no go from the driver");
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int seen = 0;
+  long ms = 0;
+  while (ms < 10000) {  // the bound is generous: the machine may be loaded
+    if (exists(at("d/sub/new")) && !exists(at("d/sub/old"))) {
+      seen = 1;
+      break;
+    }
+    usleep(2000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  }
+  CHECK(seen, "d/sub still leads to the renamed directory after %ld ms", ms);
+  printf("  the new d/sub seen after %ld ms\n", ms);
+  CHECK_OK(chdir(at("d/sub")));
+  CHECK(exists("new") && !exists("old"), "chdir d/sub reached the renamed directory");
+  CHECK_OK(make_file(AT_FDCWD, "made"));
+  CHECK(exists(at("d/sub/made")) && !exists(at("moved/sub/made")), "a create in d/sub went to the renamed one");
+  REQUIRE(chdir(dir) == 0);
+  CHECK(exists(at("moved/sub/old")), "the renamed directory lost its file");
+  CHECK_OK(make_file(sfd, "byfd"));
+  CHECK(exists(at("moved/sub/byfd")), "the open directory does not follow its host rename");
+  close(sfd);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   guest_name = "dentry";
@@ -542,6 +697,10 @@ int main(int argc, char** argv) {
   else if (!strcmp(what, "proc_links")) proc_links();
   else if (!strcmp(what, "rename_over_dir")) rename_over_dir();
   else if (!strcmp(what, "chroot_rename")) chroot_rename();
+  else if (!strcmp(what, "rmdir_mkdir")) rmdir_mkdir();
+  else if (!strcmp(what, "symlink_over")) symlink_over();
+  else if (!strcmp(what, "rename_cached")) rename_cached();
+  else if (!strcmp(what, "host_rename")) host_rename();
   else REQUIRE(0, "unknown case %s", what);
   return guest_finish();
 }
