@@ -23,6 +23,15 @@
 // is short because a host user editing the folder expects the guest to
 // see it at once). Within that window a host process's change is not yet
 // seen; the guest's own changes are, at once.
+//
+// A descriptor follows its folder wherever a host process moves it, out
+// of the root folder too. So before a descriptor serves (a lookup in it,
+// an operation on a name in it) the folder is checked to be inside the
+// root (where /proc/self/fd/N says it is), again at most every kTrustNs;
+// one found outside serves no more, and the path from the root folder
+// (RESOLVE_BENEATH) takes its place. What is left: for up to kTrustNs
+// after a host process moves a cached folder out of the root, the guest
+// may still reach into it (attack test e2e.hostfs.host_move_out bounds it).
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
@@ -133,7 +142,9 @@ HostInode* new_inode(HostFs& h, Filesystem& fs, const GuestNode& g, const Identi
   n->id_has_btime = id.has_btime;
   n->id_btime_sec = id.btime_sec;
   n->id_btime_nsec = id.btime_nsec;
-  n->checked_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  uint64_t now = monotonic_ns();
+  n->checked_ns.store(now, std::memory_order_relaxed);
+  n->inside_ns.store(now, std::memory_order_relaxed);  // opened from a folder inside
   set_fields(*n, g);
   return n;
 }
@@ -210,7 +221,16 @@ int hostfs_dentry_fd(HostFs& h, const Dentry* d) {
   if (!d || !d->fs || d->fs->priv != &h) return -1;
   if (__atomic_load_n(&d->flags, __ATOMIC_RELAXED) & Dentry::kRoot) return h.root_fd;
   HostInode* n = host_inode(d->inode);
-  return n ? n->fd : -1;
+  if (!n || n->fd < 0) return -1;
+  // A descriptor follows its folder wherever a host process moves it: it
+  // serves only while the folder is still inside the root (asked again
+  // after kTrustNs). Otherwise the path from the root serves.
+  uint64_t now = monotonic_ns();
+  if (now - n->inside_ns.load(std::memory_order_relaxed) < h.trust_ns) return n->fd;
+  char where[kPathMax];
+  if (hostfs_inner_path(h, n->fd, where, sizeof where) < 0) return -1;
+  n->inside_ns.store(now, std::memory_order_relaxed);
+  return n->fd;
 }
 
 long hostfs_lookup(Task&, Filesystem& fs, Mount&, Dentry& dir, std::string_view name, Inode** out) {

@@ -66,6 +66,21 @@ long hostfs_open_beneath(HostFs&, int dir, const char* rel, uint64_t flags, uint
   return host::sys(SYS_openat2, dir, rel, &how, sizeof how);
 }
 
+long hostfs_inner_path(HostFs& h, int fd, char* out, size_t n) {
+  FdPath p(fd);
+  char host_path[kPathMax];
+  long len = host::sys(SYS_readlinkat, AT_FDCWD, p.s, host_path, sizeof host_path - 1);
+  if (len < 0) return len;
+  host_path[len] = 0;
+  if (host_path[0] != '/') return -ENOENT;
+  if (h.root_is_slash) return copy_cstr(out, n, host_path) ? 0 : -ENAMETOOLONG;
+  std::string_view hp(host_path, (size_t)len);
+  std::string_view root(h.root, h.root_len);
+  if (!starts_with(hp, root) || (hp.size() > root.size() && hp[root.size()] != '/')) return -ENOENT;
+  std::string_view rest = tail(hp, root.size());
+  return copy_cstr(out, n, rest.empty() ? std::string_view("/") : rest) ? 0 : -ENAMETOOLONG;
+}
+
 namespace {
 
 // Where an operation's walk ended, when the walk's last folder is a cached
@@ -526,20 +541,8 @@ long fs_setattr(Task& t, Filesystem& fs, Lookup& lk, const Attr& a) {
 // The current host path of an open directory, made relative to the root
 // (so a renamed directory keeps working as a dirfd and a cwd).
 long fs_dir_path(Task&, Filesystem& fs, File& f, char* out, size_t n) {
-  HostFs& h = hostfs_of(fs);
   if (f.host_fd < 0) return -ENOTDIR;
-  FdPath p(f.host_fd);
-  char host_path[kPathMax];
-  long len = host::sys(SYS_readlinkat, AT_FDCWD, p.s, host_path, sizeof host_path - 1);
-  if (len < 0) return len;
-  host_path[len] = 0;
-  if (host_path[0] != '/') return -ENOENT;
-  if (h.root_is_slash) return copy_cstr(out, n, host_path) ? 0 : -ENAMETOOLONG;
-  std::string_view hp(host_path, (size_t)len);
-  std::string_view root(h.root, h.root_len);
-  if (!starts_with(hp, root) || (hp.size() > root.size() && hp[root.size()] != '/')) return -ENOENT;
-  std::string_view rest = tail(hp, root.size());
-  return copy_cstr(out, n, rest.empty() ? std::string_view("/") : rest) ? 0 : -ENAMETOOLONG;
+  return hostfs_inner_path(hostfs_of(fs), f.host_fd, out, n);
 }
 
 long fs_xattr(Task&, Filesystem& fs, Lookup& lk, XattrOp& op) {

@@ -40,7 +40,8 @@ struct HostInode : Inode {
   bool id_has_btime = false;
   int64_t id_btime_sec = 0;
   uint32_t id_btime_nsec = 0;
-  std::atomic<uint64_t> checked_ns{0};  // last found true (monotonic_ns)
+  std::atomic<uint64_t> checked_ns{0};  // last found at its name (monotonic_ns)
+  std::atomic<uint64_t> inside_ns{0};   // fd last found inside the root folder
 };
 
 // n as a hostfs inode, or nullptr.
@@ -54,6 +55,9 @@ bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d);
 
 // openat2 of `rel` beneath the folder open as `dir`, following no link.
 long hostfs_open_beneath(HostFs& h, int dir, const char* rel, uint64_t flags, uint64_t mode);
+// Where the folder open as `fd` is now, as an inner path; -ENOENT when it
+// is no longer inside the root folder (a host process moved it out).
+long hostfs_inner_path(HostFs& h, int fd, char* out, size_t n);
 // The inner path relative to the root folder ("." for the root).
 const char* hostfs_relative(const char* inner);
 
