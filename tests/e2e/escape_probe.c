@@ -2,7 +2,7 @@
 //
 // usage (inside the guest): /prog CASE [HOST_MARKER HOST_ROOT]
 //   CASE: dotdot | abs_symlink | rel_symlink | host_path | loop | proc_links | mounts |
-//         dentry_swap
+//         dentry_swap | host_move_out (run by host_move_out.py)
 //
 // make_escape_root.py builds ROOT and puts a marker file next to it, in
 // ROOT's parent. Every way of naming that marker from inside must fail with
@@ -20,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MARKER "flatux hostfs escape marker: this file lies outside the guest root\n"
@@ -330,6 +331,61 @@ static void dentry_swap(void) {
   close(held);
 }
 
+// A host process (host_move_out.py) moves a folder the guest has cached,
+// holds open and works in out of the root, and puts the marker's
+// contents in it. The kernel checks that a cached folder is still inside
+// the root at most every 100 ms: after a generous bound, nothing the
+// guest does reaches the moved folder.
+static long ms_since(const struct timespec* t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static int reads_marker(int dirfd, const char* path) {
+  int fd = openat(dirfd, path, O_RDONLY);
+  if (fd < 0) return 0;
+  char buf[256];
+  ssize_t n = slurp(fd, buf, sizeof buf);
+  close(fd);
+  return n >= 0 && strcmp(buf, MARKER) == 0;
+}
+
+static void host_move_out(void) {
+  printf("a cached folder moved out of the root by the host:\n");
+  CHECK_OK(mkdir("/mv", 0755));
+  CHECK_OK(mkdir("/mv/sub", 0755));
+  CHECK_OK(chdir("/mv/sub"));
+  CHECK_OK(chdir("/"));
+  CHECK_OK(chdir("/mv/sub"));
+  int held = open("/mv/sub", O_RDONLY | O_DIRECTORY);
+  REQUIRE(held >= 0);
+  struct stat st;
+  CHECK_OK(stat("/mv/sub/.", &st));
+  printf("ready\n");
+  fflush(stdout);
+  char line[16];
+  REQUIRE(fgets(line, sizeof line, stdin) && !strncmp(line, "go", 2), "no go from the driver");
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const char* const tries[] = {"secret", "./secret", "../secret2", "/mv/sub/secret", "/mv/secret2"};
+  long early = 0, late = 0, ms;
+  while ((ms = ms_since(&t0)) < 1500) {
+    for (size_t i = 0; i < sizeof tries / sizeof *tries; i++) {
+      if (!reads_marker(AT_FDCWD, tries[i])) continue;
+      if (ms < 1000) early++;
+      else if (late++ == 0) printf("ESCAPED: %s read the moved folder after %ld ms\n", tries[i], ms);
+    }
+    if (reads_marker(held, "secret") && ms >= 1000 && late++ == 0)
+      printf("ESCAPED: the held folder read the moved folder after %ld ms\n", ms);
+    usleep(1000);
+  }
+  printf("  reads of the moved folder within the first second: %ld, after it: %ld\n", early, late);
+  if (late) escaped++;
+  CHECK_OK(chdir("/"));
+  close(held);
+}
+
 // The other process of proc_links: sits in /d1/d2/d3 until stdin closes.
 static int park(void) {
   if (chdir("/d1/d2/d3") != 0) return 1;
@@ -372,6 +428,8 @@ int main(int argc, char** argv) {
     proc_links(argv[0]);
   } else if (strcmp(which, "mounts") == 0) {
     mounts();
+  } else if (strcmp(which, "host_move_out") == 0) {
+    host_move_out();
   } else if (strcmp(which, "dentry_swap") == 0) {
     dentry_swap();
   } else if (strcmp(which, "park") == 0) {
