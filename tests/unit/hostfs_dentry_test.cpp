@@ -268,4 +268,19 @@ TEST_F(HostfsDentryTest, FolderMovedOutOfTheRootServesNoMore) {
   dput(a);
 }
 
+TEST_F(HostfsDentryTest, GuestChmodIsSeenAtTheNextWalk) {
+  h().trust_ns = 60ull * 1000000000;
+  ASSERT_EQ(::mkdir(host("a").c_str(), 0755), 0);
+  Dentry* a = child(rootd, "a");
+  ASSERT_NE(a, nullptr);
+  L l(&mnt, "/a", rootd, "a");
+  Attr at;
+  at.mask = kAttrMode;
+  at.mode = 0700;
+  ASSERT_EQ(fs->ops->setattr(task, *fs, l.lk, at), 0);
+  EXPECT_TRUE(fs->ops->revalidate(task, *fs, mnt, *a));
+  EXPECT_EQ(a->inode->mode & 07777, 0700u);
+  dput(a);
+}
+
 }  // namespace

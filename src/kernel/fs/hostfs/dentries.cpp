@@ -42,6 +42,7 @@
 #include "host/raw_syscall.h"
 #include "kernel/fs/hostfs/internal.h"
 #include "kernel/heap.h"
+#include "kernel/kernel.h"
 #include "kernel/time.h"
 #include "kernel/vfs/dcache.h"
 
@@ -139,6 +140,7 @@ HostInode* new_inode(HostFs& h, Filesystem& fs, const GuestNode& g, const Identi
   n->release = release_host_inode;
   n->fd = (int)fd;
   n->id_ino = id.ino;
+  n->id_type = id.type;
   n->id_has_btime = id.has_btime;
   n->id_btime_sec = id.btime_sec;
   n->id_btime_nsec = id.btime_nsec;
@@ -152,7 +154,7 @@ HostInode* new_inode(HostFs& h, Filesystem& fs, const GuestNode& g, const Identi
 Identity identity_of(const HostInode& n) {
   Identity id;
   id.ino = n.id_ino;
-  id.type = n.mode & S_IFMT;
+  id.type = n.id_type;
   id.has_btime = n.id_has_btime;
   id.btime_sec = n.id_btime_sec;
   id.btime_nsec = n.id_btime_nsec;
@@ -269,31 +271,42 @@ bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d) {
   char path[kPathMax];
   long len = d.cache->path_in_fs(&d, path, sizeof path);
   int pfd = hostfs_dentry_fd(h, parent);
+  const char* name = len > 1 ? path + len : nullptr;
+  while (name && name > path && name[-1] != '/') name--;
   struct statx sx;
   long r = -ENOENT;
-  if (len > 1) {
-    const char* name = path + len;
-    while (name > path && name[-1] != '/') name--;
-    if (pfd >= 0) {
-      r = statx_at(pfd, name, &sx);
-    } else {
-      long f = hostfs_open_beneath(h, h.root_fd, hostfs_relative(path), O_PATH | O_NOFOLLOW, 0);
-      r = f < 0 ? f : statx_at((int)f, "", &sx);
-      if (f >= 0) host::sys(SYS_close, f);
-    }
+  if (name && pfd >= 0) {
+    r = statx_at(pfd, name, &sx);
+  } else if (name) {
+    long f = hostfs_open_beneath(h, h.root_fd, hostfs_relative(path), O_PATH | O_NOFOLLOW, 0);
+    r = f < 0 ? f : statx_at((int)f, "", &sx);
+    if (f >= 0) host::sys(SYS_close, f);
   }
-  dput(parent);
-  if (r < 0 || !same_object(identity_of(sx), identity_of(*n))) return false;
-  // Still the same object: its guest attributes as they are now.
-  if (!(sx.stx_mode & S_ISVTX) && !S_ISLNK(sx.stx_mode)) {
+  bool same = r == 0 && same_object(identity_of(sx), identity_of(*n));
+  if (same) {
+    // Its guest attributes as they are now (a record or a node link read
+    // again where there is one; without the parent's descriptor those
+    // wait for a lookup).
     struct stat host;
     stat_of(sx, &host);
+    bool view = S_ISLNK(host.st_mode) || ((host.st_mode & S_ISVTX) && (S_ISREG(host.st_mode) || S_ISDIR(host.st_mode)));
     GuestNode g;
     g.st = host;
-    set_fields(*n, g);
+    if (view && pfd >= 0) guest_view_at(h, pfd, name, host, &g);
+    if (!view || pfd >= 0) set_fields(*n, g);
+    n->checked_ns.store(now, std::memory_order_relaxed);
   }
-  n->checked_ns.store(now, std::memory_order_relaxed);
-  return true;
+  dput(parent);
+  return same;
+}
+
+void hostfs_attrs_changed(Task& t, Lookup& lk) {
+  if (!lk.dir || !single_name(lk.name)) return;
+  Dentry* d = t.kernel->dcache->lookup(*lk.dir, lk.name);
+  if (!d) return;
+  // Asked again at the next walk through it, which reads the new mode and owner.
+  if (HostInode* n = host_inode(d->inode)) n->checked_ns.store(0, std::memory_order_relaxed);
+  dput(d);
 }
 
 }  // namespace flatux

@@ -518,6 +518,7 @@ long fs_setattr(Task& t, Filesystem& fs, Lookup& lk, const Attr& a) {
   if (r < 0) return r;
   if (a.mask & (kAttrUid | kAttrGid | kAttrMode)) {
     r = f.guest.device ? set_node_attrs(t, h, lk, f.guest, a) : set_guest_owner_mode(h, (int)f.fd, f.host, f.guest, a);
+    hostfs_attrs_changed(t, lk);
     if (r < 0) return r;
   }
   if (a.mask & kAttrSize) {

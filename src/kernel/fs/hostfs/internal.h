@@ -37,6 +37,7 @@ struct HostFs {
 struct HostInode : Inode {
   int fd = -1;
   uint64_t id_ino = 0;
+  uint32_t id_type = 0;  // the host's type (a device node is a host symlink)
   bool id_has_btime = false;
   int64_t id_btime_sec = 0;
   uint32_t id_btime_nsec = 0;
@@ -52,6 +53,9 @@ int hostfs_dentry_fd(HostFs& h, const Dentry* d);
 // FsOps::lookup and FsOps::revalidate (dentries.cpp).
 long hostfs_lookup(Task&, Filesystem& fs, Mount&, Dentry& dir, std::string_view name, Inode** out);
 bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d);
+// The guest changed the mode or owner of lk's file: its cached inode is
+// checked (and its fields read) again at the next walk through it.
+void hostfs_attrs_changed(Task& t, Lookup& lk);
 
 // openat2 of `rel` beneath the folder open as `dir`, following no link.
 long hostfs_open_beneath(HostFs& h, int dir, const char* rel, uint64_t flags, uint64_t mode);
