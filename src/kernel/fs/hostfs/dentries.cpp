@@ -17,12 +17,24 @@
 // cached dentry is checked against its parent's descriptor (one statx:
 // same inode number, type and birth time) before it is walked, so a
 // folder removed, replaced (even by one reusing its inode number) or
-// renamed away on the host is dropped and looked up afresh. A folder
-// checked less than kTrustNs ago is trusted without asking (NFS's
-// attribute cache does the same with acdirmin, 30 s by default; this one
-// is short because a host user editing the folder expects the guest to
-// see it at once). Within that window a host process's change is not yet
-// seen; the guest's own changes are, at once.
+// renamed away on the host is dropped and looked up afresh. A name
+// checked less than kTrustNs (100 ms) ago is trusted without asking
+// (NFS's attribute cache does the same with acregmin/acdirmin, 3 s and
+// 30 s by default; this one is short because a host user editing the
+// folder expects the guest to see it at once, and long enough that a
+// program's burst of calls through the same folders asks once). Files
+// are trusted as folders are: the operation on the last name asks the
+// host itself (a symlink swapped in is still handed back as a redirect).
+// Within the window a host process's change is not yet seen; the guest's
+// own changes are, at once.
+//
+// The window is measured with the TSC, not the host's clock_gettime: the
+// kernel has no vDSO, so each clock read is a host system call (about
+// 0.5 µs on the development machine, a quarter of a native stat), and a
+// walk asks the window two or three times; rdtsc costs about 15 ns. The
+// rate is measured once per mount against monotonic_ns. A TSC that
+// differs between CPUs or jumps only makes a stamp look old or from the
+// future, and such a stamp is checked again, never trusted.
 //
 // A descriptor follows its folder wherever a host process moves it, out
 // of the root folder too. So before a descriptor serves (a lookup in it,
@@ -38,6 +50,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <x86intrin.h>
 
 #include "host/raw_syscall.h"
 #include "kernel/fs/hostfs/internal.h"
@@ -144,9 +157,9 @@ HostInode* new_inode(HostFs& h, Filesystem& fs, const GuestNode& g, const Identi
   n->id_has_btime = id.has_btime;
   n->id_btime_sec = id.btime_sec;
   n->id_btime_nsec = id.btime_nsec;
-  uint64_t now = monotonic_ns();
-  n->checked_ns.store(now, std::memory_order_relaxed);
-  n->inside_ns.store(now, std::memory_order_relaxed);  // opened from a folder inside
+  uint64_t now = hostfs_ticks();
+  n->checked_at.store(now, std::memory_order_relaxed);
+  n->inside_at.store(now, std::memory_order_relaxed);  // opened from a folder inside
   set_fields(*n, g);
   return n;
 }
@@ -217,6 +230,24 @@ long lookup_path(HostFs& h, Dentry& dir, std::string_view name, struct statx* sx
 
 }  // namespace
 
+uint64_t hostfs_ticks() { return __rdtsc(); }
+
+bool hostfs_fresh(const HostFs& h, uint64_t stamp, uint64_t now) {
+  if (!stamp || !h.ticks_per_ms) return false;
+  // now < stamp wraps to a huge age: not fresh.
+  return now - stamp < h.trust_ns / 1000000 * h.ticks_per_ms;
+}
+
+uint64_t hostfs_measure_ticks_per_ms() {
+  uint64_t n0 = monotonic_ns(), t0 = hostfs_ticks(), n1, t1;
+  do {
+    n1 = monotonic_ns();
+    t1 = hostfs_ticks();
+  } while (n1 - n0 < 1000000 && n1 >= n0);
+  if (n1 <= n0 || t1 <= t0) return 0;
+  return (t1 - t0) * 1000000 / (n1 - n0);
+}
+
 HostInode* hostfs_inode(Inode* n) { return host_inode(n); }
 
 int hostfs_dentry_fd(HostFs& h, const Dentry* d) {
@@ -227,11 +258,11 @@ int hostfs_dentry_fd(HostFs& h, const Dentry* d) {
   // A descriptor follows its folder wherever a host process moves it: it
   // serves only while the folder is still inside the root (asked again
   // after kTrustNs). Otherwise the path from the root serves.
-  uint64_t now = monotonic_ns();
-  if (now - n->inside_ns.load(std::memory_order_relaxed) < h.trust_ns) return n->fd;
+  uint64_t now = hostfs_ticks();
+  if (hostfs_fresh(h, n->inside_at.load(std::memory_order_relaxed), now)) return n->fd;
   char where[kPathMax];
   if (hostfs_inner_path(h, n->fd, where, sizeof where) < 0) return -1;
-  n->inside_ns.store(now, std::memory_order_relaxed);
+  n->inside_at.store(now, std::memory_order_relaxed);
   return n->fd;
 }
 
@@ -265,8 +296,8 @@ bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d) {
   HostFs& h = hostfs_of(fs);
   HostInode* n = host_inode(d.inode);
   if (!n) return false;  // not one of ours (made before the mount was ours): asked afresh
-  uint64_t now = monotonic_ns();
-  if (S_ISDIR(n->mode) && now - n->checked_ns.load(std::memory_order_relaxed) < h.trust_ns) return true;
+  uint64_t now = hostfs_ticks();
+  if (hostfs_fresh(h, n->checked_at.load(std::memory_order_relaxed), now)) return true;
   Dentry* parent = d.cache->get_parent(d);
   char path[kPathMax];
   long len = d.cache->path_in_fs(&d, path, sizeof path);
@@ -294,7 +325,7 @@ bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d) {
     g.st = host;
     if (view && pfd >= 0) guest_view_at(h, pfd, name, host, &g);
     if (!view || pfd >= 0) set_fields(*n, g);
-    n->checked_ns.store(now, std::memory_order_relaxed);
+    n->checked_at.store(now, std::memory_order_relaxed);
   }
   dput(parent);
   return same;
@@ -305,7 +336,7 @@ void hostfs_attrs_changed(Task& t, Lookup& lk) {
   Dentry* d = t.kernel->dcache->lookup(*lk.dir, lk.name);
   if (!d) return;
   // Asked again at the next walk through it, which reads the new mode and owner.
-  if (HostInode* n = host_inode(d->inode)) n->checked_ns.store(0, std::memory_order_relaxed);
+  if (HostInode* n = host_inode(d->inode)) n->checked_at.store(0, std::memory_order_relaxed);
   dput(d);
 }
 

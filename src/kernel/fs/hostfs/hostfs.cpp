@@ -593,6 +593,7 @@ long create_at(Kernel& k, long fd, const char* path, Filesystem** out) {
   while (h->root_len > 1 && h->root[h->root_len - 1] == '/') h->root[--h->root_len] = 0;
   h->root_is_slash = h->root_len == 1 && h->root[0] == '/';
   h->host_owners = k.cfg.hostfs_host_owners;
+  h->ticks_per_ms = hostfs_measure_ticks_per_ms();
   h->host_uid = (uint32_t)host::sys(SYS_geteuid);
   h->host_gid = (uint32_t)host::sys(SYS_getegid);
   struct stat st;

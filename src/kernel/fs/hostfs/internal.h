@@ -24,8 +24,10 @@ struct HostFs {
   // may be: past that a folder is reached from the root folder again.
   std::atomic<int> dir_fds{0};
   int dir_fds_max = kDirFdsMax;
-  // A cached folder checked this recently is not asked again (dentries.cpp).
+  // A cached name checked this recently is not asked again (dentries.cpp),
+  // counted in TSC ticks at the rate measured when the mount was made.
   uint64_t trust_ns = kTrustNs;
+  uint64_t ticks_per_ms = 0;  // 0: none measured, nothing is trusted
 
   static constexpr int kDirFdsMax = 256;
   static constexpr uint64_t kTrustNs = 100'000'000;  // 100 ms
@@ -41,9 +43,16 @@ struct HostInode : Inode {
   bool id_has_btime = false;
   int64_t id_btime_sec = 0;
   uint32_t id_btime_nsec = 0;
-  std::atomic<uint64_t> checked_ns{0};  // last found at its name (monotonic_ns)
-  std::atomic<uint64_t> inside_ns{0};   // fd last found inside the root folder
+  std::atomic<uint64_t> checked_at{0};  // last found at its name (hostfs_ticks)
+  std::atomic<uint64_t> inside_at{0};   // fd last found inside the root folder
 };
+
+// The clock of the trust window: the TSC (see dentries.cpp), and whether
+// `stamp` lies less than h.trust_ns before `now`.
+uint64_t hostfs_ticks();
+bool hostfs_fresh(const HostFs& h, uint64_t stamp, uint64_t now);
+// The TSC's rate against the host's monotonic clock (spins about 1 ms).
+uint64_t hostfs_measure_ticks_per_ms();
 
 // n as a hostfs inode, or nullptr.
 HostInode* hostfs_inode(Inode* n);
