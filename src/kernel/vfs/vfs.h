@@ -191,6 +191,8 @@ struct Mount {
   int master = 0;
   bool unbindable = false;
   uint32_t op = 0;            // the table operation that created it (new mounts receive nothing)
+  std::atomic<int> children{0};          // attached mounts whose parent it is
+  std::atomic<Dentry*> mnt_root{nullptr};  // the dentry of `root`, made at the first walk into it
 
   bool readonly() const;
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
@@ -235,6 +237,12 @@ class Vfs {
   Mount* find(const char* norm, char* inner, size_t n);
   // The mount showing `norm` when it is a mount point, with a reference.
   Mount* find_exact(const char* norm);
+  // The mount a walk enters at guest path `at` below `parent` (the
+  // topmost of those stacked there), with a reference; nullptr if none.
+  Mount* mounted_at(const Mount* parent, std::string_view at);
+  // The mount `m` is mounted on, with a reference; nullptr for a root or
+  // a detached mount.
+  Mount* parent_of(const Mount& m);
 
   // Absolute guest path of (dirfd, path): the cwd or the directory's path
   // joined with a relative path; "." collapsed, ".." left for the walk.
