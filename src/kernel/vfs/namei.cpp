@@ -203,6 +203,11 @@ ErrorOr<Dentry*> dentry_of(Task& t, Mount& m, std::string_view inner) {
   return walk_inner(t, m, inner, false);
 }
 
+ErrorOr<Dentry*> dentry_of(Task& t, Lookup& lk) {
+  if (lk.dir && !lk.name.empty()) return lookup_child(t, *lk.mount, *lk.dir, lk.name, false);
+  return dentry_of(t, *lk.mount, lk.path);
+}
+
 ErrorOr<Path> path_of_file(Task& t, File& f) {
   if (!f.mount || !f.path) return kerr(-ENOTDIR);
   if (f.dentry) return path_get(Path{f.mount, f.dentry});
@@ -437,9 +442,10 @@ ErrorOr<Dentry*> mount_root(Task& t, Mount& m) {
 // Stands the walk at guest path g (canonical: links resolved, no "..").
 long jump_to(Walk& w, const char* g) {
   char inner[kPathMax];
-  Mount* m = w.t.kernel->vfs->find(g, inner, sizeof inner);
+  bool top = g[0] == '/' && g[1] == 0;
+  Mount* m = top ? w.t.kernel->vfs->root_mount() : w.t.kernel->vfs->find(g, inner, sizeof inner);
   if (!m) return -ENAMETOOLONG;
-  auto d = dentry_of(w.t, *m, inner);
+  auto d = top ? mount_root(w.t, *m) : dentry_of(w.t, *m, inner);
   if (d.is_error()) {
     m->put();
     return d.error();
@@ -461,6 +467,18 @@ long stand_at(Walk& w, Path p) {
   return 0;
 }
 
+// The guest path absolute paths start at and ".." stops at, worked out
+// at its first use in the walk.
+const char* root_of(Walk& w) {
+  if (w.root[0]) return w.root;
+  if (scope_has(w, WalkScope::kInRoot)) {
+    if (!copy_cstr(w.root, sizeof w.root, w.scope->root)) copy_cstr(w.root, sizeof w.root, "/");
+  } else if (fs_root(w.t, w.root, sizeof w.root) < 0) {
+    copy_cstr(w.root, sizeof w.root, "/");
+  }
+  return w.root;
+}
+
 long go_to_root(Walk& w) {
   if (!scope_has(w, WalkScope::kInRoot)) {
     FsContext& fc = *w.t.proc->fs;
@@ -470,16 +488,13 @@ long go_to_root(Walk& w) {
       if (fc.root) root = path_get(fc.root);
     }
     if (root) return stand_at(w, root);
+    return jump_to(w, "/");
   }
-  return jump_to(w, w.root);
+  return jump_to(w, root_of(w));
 }
 
 long start(Walk& w, int dirfd, const char* path, bool from_top) {
-  if (w.scope && (w.scope->resolve & WalkScope::kInRoot)) {
-    if (!copy_cstr(w.root, sizeof w.root, w.scope->root)) return -ENAMETOOLONG;
-  } else {
-    TRY_LONG(fs_root(w.t, w.root, sizeof w.root));
-  }
+  w.root[0] = 0;
   if (from_top) return jump_to(w, "/");
   if (path[0] == '/') return scope_has(w, WalkScope::kBeneath) ? -EXDEV : go_to_root(w);
   if (dirfd == AT_FDCWD) {
@@ -500,7 +515,7 @@ bool at_guest(const Walk& w, const char* g) { return guest_of(w) == std::string_
 // ".." from where the walk stands.
 long step_up(Walk& w) {
   if (scope_has(w, WalkScope::kBeneath) && at_guest(w, w.scope->root)) return -EXDEV;
-  if (at_guest(w, w.root)) return 0;  // ".." at the root is the root
+  if (at_guest(w, root_of(w))) return 0;  // ".." at the root is the root
   // At a mount's root: first down to the dentry it is mounted on.
   while (w.glen == w.mnt->len && memcmp(w.guest, w.mnt->path, w.glen) == 0) {
     Mount* parent = w.t.kernel->vfs->parent_of(*w.mnt);
@@ -541,6 +556,7 @@ long append(Walk& w, std::string_view name) {
 // nullptr when nothing is mounted there.
 Mount* mounted_below(Walk& w, std::string_view name) {
   if (w.mnt->children.load(std::memory_order_relaxed) == 0) return nullptr;
+  if (!w.t.kernel->vfs->may_be_mount_point(name)) return nullptr;
   size_t keep = w.glen;
   if (append(w, name) < 0) return nullptr;
   Mount* top = w.t.kernel->vfs->mounted_at(w.mnt, guest_of(w));
@@ -609,7 +625,9 @@ bool is_magic(Walk& w, std::string_view name) {
 // The Lookup for the place itself (".", "..", a mount's root).
 long finish_here(Walk& w, bool follow, Lookup& lk) {
   TRY_LONG(inner_at(*w.mnt, guest_of(w), {}, w.inner, sizeof w.inner));
-  lk = Lookup(w.inner, follow, w.mnt);
+  lk.path = w.inner;
+  lk.follow = follow;
+  lk.mount = w.mnt;
   return 0;
 }
 
@@ -618,7 +636,9 @@ long finish_name(Walk& w, std::string_view name, bool follow, Lookup& lk) {
   TRY_LONG(inner_at(*w.mnt, guest_of(w), name, w.inner, sizeof w.inner));
   memcpy(w.last, name.data(), name.size());
   w.last[name.size()] = 0;
-  lk = Lookup(w.inner, follow, w.mnt);
+  lk.path = w.inner;
+  lk.follow = follow;
+  lk.mount = w.mnt;
   lk.dir = w.dentry;
   lk.name = std::string_view(w.last, name.size());
   return 0;
@@ -638,10 +658,9 @@ bool renamed_since(Task& t, uint32_t seq) { return t.kernel->dcache->rename_seq(
 
 long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk) {
   TRY_LONG(start(w, dirfd, path, from_top));
-  char bufs[2][kPathMax];
-  int cur = 0;
-  if (!copy_cstr(bufs[cur], kPathMax, path)) return -ENAMETOOLONG;
-  const char* p = bufs[cur];
+  char bufs[2][kPathMax];  // a link's target and the rest of the path
+  int cur = 1;
+  const char* p = path;
   for (;;) {
     while (*p == '/') p++;
     const char* s = p;

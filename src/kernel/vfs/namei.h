@@ -1,6 +1,7 @@
-// The path walk: guest path -> (mount, path inside its filesystem), then
-// the operation; a symlink the filesystem hands back as a redirect restarts
-// the walk at its target, up to kMaxSymlinks times.
+// The path walk: one component at a time over the dentry cache, from the
+// process root, the cwd or a dirfd, to the directory holding the last
+// component; then the operation, with a Lookup naming it (see
+// docs/ARCHITECTURE.md, "Paths and mounts").
 #pragma once
 #include <linux/errno.h>
 
@@ -120,6 +121,9 @@ namespace flatux {
 // answer from its stat); a cached one of a filesystem the VFS does not
 // alone change is checked again.
 ErrorOr<Dentry*> dentry_of(Task& t, Mount& m, std::string_view inner);
+// The dentry of what a walk's Lookup names (from its parent's, when the
+// walk gave one).
+ErrorOr<Dentry*> dentry_of(Task& t, Lookup& lk);
 
 // The Path of an open file: its dentry, or the one of the path it was
 // opened by (as the filesystem now names it). -ENOTDIR for a file not

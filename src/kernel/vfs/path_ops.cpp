@@ -138,10 +138,10 @@ namespace {
 // A file opened by path on a filesystem whose names the VFS alone changes
 // holds its dentry, so as a dirfd, a cwd or a /proc fd link it follows
 // renames and knows when its name is removed.
-void attach_dentry(Task& t, File& f, int flags) {
+void attach_dentry(Task& t, Lookup& lk, File& f, int flags) {
   if (!f.mount || f.dentry || !f.path || !f.mount->fs->ops->dcache_trusted) return;
   if ((flags & O_TMPFILE) == O_TMPFILE) return;  // no name: the path is its folder's
-  auto d = dentry_of(t, *f.mount, f.path);
+  auto d = dentry_of(t, lk);
   if (!d.is_error()) f.dentry = d.value();  // else the path recorded at open serves
 }
 
@@ -179,7 +179,7 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
     long r = root ? fs.ops->open(t, fs, lk, flags, mode, out) : open_checked(t, lk, flags, mode, out);
     if (r < 0) return r;
     (*out)->set_origin(lk.mount, lk.path);
-    attach_dentry(t, **out, flags);
+    attach_dentry(t, lk, **out, flags);
     if (create) dnotify_entry(t, lk, DN_CREATE);
     // Leases on the file are broken before an open that conflicts returns.
     if (t.kernel->leases->any() && (r = t.kernel->leases->break_for_open(t, **out, flags)) < 0) {
