@@ -622,6 +622,22 @@ bool is_magic(Walk& w, std::string_view name) {
   return true;
 }
 
+// Whether the walk must look the last component up itself: to follow it
+// when it is a symlink. Not followed, it is the operation's to look up.
+// Where asking the filesystem costs (hostfs: a host call), only a link the
+// cache knows is followed here; another the operation meets comes back as
+// a redirect, and the walk goes on from its target. A confined walk
+// (openat2) always looks, so the redirect's fresh start never meets its
+// limits on the way.
+bool needs_last_lookup(Walk& w, std::string_view name, bool follow) {
+  if (!follow) return false;
+  if (w.scope || w.mnt->fs->ops->dcache_trusted) return true;
+  Dentry* d = w.dentry->cache->lookup(*w.dentry, name);
+  bool link = d && is_link(*d);
+  dput(d);
+  return link;
+}
+
 // The Lookup for the place itself (".", "..", a mount's root).
 long finish_here(Walk& w, bool follow, Lookup& lk) {
   TRY_LONG(inner_at(*w.mnt, guest_of(w), {}, w.inner, sizeof w.inner));
@@ -688,6 +704,7 @@ long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top,
       if (last) return finish_here(w, follow, lk);  // what is mounted there
       continue;
     }
+    if (last && !needs_last_lookup(w, name, follow)) return finish_name(w, name, follow, lk);
     auto child = lookup_child(w.t, *w.mnt, *w.dentry, name, false);
     if (child.is_error()) {
       if (last && child.error() == -ENOENT) return finish_name(w, name, follow, lk);
