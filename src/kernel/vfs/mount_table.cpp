@@ -87,6 +87,7 @@ void Mount::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   // The last reference of a detached mount: nothing can reach it any more.
   // Its filesystem goes when no other mount shows it.
+  dput(mnt_root.exchange(nullptr));
   if (fs->mounts.fetch_sub(1, std::memory_order_acq_rel) == 1 && type && type->unmount) {
     fs_drop_dentries(*fs);
     type->unmount(*fs);
@@ -137,6 +138,8 @@ long Vfs::attach_locked(Mount* m, Mount* parent) {
   m->parent_id = parent ? parent->id : m->id;
   m->op = op_;
   mounts_[nmounts_++] = m;
+  if (parent) parent->children.fetch_add(1, std::memory_order_relaxed);
+  update_walk_hints_locked();
   return 0;
 }
 
@@ -148,6 +151,8 @@ void Vfs::remove_locked(Mount* m) {
     break;
   }
   m->attached = false;
+  if (m->parent) m->parent->children.fetch_sub(1, std::memory_order_relaxed);
+  update_walk_hints_locked();
   leave_group_locked(m);
 }
 
@@ -362,7 +367,9 @@ void Vfs::rollback_locked() {
     if (m->op != op_) continue;
     for (int j = i; j + 1 < nmounts_; j++) mounts_[j] = mounts_[j + 1];
     nmounts_--;
+    if (m->parent) m->parent->children.fetch_sub(1, std::memory_order_relaxed);
     discard(m, 0);
+    update_walk_hints_locked();
   }
 }
 
@@ -493,6 +500,7 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
       moved[j] = true;
     }
   }
+  update_walk_hints_locked();
   // Bind mounts of the renamed folder or one below it show it still.
   for (int i = 0; i < nmounts_; i++) {
     Mount* x = mounts_[i];
@@ -501,6 +509,52 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
     x->root_len = strlen(path);
     memcpy(x->root, path, x->root_len + 1);
   }
+}
+
+uint64_t Vfs::name_bit(std::string_view name) {
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (char c : name) h = (h ^ (unsigned char)c) * 16777619u;
+  return uint64_t{1} << (h % 64);
+}
+
+void Vfs::update_walk_hints_locked() {
+  uint64_t bits = 0;
+  for (int i = 0; i < nmounts_; i++) {
+    std::string_view p = path_of(*mounts_[i]);
+    bits |= name_bit(tail(p, p.rfind('/') + 1));
+  }
+  point_names_.store(bits, std::memory_order_relaxed);
+  top_root_ = visible_locked("/");
+}
+
+Mount* Vfs::root_mount() {
+  Guard g(lock_);
+  if (top_root_) top_root_->get();
+  return top_root_;
+}
+
+Mount* Vfs::mounted_at(const Mount* parent, std::string_view at) {
+  Guard g(lock_);
+  Mount* top = nullptr;
+  for (const Mount* under = parent;;) {
+    Mount* next = nullptr;
+    for (int i = 0; i < nmounts_; i++) {
+      Mount* x = mounts_[i];
+      if (x->parent == under && path_of(*x) == at) next = x;  // among equals the latest
+    }
+    if (!next) break;
+    top = next;
+    under = next;
+  }
+  if (top) top->get();
+  return top;
+}
+
+Mount* Vfs::parent_of(const Mount& m) {
+  Guard g(lock_);
+  if (!m.attached || !m.parent) return nullptr;
+  m.parent->get();
+  return m.parent;
 }
 
 Mount* Vfs::find_exact(const char* norm) {

@@ -203,6 +203,11 @@ ErrorOr<Dentry*> dentry_of(Task& t, Mount& m, std::string_view inner) {
   return walk_inner(t, m, inner, false);
 }
 
+ErrorOr<Dentry*> dentry_of(Task& t, Lookup& lk) {
+  if (lk.dir && !lk.name.empty()) return lookup_child(t, *lk.mount, *lk.dir, lk.name, false);
+  return dentry_of(t, *lk.mount, lk.path);
+}
+
 ErrorOr<Path> path_of_file(Task& t, File& f) {
   if (!f.mount || !f.path) return kerr(-ENOTDIR);
   if (f.dentry) return path_get(Path{f.mount, f.dentry});
@@ -374,6 +379,366 @@ void fs_drop_dentries(Filesystem& fs) {
   root->cache->shrink_fs(&fs);
   fs.root_dentry = nullptr;
   dput(root);
+}
+
+}  // namespace flatux
+
+// --- the walk ----------------------------------------------------------------
+//
+// One component at a time, over the dentry cache: a name is looked up in
+// the directory's dentry (lookup_child), a dentry that is a mount point
+// leads to the root of what is mounted there, ".." goes to the parent
+// dentry, or from a mount's root to the dentry it is mounted on, and stops
+// at the process root; symlinks are read and their targets walked in
+// place of the link. The walk keeps the canonical guest path of where it
+// stands: mounts are found by their mount point's guest path, which the
+// mount table keeps true across renames (Vfs::follow_rename).
+
+namespace flatux {
+namespace {
+
+bool is_dir(const Dentry& d) { return d.inode && S_ISDIR(d.inode->mode); }
+bool is_link(const Dentry& d) { return d.inode && S_ISLNK(d.inode->mode); }
+
+std::string_view guest_of(const Walk& w) { return std::string_view(w.guest, w.glen); }
+
+bool scope_has(const Walk& w, unsigned flag) { return w.scope && (w.scope->resolve & flag); }
+
+// The inner path of guest path `g` on m: m's root, then what g adds to
+// its mount point.
+long inner_at(const Mount& m, std::string_view g, std::string_view name, char* out, size_t n) {
+  KFmt f(out, n);
+  if (m.root_len > 1) f.str(std::string_view(m.root, m.root_len));
+  if (g.size() > m.len && m.len > 1) f.str(tail(g, m.len));
+  else if (m.len == 1 && g.size() > 1) f.str(g);
+  if (!name.empty()) f.str("/").str(name);
+  if (f.size() == 0) f.str("/");
+  if (f.truncated()) return -ENAMETOOLONG;
+  f.c_str();
+  return 0;
+}
+
+void set_place(Walk& w, Mount* m, Dentry* d) {
+  w.leave();
+  w.mnt = m;
+  w.dentry = d;
+}
+
+// The dentry of what m shows at its mount point, with a reference.
+ErrorOr<Dentry*> mount_root(Task& t, Mount& m) {
+  if (Dentry* d = m.mnt_root.load(std::memory_order_acquire)) return dget(d);
+  char root[kPathMax];
+  {
+    // The root follows renames (Vfs::follow_rename): read it whole.
+    if (!copy_cstr(root, sizeof root, std::string_view(m.root, m.root_len))) return kerr(-ENAMETOOLONG);
+  }
+  auto d = dentry_of(t, m, root);
+  if (d.is_error()) return d;
+  Dentry* expected = nullptr;
+  if (!m.mnt_root.compare_exchange_strong(expected, dget(d.value()), std::memory_order_acq_rel)) dput(d.value());
+  return d;
+}
+
+// Stands the walk at guest path g (canonical: links resolved, no "..").
+long jump_to(Walk& w, const char* g) {
+  char inner[kPathMax];
+  bool top = g[0] == '/' && g[1] == 0;
+  Mount* m = top ? w.t.kernel->vfs->root_mount() : w.t.kernel->vfs->find(g, inner, sizeof inner);
+  if (!m) return -ENAMETOOLONG;
+  auto d = top ? mount_root(w.t, *m) : dentry_of(w.t, *m, inner);
+  if (d.is_error()) {
+    m->put();
+    return d.error();
+  }
+  set_place(w, m, d.value());
+  if (!copy_cstr(w.guest, sizeof w.guest, g)) return -ENAMETOOLONG;
+  w.glen = strlen(w.guest);
+  return 0;
+}
+
+// Stands the walk at p (references move in), whose guest path it computes.
+long stand_at(Walk& w, Path p) {
+  set_place(w, p.mnt, p.dentry);
+  bool deleted = false;
+  long r = guest_path_of(p, w.guest, sizeof w.guest, &deleted);
+  if (r < 0) return r;
+  if (deleted) return -ENOENT;  // nothing is found or made in a removed folder
+  w.glen = strlen(w.guest);
+  return 0;
+}
+
+// The guest path absolute paths start at and ".." stops at, worked out
+// at its first use in the walk.
+const char* root_of(Walk& w) {
+  if (w.root[0]) return w.root;
+  if (scope_has(w, WalkScope::kInRoot)) {
+    if (!copy_cstr(w.root, sizeof w.root, w.scope->root)) copy_cstr(w.root, sizeof w.root, "/");
+  } else if (fs_root(w.t, w.root, sizeof w.root) < 0) {
+    copy_cstr(w.root, sizeof w.root, "/");
+  }
+  return w.root;
+}
+
+long go_to_root(Walk& w) {
+  if (!scope_has(w, WalkScope::kInRoot)) {
+    FsContext& fc = *w.t.proc->fs;
+    Path root;
+    {
+      Guard g(fc.lock);
+      if (fc.root) root = path_get(fc.root);
+    }
+    if (root) return stand_at(w, root);
+    return jump_to(w, "/");
+  }
+  return jump_to(w, root_of(w));
+}
+
+long start(Walk& w, int dirfd, const char* path, bool from_top) {
+  w.root[0] = 0;
+  if (from_top) return jump_to(w, "/");
+  if (path[0] == '/') return scope_has(w, WalkScope::kBeneath) ? -EXDEV : go_to_root(w);
+  if (dirfd == AT_FDCWD) {
+    auto cwd = fs_cwd(w.t);
+    if (cwd.is_error()) return cwd.error();
+    return stand_at(w, cwd.release_value());
+  }
+  File* f = w.t.proc->files->get(dirfd);
+  if (!f) return -EBADF;
+  auto p = path_of_file(w.t, *f);
+  f->put();
+  if (p.is_error()) return p.error();
+  return stand_at(w, p.release_value());
+}
+
+bool at_guest(const Walk& w, const char* g) { return guest_of(w) == std::string_view(g); }
+
+// ".." from where the walk stands.
+long step_up(Walk& w) {
+  if (scope_has(w, WalkScope::kBeneath) && at_guest(w, w.scope->root)) return -EXDEV;
+  if (at_guest(w, root_of(w))) return 0;  // ".." at the root is the root
+  // At a mount's root: first down to the dentry it is mounted on.
+  while (w.glen == w.mnt->len && memcmp(w.guest, w.mnt->path, w.glen) == 0) {
+    Mount* parent = w.t.kernel->vfs->parent_of(*w.mnt);
+    if (!parent) return 0;  // the namespace's root, or a detached mount's
+    if (scope_has(w, WalkScope::kNoXdev)) {
+      parent->put();
+      return -EXDEV;
+    }
+    char inner[kPathMax];
+    long r = inner_at(*parent, guest_of(w), {}, inner, sizeof inner);
+    auto d = r < 0 ? ErrorOr<Dentry*>(kerr(r)) : dentry_of(w.t, *parent, inner);
+    if (d.is_error()) {
+      parent->put();
+      return d.error();
+    }
+    set_place(w, parent, d.value());
+  }
+  Dentry* up = w.dentry->cache->get_parent(*w.dentry);
+  dput(w.dentry);
+  w.dentry = up;
+  while (w.glen > 1 && w.guest[w.glen - 1] != '/') w.glen--;
+  if (w.glen > 1) w.glen--;
+  w.guest[w.glen] = 0;
+  return 0;
+}
+
+long append(Walk& w, std::string_view name) {
+  size_t need = w.glen + (w.glen > 1) + name.size();
+  if (need >= sizeof w.guest) return -ENAMETOOLONG;
+  if (w.glen > 1) w.guest[w.glen++] = '/';
+  memcpy(w.guest + w.glen, name.data(), name.size());
+  w.glen += name.size();
+  w.guest[w.glen] = 0;
+  return 0;
+}
+
+// The mount on the child `name` of the walk's place, with a reference;
+// nullptr when nothing is mounted there.
+Mount* mounted_below(Walk& w, std::string_view name) {
+  if (w.mnt->children.load(std::memory_order_relaxed) == 0) return nullptr;
+  if (!w.t.kernel->vfs->may_be_mount_point(name)) return nullptr;
+  size_t keep = w.glen;
+  if (append(w, name) < 0) return nullptr;
+  Mount* top = w.t.kernel->vfs->mounted_at(w.mnt, guest_of(w));
+  w.glen = keep;
+  w.guest[keep] = 0;
+  return top;
+}
+
+// Steps onto the root of `top` (its reference moves in), mounted on the
+// child `name` of the walk's place.
+long enter_mount(Walk& w, Mount* top, std::string_view name) {
+  if (scope_has(w, WalkScope::kNoXdev)) {
+    top->put();
+    return -EXDEV;
+  }
+  auto root = mount_root(w.t, *top);
+  if (root.is_error()) {
+    top->put();
+    return root.error();
+  }
+  set_place(w, top, root.value());
+  return append(w, name);
+}
+
+// Steps into the child directory d (a reference moves in) named `name`.
+long step_into(Walk& w, Dentry* d, std::string_view name) {
+  dput(w.dentry);
+  w.dentry = d;
+  return append(w, name);
+}
+
+// The link at (w's place, name) read; `rest` (the components after it)
+// appended, into buf. Returns whether the target is absolute, or an error.
+long read_link(Walk& w, std::string_view name, std::string_view rest, char* buf, size_t n) {
+  char inner[kPathMax];
+  TRY_LONG(inner_at(*w.mnt, guest_of(w), name, inner, sizeof inner));
+  Filesystem& fs = *w.mnt->fs;
+  Lookup lk(inner, false, w.mnt);
+  char target[kPathMax];
+  long len = fs.ops->readlink ? fs.ops->readlink(w.t, fs, lk, target, sizeof target - 1) : -EINVAL;
+  if (len == kRedirect) return -ENOENT;  // changed meanwhile
+  if (len < 0) return len;
+  if (len == 0) return -ENOENT;
+  KFmt f(buf, n);
+  f.str(std::string_view(target, (size_t)len));
+  if (!rest.empty()) f.str("/").str(rest);
+  if (f.truncated()) return -ENAMETOOLONG;
+  f.c_str();
+  return target[0] == '/';
+}
+
+// Whether the link at (w's place, name) is a magic one (/proc/PID/fd/N),
+// which the filesystem's operation follows itself.
+bool is_magic(Walk& w, std::string_view name) {
+  Filesystem& fs = *w.mnt->fs;
+  if (!fs.ops->magic_file) return false;
+  char inner[kPathMax];
+  if (inner_at(*w.mnt, guest_of(w), name, inner, sizeof inner) < 0) return false;
+  Lookup lk(inner, true, w.mnt);
+  File* f = nullptr;
+  if (fs.ops->magic_file(w.t, fs, lk, &f) != 0) return false;
+  f->put();
+  return true;
+}
+
+// Whether the walk must look the last component up itself: to follow it
+// when it is a symlink. Not followed, it is the operation's to look up.
+// Where asking the filesystem costs (hostfs: a host call), only a link the
+// cache knows is followed here; another the operation meets comes back as
+// a redirect, and the walk goes on from its target. A confined walk
+// (openat2) always looks, so the redirect's fresh start never meets its
+// limits on the way.
+bool needs_last_lookup(Walk& w, std::string_view name, bool follow) {
+  if (!follow) return false;
+  if (w.scope || w.mnt->fs->ops->dcache_trusted) return true;
+  Dentry* d = w.dentry->cache->lookup(*w.dentry, name);
+  bool link = d && is_link(*d);
+  dput(d);
+  return link;
+}
+
+// The Lookup for the place itself (".", "..", a mount's root).
+long finish_here(Walk& w, bool follow, Lookup& lk) {
+  TRY_LONG(inner_at(*w.mnt, guest_of(w), {}, w.inner, sizeof w.inner));
+  lk.path = w.inner;
+  lk.follow = follow;
+  lk.mount = w.mnt;
+  return 0;
+}
+
+// The Lookup for `name` in the place's directory.
+long finish_name(Walk& w, std::string_view name, bool follow, Lookup& lk) {
+  TRY_LONG(inner_at(*w.mnt, guest_of(w), name, w.inner, sizeof w.inner));
+  memcpy(w.last, name.data(), name.size());
+  w.last[name.size()] = 0;
+  lk.path = w.inner;
+  lk.follow = follow;
+  lk.mount = w.mnt;
+  lk.dir = w.dentry;
+  lk.name = std::string_view(w.last, name.size());
+  return 0;
+}
+
+}  // namespace
+
+void Walk::leave() {
+  dput(dentry);
+  if (mnt) mnt->put();
+  dentry = nullptr;
+  mnt = nullptr;
+}
+
+uint32_t rename_seq_now(Task& t) { return t.kernel->dcache->rename_seq(); }
+bool renamed_since(Task& t, uint32_t seq) { return t.kernel->dcache->rename_seq() != seq; }
+
+long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk) {
+  TRY_LONG(start(w, dirfd, path, from_top));
+  char bufs[2][kPathMax];  // a link's target and the rest of the path
+  int cur = 1;
+  const char* p = path;
+  for (;;) {
+    while (*p == '/') p++;
+    const char* s = p;
+    while (*p && *p != '/') p++;
+    std::string_view name(s, (size_t)(p - s));
+    const char* rest = p;
+    while (*rest == '/') rest++;
+    bool last = *rest == 0;
+    if (name.empty() || name == ".") {
+      if (last) return finish_here(w, follow, lk);
+      continue;
+    }
+    if (!is_dir(*w.dentry)) return -ENOTDIR;
+    if (name == "..") {
+      TRY_LONG(step_up(w));
+      if (last) return finish_here(w, follow, lk);
+      continue;
+    }
+    if (name.size() > kNameMax) return -ENAMETOOLONG;
+    if (w.dentry->inode->dead.load(std::memory_order_acquire)) return -ENOENT;
+    // A mount point first: the kernel's own mounts (/proc, /dev) may stand
+    // on names the folder below does not have.
+    if (Mount* top = mounted_below(w, name)) {
+      TRY_LONG(enter_mount(w, top, name));
+      if (last) return finish_here(w, follow, lk);  // what is mounted there
+      continue;
+    }
+    if (last && !needs_last_lookup(w, name, follow)) return finish_name(w, name, follow, lk);
+    auto child = lookup_child(w.t, *w.mnt, *w.dentry, name, false);
+    if (child.is_error()) {
+      if (last && child.error() == -ENOENT) return finish_name(w, name, follow, lk);
+      return child.error();
+    }
+    Dentry* d = child.value();
+    if (is_link(*d) && (!last || follow)) {
+      if (last && is_magic(w, name)) {
+        dput(d);
+        return finish_name(w, name, follow, lk);
+      }
+      dput(d);
+      if (scope_has(w, WalkScope::kNoSymlinks) || ++w.links > kMaxSymlinks) return -ELOOP;
+      int next = cur ^ 1;
+      long abs = read_link(w, name, rest, bufs[next], kPathMax);
+      if (abs < 0) return abs;
+      if (abs) {
+        if (scope_has(w, WalkScope::kBeneath)) return -EXDEV;
+        TRY_LONG(go_to_root(w));
+      }
+      cur = next;
+      p = bufs[cur];
+      continue;
+    }
+    if (last) {
+      dput(d);
+      return finish_name(w, name, follow, lk);
+    }
+    if (!is_dir(*d)) {
+      dput(d);
+      return -ENOTDIR;
+    }
+    TRY_LONG(step_into(w, d, name));
+  }
 }
 
 }  // namespace flatux

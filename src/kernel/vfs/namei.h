@@ -1,6 +1,7 @@
-// The path walk: guest path -> (mount, path inside its filesystem), then
-// the operation; a symlink the filesystem hands back as a redirect restarts
-// the walk at its target, up to kMaxSymlinks times.
+// The path walk: one component at a time over the dentry cache, from the
+// process root, the cwd or a dirfd, to the directory holding the last
+// component; then the operation, with a Lookup naming it (see
+// docs/ARCHITECTURE.md, "Paths and mounts").
 #pragma once
 #include <linux/errno.h>
 
@@ -36,45 +37,75 @@ long walk_scope_at(Task& t, int dirfd, unsigned resolve, WalkScope* out);
 long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n,
                      const WalkScope* scope = nullptr);
 
-// Resolves the first ".." in `cur` where its folder really is (after that
-// folder's symlinks). 1 when cur changed, 0 when it holds no "..", or an
-// error; symlinks followed count in *hops.
-long step_dotdot(Task& t, char* cur, size_t n, int* hops, const WalkScope* scope = nullptr);
+// One walk (namei.cpp): where it stands, a mount and a dentry of it (both
+// counted), with that place's canonical guest path (links resolved, no
+// ".."), which is what mount points and the process root are compared
+// with. It ends at the directory holding the last component.
+struct Walk {
+  Task& t;
+  const WalkScope* scope;
+  Mount* mnt = nullptr;
+  Dentry* dentry = nullptr;
+  size_t glen = 0;
+  int links = 0;  // symlinks followed, across restarts
+  char guest[kPathMax];
+  char root[kPathMax];   // the guest path absolute paths start at and ".." stops at
+  char inner[kPathMax];  // what Lookup::path points to
+  char last[256];        // what Lookup::name views
 
-// The absolute guest path a scoped walk starts from.
-long scoped_absolute(Task& t, const WalkScope& scope, const char* path, char* out, size_t n);
+  Walk(Task& task, const WalkScope* s) : t(task), scope(s) {}
+  ~Walk() { leave(); }
+  Walk(const Walk&) = delete;
+  Walk& operator=(const Walk&) = delete;
+  void leave();  // drops the place's references
+};
+
+// Walks (dirfd, path) component by component over the dentry cache and
+// fills lk for the operation on its last component (lk.dir/lk.name set
+// when that has a parent directory in the same filesystem). `from_top`:
+// `path` is a guest path of the kernel's namespace (a redirect's target),
+// not the caller's.
+long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk);
+
+// Whether a rename ran since `seq` (the walk's guest paths may be stale).
+bool renamed_since(Task& t, uint32_t seq);
+uint32_t rename_seq_now(Task& t);
 
 // Runs op(Lookup&) on the filesystem holding (dirfd, path). `path` is a
-// kernel string, non-empty.
+// kernel string, non-empty. The walk resolves every symlink but a last
+// one not followed (and a magic link, which the filesystem's operation
+// follows itself); a symlink the operation meets anyway (the filesystem
+// changed meanwhile) hands back a redirect, and the walk goes on from its
+// target.
 template <typename Op>
 long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op, const WalkScope* scope = nullptr) {
-  Vfs& vfs = *t.kernel->vfs;
-  char cur[kPathMax];
-  long r = scope ? scoped_absolute(t, *scope, path, cur, sizeof cur) : vfs.absolute(t, dirfd, path, cur, sizeof cur);
-  if (r < 0) return r;
-  bool no_links = scope && (scope->resolve & WalkScope::kNoSymlinks);
-  for (int hops = 0;;) {
-    r = step_dotdot(t, cur, sizeof cur, &hops, scope);
+  const char* p = path;
+  bool from_top = false;
+  int links = 0;
+  char target[kPathMax];
+  for (int tries = 0;;) {
+    Walk w(t, scope);
+    w.links = links;
+    Lookup lk;
+    uint32_t seq = rename_seq_now(t);
+    long r = walk_path(w, dirfd, p, follow, from_top, lk);
+    // A rename during the walk may have left its guest path behind: again.
+    if (r != -ENAMETOOLONG && renamed_since(t, seq) && ++tries < 3) continue;
     if (r < 0) return r;
-    if (no_links && hops) return -ELOOP;
-    if (r > 0) continue;
-    char inner[kPathMax];
-    Mount* m = vfs.find(cur, inner, sizeof inner);
-    if (!m) return -ENAMETOOLONG;
-    if (scope && (scope->resolve & WalkScope::kNoXdev) && m != scope->mount) {
-      m->put();
-      return -EXDEV;
-    }
-    Lookup lk(inner, follow, m);
+    Mount& m = *lk.mount;
     // Search permission on the way, where the filesystem leaves it to us.
-    r = creds_of(t).fsuid != 0 && !m->fs->ops->walk_checks_search ? may_walk(t, lk) : 0;
+    r = creds_of(t).fsuid != 0 && !m.fs->ops->walk_checks_search ? may_walk(t, lk) : 0;
     if (r == 0) r = op(lk);
     // A redirect not ours belongs to an enclosing walk (two-path calls).
-    bool again = r == kRedirect && lk.redirected;
-    if (again)
-      r = no_links || ++hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, cur, sizeof cur, scope);
-    m->put();
-    if (!again || r < 0) return r;
+    if (r != kRedirect || !lk.redirected) return r;
+    bool no_links = scope && (scope->resolve & WalkScope::kNoSymlinks);
+    if (no_links || ++w.links > kMaxSymlinks) return -ELOOP;
+    r = redirect_target(t, m, lk, target, sizeof target, scope);
+    if (r < 0) return r;
+    links = w.links;
+    p = target;
+    from_top = true;
+    tries = 0;
   }
 }
 
@@ -90,6 +121,9 @@ namespace flatux {
 // answer from its stat); a cached one of a filesystem the VFS does not
 // alone change is checked again.
 ErrorOr<Dentry*> dentry_of(Task& t, Mount& m, std::string_view inner);
+// The dentry of what a walk's Lookup names (from its parent's, when the
+// walk gave one).
+ErrorOr<Dentry*> dentry_of(Task& t, Lookup& lk);
 
 // The Path of an open file: its dentry, or the one of the path it was
 // opened by (as the filesystem now names it). -ENOTDIR for a file not

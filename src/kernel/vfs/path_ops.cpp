@@ -35,21 +35,6 @@ long walk_scope_at(Task& t, int dirfd, unsigned resolve, WalkScope* out) {
   return 0;
 }
 
-long scoped_absolute(Task& t, const WalkScope& scope, const char* path, char* out, size_t n) {
-  if (path[0] == '/') {
-    if (scope.resolve & WalkScope::kBeneath) return -EXDEV;
-    if (scope.resolve & WalkScope::kInRoot) return rooted_path(scope.root, path, out, n);
-    char root[kPathMax];
-    long r = fs_root(t, root, sizeof root);
-    return r < 0 ? r : rooted_path(root, path, out, n);
-  }
-  char full[kPathMax];
-  KFmt j(full, sizeof full);
-  j.str(scope.root).str("/").str(path);
-  if (j.truncated()) return -ENAMETOOLONG;
-  return normalize_path(j.c_str(), out, n, false);
-}
-
 long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_t n, const WalkScope* scope) {
   if (lk.redirect_absolute) {
     if (scope && (scope->resolve & WalkScope::kBeneath)) return -EXDEV;
@@ -69,72 +54,6 @@ long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_
   j.str("/").str(rel);
   if (j.truncated()) return -ENAMETOOLONG;
   return normalize_path(j.c_str(), out, n, false);
-}
-
-namespace {
-
-// The first ".." component of a path: its offset, or -1.
-long find_dotdot(const char* path) {
-  for (const char* p = path; *p;) {
-    while (*p == '/') p++;
-    const char* s = p;
-    while (*p && *p != '/') p++;
-    if (p - s == 2 && s[0] == '.' && s[1] == '.') return s - path;
-  }
-  return -1;
-}
-
-}  // namespace
-
-long step_dotdot(Task& t, char* cur, size_t n, int* hops, const WalkScope* scope) {
-  long at = find_dotdot(cur);
-  if (at < 0) return 0;
-  char prefix[kPathMax];
-  size_t plen = (size_t)at > 1 ? (size_t)at - 1 : 1;  // without the '/' before ".."
-  memcpy(prefix, cur, plen);
-  prefix[plen] = 0;
-  const char* rest = cur + at + 2;  // "" or "/..."
-  char own_root[kPathMax];
-  const char* root = own_root;
-  if (scope && (scope->resolve & WalkScope::kInRoot)) root = scope->root;
-  else if (long r = fs_root(t, own_root, sizeof own_root); r < 0) return r;
-  // RESOLVE_BENEATH: ".." above the walk's start is refused, not clamped.
-  if (scope && (scope->resolve & WalkScope::kBeneath) && strcmp(prefix, scope->root) == 0) return -EXDEV;
-  char next[kPathMax];
-  KFmt out(next, sizeof next);
-  if (strcmp(prefix, "/") == 0 || strcmp(prefix, root) == 0) {
-    out.str(prefix).str("/").str(rest);  // ".." at the root is the root
-  } else {
-    // Walk the folder before ".." (following its links); ".." is then its
-    // parent where it really is.
-    Vfs& vfs = vfs_of(t);
-    char inner[kPathMax];
-    Mount* m = vfs.find(prefix, inner, sizeof inner);
-    if (!m) return -ENAMETOOLONG;
-    if (scope && (scope->resolve & WalkScope::kNoXdev) && m != scope->mount) {
-      m->put();
-      return -EXDEV;
-    }
-    Lookup lk(inner, true, m);
-    struct stat st;
-    long r = m->fs->ops->stat(t, *m->fs, lk, &st);
-    if (r == kRedirect && lk.redirected) {
-      char target[kPathMax];
-      r = ++*hops > kMaxSymlinks ? -ELOOP : redirect_target(t, *m, lk, target, sizeof target, scope);
-      if (r >= 0) out.str(target).str("/..").str(rest);
-    } else if (r == 0 && !S_ISDIR(st.st_mode)) {
-      r = -ENOTDIR;
-    } else if (r == 0) {
-      std::string_view parent, name;
-      split_last(prefix, &parent, &name);
-      out.str(parent).str("/").str(rest);
-    }
-    m->put();
-    if (r < 0) return r == kRedirect ? -EIO : r;
-  }
-  if (out.truncated()) return -ENAMETOOLONG;
-  long len = normalize_path(out.c_str(), cur, n, false);
-  return len < 0 ? len : 1;
 }
 
 namespace {
@@ -219,10 +138,10 @@ namespace {
 // A file opened by path on a filesystem whose names the VFS alone changes
 // holds its dentry, so as a dirfd, a cwd or a /proc fd link it follows
 // renames and knows when its name is removed.
-void attach_dentry(Task& t, File& f, int flags) {
+void attach_dentry(Task& t, Lookup& lk, File& f, int flags) {
   if (!f.mount || f.dentry || !f.path || !f.mount->fs->ops->dcache_trusted) return;
   if ((flags & O_TMPFILE) == O_TMPFILE) return;  // no name: the path is its folder's
-  auto d = dentry_of(t, *f.mount, f.path);
+  auto d = dentry_of(t, lk);
   if (!d.is_error()) f.dentry = d.value();  // else the path recorded at open serves
 }
 
@@ -260,7 +179,7 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
     long r = root ? fs.ops->open(t, fs, lk, flags, mode, out) : open_checked(t, lk, flags, mode, out);
     if (r < 0) return r;
     (*out)->set_origin(lk.mount, lk.path);
-    attach_dentry(t, **out, flags);
+    attach_dentry(t, lk, **out, flags);
     if (create) dnotify_entry(t, lk, DN_CREATE);
     // Leases on the file are broken before an open that conflicts returns.
     if (t.kernel->leases->any() && (r = t.kernel->leases->break_for_open(t, **out, flags)) < 0) {

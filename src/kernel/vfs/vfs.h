@@ -1,11 +1,11 @@
-// The VFS: a mount table over filesystems that walk plain names.
+// The VFS: a mount table over filesystems, and the operations a path walk
+// (namei.h) hands them as a `Lookup`.
 //
-// A guest path is normalised lexically, the mount with the longest matching
-// prefix is chosen, and the filesystem gets the rest as a `Lookup`. A
-// filesystem never follows a symlink on its own: it hands the link back as
-// a *redirect* and the VFS restarts the walk from the link's target, so
-// mount points, "..", absolute targets and confinement are decided here,
-// once, for every filesystem (see docs/ARCHITECTURE.md, "Paths").
+// The walk decides mount points, "..", symlinks, absolute targets and
+// confinement, once, for every filesystem. A filesystem never follows a
+// symlink on its own: one it meets anyway is handed back as a *redirect*,
+// from whose target the walk goes on (see docs/ARCHITECTURE.md, "Paths and
+// mounts").
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -191,6 +191,8 @@ struct Mount {
   int master = 0;
   bool unbindable = false;
   uint32_t op = 0;            // the table operation that created it (new mounts receive nothing)
+  std::atomic<int> children{0};          // attached mounts whose parent it is
+  std::atomic<Dentry*> mnt_root{nullptr};  // the dentry of `root`, made at the first walk into it
 
   bool readonly() const;
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
@@ -235,6 +237,19 @@ class Vfs {
   Mount* find(const char* norm, char* inner, size_t n);
   // The mount showing `norm` when it is a mount point, with a reference.
   Mount* find_exact(const char* norm);
+  // The mount a walk enters at guest path `at` below `parent` (the
+  // topmost of those stacked there), with a reference; nullptr if none.
+  Mount* mounted_at(const Mount* parent, std::string_view at);
+  // The mount `m` is mounted on, with a reference; nullptr for a root or
+  // a detached mount.
+  Mount* parent_of(const Mount& m);
+  // The mount a walk from "/" starts on, with a reference.
+  Mount* root_mount();
+  // False when no mount point's last component is `name` (a filter the
+  // walk asks before it looks for a mount: most names are none).
+  bool may_be_mount_point(std::string_view name) const {
+    return point_names_.load(std::memory_order_relaxed) & name_bit(name);
+  }
 
   // Absolute guest path of (dirfd, path): the cwd or the directory's path
   // joined with a relative path; "." collapsed, ".." left for the walk.
@@ -287,6 +302,8 @@ class Vfs {
   int umount_copies_locked(Mount* m, Mount** out, int max);
   void rollback_locked();
   long discard(Mount* m, long err);
+  static uint64_t name_bit(std::string_view name);
+  void update_walk_hints_locked();
 
   Heap* heap_;
   KMutex lock_;
@@ -294,6 +311,9 @@ class Vfs {
   int nmounts_ = 0;
   int next_id_ = 1;
   uint32_t op_ = 0;
+  // One bit (name_bit) per last component of an attached mount point.
+  std::atomic<uint64_t> point_names_{0};
+  Mount* top_root_ = nullptr;  // the topmost mount on "/"
   const FsType* types_[kMaxFsTypes]{};
   int ntypes_ = 0;
 };
