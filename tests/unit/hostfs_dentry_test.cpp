@@ -248,6 +248,7 @@ TEST_F(HostfsDentryTest, TrustWindow) {
 
 TEST_F(HostfsDentryTest, FolderMovedOutOfTheRootServesNoMore) {
   h().trust_ns = 0;
+  h().inside_ns = 0;
   ASSERT_EQ(::mkdir(host("a").c_str(), 0755), 0);
   Dentry* a = child(rootd, "a");
   ASSERT_NE(a, nullptr);

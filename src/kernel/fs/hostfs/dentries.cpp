@@ -39,9 +39,11 @@
 // A descriptor follows its folder wherever a host process moves it, out
 // of the root folder too. So before a descriptor serves (a lookup in it,
 // an operation on a name in it) the folder is checked to be inside the
-// root (where /proc/self/fd/N says it is), again at most every kTrustNs;
+// root (where /proc/self/fd/N says it is: one readlink), again after
+// kInsideNs (10 ms: a readlink every 10 ms per folder in use costs nothing
+// measurable, and bounds the exposure tighter than the 100 ms of names);
 // one found outside serves no more, and the path from the root folder
-// (RESOLVE_BENEATH) takes its place. What is left: for up to kTrustNs
+// (RESOLVE_BENEATH) takes its place. What is left: for up to kInsideNs
 // after a host process moves a cached folder out of the root, the guest
 // may still reach into it (attack test e2e.hostfs.host_move_out bounds it).
 #include <cstring>
@@ -232,10 +234,10 @@ long lookup_path(HostFs& h, Dentry& dir, std::string_view name, struct statx* sx
 
 uint64_t hostfs_ticks() { return __rdtsc(); }
 
-bool hostfs_fresh(const HostFs& h, uint64_t stamp, uint64_t now) {
+bool hostfs_fresh(const HostFs& h, uint64_t stamp, uint64_t now, uint64_t window_ns) {
   if (!stamp || !h.ticks_per_ms) return false;
   // now < stamp wraps to a huge age: not fresh.
-  return now - stamp < h.trust_ns / 1000000 * h.ticks_per_ms;
+  return now - stamp < window_ns * h.ticks_per_ms / 1000000;
 }
 
 uint64_t hostfs_measure_ticks_per_ms() {
@@ -257,9 +259,9 @@ int hostfs_dentry_fd(HostFs& h, const Dentry* d) {
   if (!n || n->fd < 0) return -1;
   // A descriptor follows its folder wherever a host process moves it: it
   // serves only while the folder is still inside the root (asked again
-  // after kTrustNs). Otherwise the path from the root serves.
+  // after kInsideNs). Otherwise the path from the root serves.
   uint64_t now = hostfs_ticks();
-  if (hostfs_fresh(h, n->inside_at.load(std::memory_order_relaxed), now)) return n->fd;
+  if (hostfs_fresh(h, n->inside_at.load(std::memory_order_relaxed), now, h.inside_ns)) return n->fd;
   char where[kPathMax];
   if (hostfs_inner_path(h, n->fd, where, sizeof where) < 0) return -1;
   n->inside_at.store(now, std::memory_order_relaxed);
@@ -297,7 +299,7 @@ bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d) {
   HostInode* n = host_inode(d.inode);
   if (!n) return false;  // not one of ours (made before the mount was ours): asked afresh
   uint64_t now = hostfs_ticks();
-  if (hostfs_fresh(h, n->checked_at.load(std::memory_order_relaxed), now)) return true;
+  if (hostfs_fresh(h, n->checked_at.load(std::memory_order_relaxed), now, h.trust_ns)) return true;
   Dentry* parent = d.cache->get_parent(d);
   char path[kPathMax];
   long len = d.cache->path_in_fs(&d, path, sizeof path);

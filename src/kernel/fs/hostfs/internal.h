@@ -27,10 +27,14 @@ struct HostFs {
   // A cached name checked this recently is not asked again (dentries.cpp),
   // counted in TSC ticks at the rate measured when the mount was made.
   uint64_t trust_ns = kTrustNs;
+  // A cached folder's descriptor found inside the root this recently
+  // serves without asking again (dentries.cpp, hostfs_dentry_fd).
+  uint64_t inside_ns = kInsideNs;
   uint64_t ticks_per_ms = 0;  // 0: none measured, nothing is trusted
 
   static constexpr int kDirFdsMax = 256;
   static constexpr uint64_t kTrustNs = 100'000'000;  // 100 ms
+  static constexpr uint64_t kInsideNs = 10'000'000;  // 10 ms
 };
 
 // A hostfs file in the dentry cache (dentries.cpp): a folder keeps an
@@ -50,7 +54,7 @@ struct HostInode : Inode {
 // The clock of the trust window: the TSC (see dentries.cpp), and whether
 // `stamp` lies less than h.trust_ns before `now`.
 uint64_t hostfs_ticks();
-bool hostfs_fresh(const HostFs& h, uint64_t stamp, uint64_t now);
+bool hostfs_fresh(const HostFs& h, uint64_t stamp, uint64_t now, uint64_t window_ns);
 // The TSC's rate against the host's monotonic clock (spins about 1 ms).
 uint64_t hostfs_measure_ticks_per_ms();
 
