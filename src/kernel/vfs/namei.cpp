@@ -623,19 +623,14 @@ bool is_magic(Walk& w, std::string_view name) {
 }
 
 // Whether the walk must look the last component up itself: to follow it
-// when it is a symlink. Not followed, it is the operation's to look up.
-// Where asking the filesystem costs (hostfs: a host call), only a link the
-// cache knows is followed here; another the operation meets comes back as
-// a redirect, and the walk goes on from its target. A confined walk
-// (openat2) always looks, so the redirect's fresh start never meets its
-// limits on the way.
+// when it is a symlink the cache knows. Otherwise the operation looks the
+// name up (one lookup, not two: on hostfs each is a host call); a link it
+// meets comes back as a redirect, and the walk goes on from its target. A
+// confined walk (openat2) always looks, so no fresh start from the
+// namespace's top meets its limits on the way.
 bool needs_last_lookup(Walk& w, std::string_view name, bool follow) {
   if (!follow) return false;
-  if (w.scope || w.mnt->fs->ops->dcache_trusted) return true;
-  Dentry* d = w.dentry->cache->lookup(*w.dentry, name);
-  bool link = d && is_link(*d);
-  dput(d);
-  return link;
+  return w.scope || S_ISLNK(w.dentry->cache->cached_mode(*w.dentry, name));
 }
 
 // The Lookup for the place itself (".", "..", a mount's root).

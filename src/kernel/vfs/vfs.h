@@ -131,6 +131,10 @@ struct FsOps {
   // filesystem again. Otherwise (the host's folder, generated trees) a
   // cached dentry is checked against the filesystem whenever it is walked.
   bool dcache_trusted = false;
+  // Its names come and go with what it shows (procfs's processes, devpts's
+  // terminals): a dentry nobody holds goes at once instead of waiting in
+  // the cache's unused list (Linux's always_delete_dentry).
+  bool dcache_drop_unused = false;
   // The filesystem's walk checks search permission on each directory
   // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
   bool walk_checks_search = false;

@@ -499,6 +499,7 @@ const FsOps kProcFsOps = {
     .symlink = proc_symlink,
     .setattr = proc_setattr,
     .magic_file = proc_magic_file,
+    .dcache_drop_unused = true,
     .walk_checks_search = true,
 };
 
