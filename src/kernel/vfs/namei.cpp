@@ -217,18 +217,19 @@ ErrorOr<Path> path_of_file(Task& t, File& f) {
 }
 
 long inner_to_guest(const Mount& m, std::string_view rel, char* out, size_t n) {
-  if (m.root_len > 1) {
-    std::string_view root(m.root, m.root_len);
-    if (!starts_with(rel, root) || (rel.size() > root.size() && rel[root.size()] != '/'))
-      return -ENOENT;  // moved out of what the mount shows
-    rel = tail(rel, root.size());
-  }
-  KFmt o(out, n);
-  if (m.len > 1) o.str(std::string_view(m.path, m.len));
-  if (rel.size() > 1 || m.len == 1) o.str(rel.empty() ? std::string_view("/") : rel);
-  if (o.truncated()) return -ENAMETOOLONG;
-  o.c_str();
-  return 0;
+  return m.with_place([&](std::string_view point, std::string_view root) -> long {
+    if (root.size() > 1) {
+      if (!starts_with(rel, root) || (rel.size() > root.size() && rel[root.size()] != '/'))
+        return -ENOENT;  // moved out of what the mount shows
+      rel = tail(rel, root.size());
+    }
+    KFmt o(out, n);
+    if (point.size() > 1) o.str(point);
+    if (rel.size() > 1 || point.size() == 1) o.str(rel.empty() ? std::string_view("/") : rel);
+    if (o.truncated()) return -ENAMETOOLONG;
+    o.c_str();
+    return 0;
+  });
 }
 
 long guest_path_of(const Path& p, char* out, size_t n, bool* deleted) {

@@ -174,10 +174,14 @@ struct Mount {
   Heap* heap = nullptr;
   int id = 0, parent_id = 0;
   Mount* parent = nullptr;    // the mount holding the mount point (nullptr: a root)
+  // The mount point and root change when a folder above them is renamed
+  // (Vfs::follow_rename, which holds the table lock and place_lock while
+  // it writes them): outside the table lock, read them through with_place.
   char path[kPathMax];        // guest path of the mount point
   size_t len = 0;
   char root[kPathMax];        // inner path of fs shown at `path` ("/" but for bind mounts)
   size_t root_len = 0;
+  mutable KMutex place_lock;  // a leaf: nothing else is taken under it
   Filesystem* fs = nullptr;
   const FsType* type = nullptr;
   unsigned long flags = 0;    // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME...
@@ -193,6 +197,15 @@ struct Mount {
   uint32_t op = 0;            // the table operation that created it (new mounts receive nothing)
 
   bool readonly() const;
+  // Calls fn(point, root) with the mount point and root as one consistent
+  // pair (place_lock held: fn takes no lock and keeps no view).
+  template <typename F>
+  decltype(auto) with_place(F&& fn) const {
+    Guard g(place_lock);
+    return fn(std::string_view(path, len), std::string_view(root, root_len));
+  }
+  // Whether `inner` (a path inside fs) is the folder shown at the mount point.
+  bool is_root(std::string_view inner) const;
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
   void put();
 };
