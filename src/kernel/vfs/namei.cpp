@@ -239,10 +239,24 @@ long guest_path_of(const Path& p, char* out, size_t n, bool* deleted) {
   return inner_to_guest(*p.mnt, std::string_view(inner, (size_t)r), out, n);
 }
 
-long fs_root_locked(const FsContext& fc, char* out, size_t n) {
+long fs_root_path(const FsContext& fc, char* out, size_t n, bool* deleted) {
+  *deleted = false;
   if (!fc.root) return copy_cstr(out, n, "/") ? 0 : -ENAMETOOLONG;
+  return guest_path_of(fc.root, out, n, deleted);
+}
+
+long fs_root_path(Task& t, char* out, size_t n, bool* deleted) {
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  return fs_root_path(fc, out, n, deleted);
+}
+
+long fs_root_locked(const FsContext& fc, char* out, size_t n) {
   bool deleted = false;
-  return guest_path_of(fc.root, out, n, &deleted);
+  long r = fs_root_path(fc, out, n, &deleted);
+  // A removed root stays the root, but nothing is found below it: its
+  // last path may name another folder by now.
+  return r == 0 && deleted ? -ENOENT : r;
 }
 
 long fs_root(Task& t, char* out, size_t n) {

@@ -311,6 +311,12 @@ class Vfs {
   int ntypes_ = 0;
 };
 
+// The guest path of the process's root, as fs_root (vfs/namei.h) gives
+// it, but also once that folder was removed (`deleted`): where Linux's
+// d_path and getcwd see paths from. The FsContext form: fc.lock held.
+long fs_root_path(Task& t, char* out, size_t n, bool* deleted);
+long fs_root_path(const FsContext& fc, char* out, size_t n, bool* deleted);
+
 // `path` (absolute, seen from inside `root`) placed under root, "." and
 // "//" collapsed; ".." is left for the walk, which stops it at the root.
 long rooted_path(const char* root, const char* path, char* out, size_t n);
