@@ -10,9 +10,9 @@
 //         chroot_rename | mount_rename_race | chroot_proc_links |
 //         chroot_removed
 //   DIR   a scratch folder (the host folder, or an ext4 mount point);
-//         --tmpfs mounts a tmpfs on it first. bind_rename, openat2 and
-//         --tmpfs mount, and the chroot_ cases chroot, so they need root
-//         (exit 77 without it).
+//         --tmpfs mounts a tmpfs on it first. bind_rename, openat2,
+//         mount_rename_race and --tmpfs mount, and the chroot_ cases
+//         chroot, so they need root (exit 77 without it).
 #define _GNU_SOURCE
 #define GUEST_MOUNT_SCRATCH
 #include <fcntl.h>
