@@ -647,12 +647,13 @@ static void chroot_proc_links(void) {
   REQUIRE(chdir("/") == 0);
 }
 
-// A chroot directory removed under the process: it stays the root, "/"
-// still stats it (nlink 0), nothing is found or made below it (not in a
-// new folder of the same name either), getcwd is ENOENT, /proc shows
-// "(deleted)".
-static void chroot_removed(void) {
-  REQUIRE(mkdir(at("jail"), 0755) == 0 && mkdir(at("out"), 0755) == 0);
+// A chroot directory removed under the process (by rmdir, or by a rename
+// of another folder over it): it stays the root, "/" still stats it
+// (nlink 0), nothing is found or made below it (not in a new folder of the
+// same name either), getcwd is ENOENT, /proc shows "(deleted)".
+static void chroot_removed_by(int renamed_over) {
+  printf("  removed by %s\n", renamed_over ? "rename over it" : "rmdir");
+  REQUIRE(mkdir(at("jail"), 0755) == 0);
   int up[2], down[2];
   REQUIRE(pipe(up) == 0 && pipe(down) == 0);
   pid_t pid = fork();
@@ -686,8 +687,13 @@ static void chroot_removed(void) {
   }
   char c, link[64], want[PATH_MAX + 16];
   REQUIRE(read(up[0], &c, 1) == 1);
-  REQUIRE(rmdir(at("jail")) == 0);
-  REQUIRE(mkdir(at("jail"), 0755) == 0 && make_file(AT_FDCWD, at("jail/decoy")) == 0);
+  if (renamed_over) {
+    REQUIRE(mkdir(at("other"), 0755) == 0 && make_file(AT_FDCWD, at("other/decoy")) == 0);
+    REQUIRE(rename(at("other"), at("jail")) == 0);
+  } else {
+    REQUIRE(rmdir(at("jail")) == 0);
+    REQUIRE(mkdir(at("jail"), 0755) == 0 && make_file(AT_FDCWD, at("jail/decoy")) == 0);
+  }
   snprintf(want, sizeof want, "%s (deleted)", at("jail"));
   snprintf(link, sizeof link, "/proc/%d/root", (int)pid);
   check_link(link, want);
@@ -698,6 +704,13 @@ static void chroot_removed(void) {
   REQUIRE(waitpid(pid, &status, 0) == pid);
   CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the chrooted child failed: %#x", status);
   CHECK(!exists(at("jail/made")) && !exists(at("jail/dir")), "a create in the removed root reached the new folder");
+  REQUIRE(unlink(at("jail/decoy")) == 0 && rmdir(at("jail")) == 0);
+}
+
+static void chroot_removed(void) {
+  REQUIRE(mkdir(at("out"), 0755) == 0);
+  chroot_removed_by(0);
+  chroot_removed_by(1);
 }
 
 int main(int argc, char** argv) {
