@@ -193,7 +193,8 @@ long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
     case Node::kCwd: {
       if (!p->fs) return -ENOENT;
       Guard c(p->fs->lock);
-      if (!p->fs->cwd) return seen_path(reader_root, k.cfg.cwd, false, out, n);  // the start folder, not yet resolved
+      // Not yet resolved: the kernel's start folder.
+      if (!p->fs->cwd) return seen_path(reader_root, k.cfg.cwd, false, out, n);
       if (guest_path_of(p->fs->cwd, path, sizeof path, &deleted) < 0) return -ENOENT;
       return seen_path(reader_root, path, deleted, out, n);
     }
