@@ -222,18 +222,19 @@ ErrorOr<Path> path_of_file(Task& t, File& f) {
 }
 
 long inner_to_guest(const Mount& m, std::string_view rel, char* out, size_t n) {
-  if (m.root_len > 1) {
-    std::string_view root(m.root, m.root_len);
-    if (!starts_with(rel, root) || (rel.size() > root.size() && rel[root.size()] != '/'))
-      return -ENOENT;  // moved out of what the mount shows
-    rel = tail(rel, root.size());
-  }
-  KFmt o(out, n);
-  if (m.len > 1) o.str(std::string_view(m.path, m.len));
-  if (rel.size() > 1 || m.len == 1) o.str(rel.empty() ? std::string_view("/") : rel);
-  if (o.truncated()) return -ENAMETOOLONG;
-  o.c_str();
-  return 0;
+  return m.with_place([&](std::string_view point, std::string_view root) -> long {
+    if (root.size() > 1) {
+      if (!starts_with(rel, root) || (rel.size() > root.size() && rel[root.size()] != '/'))
+        return -ENOENT;  // moved out of what the mount shows
+      rel = tail(rel, root.size());
+    }
+    KFmt o(out, n);
+    if (point.size() > 1) o.str(point);
+    if (rel.size() > 1 || point.size() == 1) o.str(rel.empty() ? std::string_view("/") : rel);
+    if (o.truncated()) return -ENAMETOOLONG;
+    o.c_str();
+    return 0;
+  });
 }
 
 long guest_path_of(const Path& p, char* out, size_t n, bool* deleted) {
@@ -243,10 +244,24 @@ long guest_path_of(const Path& p, char* out, size_t n, bool* deleted) {
   return inner_to_guest(*p.mnt, std::string_view(inner, (size_t)r), out, n);
 }
 
-long fs_root_locked(const FsContext& fc, char* out, size_t n) {
+long fs_root_path(const FsContext& fc, char* out, size_t n, bool* deleted) {
+  *deleted = false;
   if (!fc.root) return copy_cstr(out, n, "/") ? 0 : -ENAMETOOLONG;
+  return guest_path_of(fc.root, out, n, deleted);
+}
+
+long fs_root_path(Task& t, char* out, size_t n, bool* deleted) {
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  return fs_root_path(fc, out, n, deleted);
+}
+
+long fs_root_locked(const FsContext& fc, char* out, size_t n) {
   bool deleted = false;
-  return guest_path_of(fc.root, out, n, &deleted);
+  long r = fs_root_path(fc, out, n, &deleted);
+  // A removed root stays the root, but nothing is found below it: its
+  // last path may name another folder by now.
+  return r == 0 && deleted ? -ENOENT : r;
 }
 
 long fs_root(Task& t, char* out, size_t n) {
@@ -408,9 +423,11 @@ bool scope_has(const Walk& w, unsigned flag) { return w.scope && (w.scope->resol
 // its mount point.
 long inner_at(const Mount& m, std::string_view g, std::string_view name, char* out, size_t n) {
   KFmt f(out, n);
-  if (m.root_len > 1) f.str(std::string_view(m.root, m.root_len));
-  if (g.size() > m.len && m.len > 1) f.str(tail(g, m.len));
-  else if (m.len == 1 && g.size() > 1) f.str(g);
+  m.with_place([&](std::string_view point, std::string_view root) {
+    if (root.size() > 1) f.str(root);
+    if (g.size() > point.size() && point.size() > 1) f.str(tail(g, point.size()));
+    else if (point.size() == 1 && g.size() > 1) f.str(g);
+  });
   if (!name.empty()) f.str("/").str(name);
   if (f.size() == 0) f.str("/");
   if (f.truncated()) return -ENAMETOOLONG;
@@ -428,10 +445,9 @@ void set_place(Walk& w, Mount* m, Dentry* d) {
 ErrorOr<Dentry*> mount_root(Task& t, Mount& m) {
   if (Dentry* d = m.mnt_root.load(std::memory_order_acquire)) return dget(d);
   char root[kPathMax];
-  {
-    // The root follows renames (Vfs::follow_rename): read it whole.
-    if (!copy_cstr(root, sizeof root, std::string_view(m.root, m.root_len))) return kerr(-ENAMETOOLONG);
-  }
+  // The root follows renames (Vfs::follow_rename): read it whole.
+  if (!m.with_place([&](std::string_view, std::string_view r) { return copy_cstr(root, sizeof root, r); }))
+    return kerr(-ENAMETOOLONG);
   auto d = dentry_of(t, m, root);
   if (d.is_error()) return d;
   Dentry* expected = nullptr;
@@ -468,13 +484,15 @@ long stand_at(Walk& w, Path p) {
 }
 
 // The guest path absolute paths start at and ".." stops at, worked out
-// at its first use in the walk.
+// at its first use in the walk; nullptr when it has none (a removed
+// chroot directory: nothing is found through it).
 const char* root_of(Walk& w) {
   if (w.root[0]) return w.root;
   if (scope_has(w, WalkScope::kInRoot)) {
-    if (!copy_cstr(w.root, sizeof w.root, w.scope->root)) copy_cstr(w.root, sizeof w.root, "/");
+    if (!copy_cstr(w.root, sizeof w.root, w.scope->root)) return nullptr;
   } else if (fs_root(w.t, w.root, sizeof w.root) < 0) {
-    copy_cstr(w.root, sizeof w.root, "/");
+    w.root[0] = 0;
+    return nullptr;
   }
   return w.root;
 }
@@ -490,7 +508,8 @@ long go_to_root(Walk& w) {
     if (root) return stand_at(w, root);
     return jump_to(w, "/");
   }
-  return jump_to(w, root_of(w));
+  const char* root = root_of(w);
+  return root ? jump_to(w, root) : -ENOENT;
 }
 
 long start(Walk& w, int dirfd, const char* path, bool from_top) {
@@ -515,9 +534,11 @@ bool at_guest(const Walk& w, const char* g) { return guest_of(w) == std::string_
 // ".." from where the walk stands.
 long step_up(Walk& w) {
   if (scope_has(w, WalkScope::kBeneath) && at_guest(w, w.scope->root)) return -EXDEV;
-  if (at_guest(w, root_of(w))) return 0;  // ".." at the root is the root
+  const char* root = root_of(w);
+  if (!root) return -ENOENT;
+  if (at_guest(w, root)) return 0;  // ".." at the root is the root
   // At a mount's root: first down to the dentry it is mounted on.
-  while (w.glen == w.mnt->len && memcmp(w.guest, w.mnt->path, w.glen) == 0) {
+  while (w.mnt->with_place([&](std::string_view point, std::string_view) { return point == guest_of(w); })) {
     Mount* parent = w.t.kernel->vfs->parent_of(*w.mnt);
     if (!parent) return 0;  // the namespace's root, or a detached mount's
     if (scope_has(w, WalkScope::kNoXdev)) {
