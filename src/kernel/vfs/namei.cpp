@@ -524,9 +524,16 @@ long start(Walk& w, int dirfd, const char* path, bool from_top) {
   File* f = w.t.proc->files->get(dirfd);
   if (!f) return -EBADF;
   auto p = path_of_file(w.t, *f);
+  // An O_PATH descriptor of a symlink itself is no folder to start from.
+  bool link_itself = (f->flags & O_NOFOLLOW) && !p.is_error() && is_link(*p.value().dentry);
   f->put();
   if (p.is_error()) return p.error();
-  return stand_at(w, p.release_value());
+  Path start = p.release_value();
+  if (link_itself) {
+    path_put(start);
+    return -ENOTDIR;
+  }
+  return stand_at(w, start);
 }
 
 bool at_guest(const Walk& w, const char* g) { return guest_of(w) == std::string_view(g); }
@@ -688,11 +695,44 @@ void Walk::leave() {
 uint32_t rename_seq_now(Task& t) { return t.kernel->dcache->rename_seq(); }
 bool renamed_since(Task& t, uint32_t seq) { return t.kernel->dcache->rename_seq() != seq; }
 
+namespace {
+
+// Steps back from a starting link to its folder; `out` is then the link's
+// name followed by `path`.
+long prepend_start_link(Walk& w, const char* path, char* out, size_t n) {
+  char name[kNameMax + 1];
+  {
+    Dentry& d = *w.dentry;
+    if (!copy_cstr(name, sizeof name, d.name_view())) return -ENAMETOOLONG;
+  }
+  if (w.dentry->flags & Dentry::kRoot) return -ENOTDIR;
+  Dentry* up = w.dentry->cache->get_parent(*w.dentry);
+  dput(w.dentry);
+  w.dentry = up;
+  while (w.glen > 1 && w.guest[w.glen - 1] != '/') w.glen--;
+  if (w.glen > 1) w.glen--;
+  w.guest[w.glen] = 0;
+  KFmt f(out, n);
+  f.str(name).str("/").str(path);
+  if (f.truncated()) return -ENAMETOOLONG;
+  f.c_str();
+  return 0;
+}
+
+}  // namespace
+
 long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk) {
   TRY_LONG(start(w, dirfd, path, from_top));
   char bufs[2][kPathMax];  // a link's target and the rest of the path
   int cur = 1;
   const char* p = path;
+  if (is_link(*w.dentry)) {
+    // A dirfd opened through a link its filesystem followed itself
+    // (/proc/self): the walk starts at the link, from its folder.
+    cur = 0;
+    TRY_LONG(prepend_start_link(w, path, bufs[cur], kPathMax));
+    p = bufs[cur];
+  }
   for (;;) {
     while (*p == '/') p++;
     const char* s = p;
