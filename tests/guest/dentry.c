@@ -7,11 +7,13 @@
 // Usage: dentry CASE [--tmpfs] DIR
 //   CASE  cwd_rename | fd_rename | rmdir_cwd | rename_race | dotdot_moved |
 //         bind_rename | openat2 | proc_links | rename_over_dir |
-//         chroot_rename | rmdir_mkdir | symlink_over | rename_cached |
+//         chroot_rename | mount_rename_race | chroot_proc_links |
+//         chroot_removed | rmdir_mkdir | symlink_over | rename_cached |
 //         host_rename (run by host_changes.py, which changes DIR meanwhile)
 //   DIR   a scratch folder (the host folder, or an ext4 mount point);
-//         --tmpfs mounts a tmpfs on it first. bind_rename, openat2 and
-//         --tmpfs mount, so they need root (exit 77 without it).
+//         --tmpfs mounts a tmpfs on it first. bind_rename, openat2,
+//         mount_rename_race and --tmpfs mount, and the chroot_ cases
+//         chroot, so they need root (exit 77 without it).
 #define _GNU_SOURCE
 #define GUEST_MOUNT_SCRATCH
 #include <fcntl.h>
@@ -665,14 +667,216 @@ static void host_rename(void) {
   close(sfd);
 }
 
+// A mount whose parent folder is renamed back and forth while threads
+// read /proc/self/mountinfo and getcwd inside the mount: each sees the
+// old place or the new one, never a mix (two long names of one length,
+// which a reader racing the mount table's update would mix).
+#define PLACE_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define PLACE_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+static atomic_int place_done;
+static atomic_long place_reads, place_wrong;
+// Made before the readers start (at() is not for threads).
+static char place_cwd_a[PATH_MAX], place_cwd_b[PATH_MAX], place_mnt_a[PATH_MAX], place_mnt_b[PATH_MAX];
+
+static int is_either(const char* got, const char* a, const char* b) { return !strcmp(got, a) || !strcmp(got, b); }
+
+static void* cwd_reader(void* arg) {
+  const char *a = place_cwd_a, *b = place_cwd_b;
+  char buf[PATH_MAX];
+  while (!atomic_load(&place_done)) {
+    long n = raw_getcwd(buf, sizeof buf);
+    if (n <= 0 || !is_either(buf, a, b)) {
+      if (atomic_fetch_add(&place_wrong, 1) == 0) fprintf(stderr, "getcwd: %ld '%s'\n", n, n > 0 ? buf : "");
+    }
+    atomic_fetch_add(&place_reads, 1);
+  }
+  return arg;
+}
+
+static void* mountinfo_reader(void* arg) {
+  const char *a = place_mnt_a, *b = place_mnt_b;
+  char line[2 * PATH_MAX];
+  size_t dlen = strlen(dir);
+  while (!atomic_load(&place_done)) {
+    FILE* f = fopen("/proc/self/mountinfo", "r");
+    if (!f) {
+      atomic_fetch_add(&place_wrong, 1);
+      break;
+    }
+    int ours = 0;
+    while (fgets(line, sizeof line, f)) {
+      char point[PATH_MAX];
+      if (sscanf(line, "%*d %*d %*s %*s %4095s", point) != 1 || strncmp(point, dir, dlen) != 0) continue;
+      if (strcmp(point + strlen(point) - 4, "/mnt") != 0) continue;
+      ours++;
+      if (!is_either(point, a, b) && atomic_fetch_add(&place_wrong, 1) == 0)
+        fprintf(stderr, "mountinfo: '%s'\n", point);
+    }
+    fclose(f);
+    if (ours != 1 && atomic_fetch_add(&place_wrong, 1) == 0) fprintf(stderr, "mountinfo: %d lines of ours\n", ours);
+    atomic_fetch_add(&place_reads, 1);
+  }
+  return arg;
+}
+
+static void mount_rename_race(void) {
+  REQUIRE(mkdir(at(PLACE_A), 0755) == 0 && mkdir(at(PLACE_A "/mnt"), 0755) == 0);
+  REQUIRE(mount("none", at(PLACE_A "/mnt"), "tmpfs", 0, "size=1m") == 0, "mount: %s", strerror(errno));
+  REQUIRE(mkdir(at(PLACE_A "/mnt/sub"), 0755) == 0 && chdir(at(PLACE_A "/mnt/sub")) == 0);
+  snprintf(place_cwd_a, PATH_MAX, "%s", at(PLACE_A "/mnt/sub"));
+  snprintf(place_cwd_b, PATH_MAX, "%s", at(PLACE_B "/mnt/sub"));
+  snprintf(place_mnt_a, PATH_MAX, "%s", at(PLACE_A "/mnt"));
+  snprintf(place_mnt_b, PATH_MAX, "%s", at(PLACE_B "/mnt"));
+  pthread_t cwd_th, info_th;
+  REQUIRE(pthread_create(&cwd_th, NULL, cwd_reader, NULL) == 0);
+  REQUIRE(pthread_create(&info_th, NULL, mountinfo_reader, NULL) == 0);
+  for (int i = 0; i < 1000; i++) {
+    CHECK_OK(rename(at(PLACE_A), at(PLACE_B)));
+    CHECK_OK(rename(at(PLACE_B), at(PLACE_A)));
+  }
+  atomic_store(&place_done, 1);
+  pthread_join(cwd_th, NULL);
+  pthread_join(info_th, NULL);
+  printf("  2000 renames, %ld reads, %ld wrong\n", atomic_load(&place_reads), atomic_load(&place_wrong));
+  CHECK(atomic_load(&place_wrong) == 0, "a reader saw the mount somewhere else");
+  REQUIRE(chdir("/") == 0);
+  CHECK_OK(umount(at(PLACE_A "/mnt")));
+}
+
+// readlinkat(fd, name) as a string ("" on error).
+static const char* link_at(int fd, const char* name) {
+  static char bufs[4][PATH_MAX];
+  static int next;
+  char* buf = bufs[next++ % 4];
+  ssize_t n = readlinkat(fd, name, buf, PATH_MAX - 1);
+  buf[n > 0 ? n : 0] = 0;
+  return buf;
+}
+
+#define CHECK_LINK(fd, name, want)                                                            \
+  do {                                                                                        \
+    const char* got_ = link_at(fd, name);                                                     \
+    CHECK(strcmp(got_, want) == 0, "readlink %s: got '%s', want '%s'", name, got_, want); \
+  } while (0)
+
+// Inside a chroot, /proc's links show paths from the reader's root (Linux's
+// d_path); one not below it is shown whole. Following them stays right.
+static void chroot_proc_links(void) {
+  REQUIRE(mkdir(at("jail"), 0755) == 0 && mkdir(at("jail/in"), 0755) == 0 && mkdir(at("out"), 0755) == 0);
+  REQUIRE(chdir(at("jail")) == 0);  // the parent's cwd, read by the child
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int self = open("/proc/self", O_RDONLY | O_DIRECTORY);
+    int proc = open("/proc", O_RDONLY | O_DIRECTORY);
+    int out = open(at("out"), O_RDONLY | O_DIRECTORY);
+    int in = open(at("jail/in"), O_RDONLY | O_DIRECTORY);
+    REQUIRE(self >= 0 && proc >= 0 && out >= 0 && in >= 0);
+    REQUIRE(chdir(at("jail/in")) == 0 && chroot(at("jail")) == 0);
+    char name[64], want[PATH_MAX + 16];
+    CHECK_LINK(self, "cwd", "/in");
+    CHECK_LINK(self, "root", "/");
+    snprintf(name, sizeof name, "fd/%d", in);
+    CHECK_LINK(self, name, "/in");
+    snprintf(name, sizeof name, "fd/%d", out);
+    CHECK_LINK(self, name, at("out"));
+    snprintf(name, sizeof name, "%d/cwd", (int)parent);
+    CHECK_LINK(proc, name, "/");
+    snprintf(name, sizeof name, "%d/root", (int)parent);
+    CHECK_LINK(proc, name, "/");
+    // Followed: the cwd itself.
+    CHECK_OK(make_file(self, "cwd/made"));
+    CHECK(exists("/in/made"), "a create through /proc/self/cwd is not in the cwd");
+    REQUIRE(fchdir(out) == 0);
+    CHECK_LINK(self, "cwd", at("out"));
+    char buf[PATH_MAX];
+    snprintf(want, sizeof want, "(unreachable)%s", at("out"));
+    CHECK(raw_getcwd(buf, sizeof buf) > 0 && strcmp(buf, want) == 0, "getcwd outside the root: %s", buf);
+    _exit(guest_finish());
+  }
+  int status;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the chrooted child failed: %#x", status);
+  CHECK(exists(at("jail/in/made")), "the create through /proc/self/cwd went elsewhere");
+  REQUIRE(chdir("/") == 0);
+}
+
+// A chroot directory removed under the process (by rmdir, or by a rename
+// of another folder over it): it stays the root, "/" still stats it
+// (nlink 0), nothing is found or made below it (not in a new folder of the
+// same name either), getcwd is ENOENT, /proc shows "(deleted)".
+static void chroot_removed_by(int renamed_over) {
+  printf("  removed by %s\n", renamed_over ? "rename over it" : "rmdir");
+  REQUIRE(mkdir(at("jail"), 0755) == 0);
+  int up[2], down[2];
+  REQUIRE(pipe(up) == 0 && pipe(down) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int self = open("/proc/self", O_RDONLY | O_DIRECTORY);
+    int out = open(at("out"), O_RDONLY | O_DIRECTORY);
+    REQUIRE(self >= 0 && out >= 0);
+    REQUIRE(chdir(at("jail")) == 0 && chroot(at("jail")) == 0);
+    struct stat root, dotdot;
+    REQUIRE(stat("/", &root) == 0);
+    REQUIRE(write(up[1], "r", 1) == 1);
+    char c, buf[PATH_MAX], want[PATH_MAX + 16];
+    REQUIRE(read(down[0], &c, 1) == 1);  // removed meanwhile, a new one made at its name
+    CHECK(raw_getcwd(buf, sizeof buf) < 0 && errno == ENOENT, "getcwd in the removed root: '%s'", buf);
+    CHECK_LINK(self, "root", "/ (deleted)");
+    CHECK_LINK(self, "cwd", "/ (deleted)");
+    struct stat st;
+    CHECK(stat("/", &st) == 0 && st.st_ino == root.st_ino && st.st_nlink == 0, "stat / : %s, nlink %lu",
+          strerror(errno), (unsigned long)st.st_nlink);
+    CHECK(stat("/..", &dotdot) == 0 && dotdot.st_ino == root.st_ino, "/.. is not the removed root");
+    CHECK(stat(".", &st) == 0 && st.st_ino == root.st_ino, "'.' is not the removed root");
+    CHECK_ERR(stat("/decoy", &st), ENOENT);
+    CHECK_ERR(open("/made", O_CREAT | O_WRONLY, 0644), ENOENT);
+    CHECK_ERR(mkdir("/dir", 0755), ENOENT);
+    REQUIRE(fchdir(out) == 0);
+    snprintf(want, sizeof want, "(unreachable)%s", at("out"));
+    CHECK(raw_getcwd(buf, sizeof buf) > 0 && strcmp(buf, want) == 0, "getcwd outside the root: %s", buf);
+    CHECK_LINK(self, "cwd", at("out"));
+    _exit(guest_finish());
+  }
+  char c, link[64], want[PATH_MAX + 16];
+  REQUIRE(read(up[0], &c, 1) == 1);
+  if (renamed_over) {
+    REQUIRE(mkdir(at("other"), 0755) == 0 && make_file(AT_FDCWD, at("other/decoy")) == 0);
+    REQUIRE(rename(at("other"), at("jail")) == 0);
+  } else {
+    REQUIRE(rmdir(at("jail")) == 0);
+    REQUIRE(mkdir(at("jail"), 0755) == 0 && make_file(AT_FDCWD, at("jail/decoy")) == 0);
+  }
+  snprintf(want, sizeof want, "%s (deleted)", at("jail"));
+  snprintf(link, sizeof link, "/proc/%d/root", (int)pid);
+  check_link(link, want);
+  snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+  check_link(link, want);
+  REQUIRE(write(down[1], "g", 1) == 1);
+  int status;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the chrooted child failed: %#x", status);
+  CHECK(!exists(at("jail/made")) && !exists(at("jail/dir")), "a create in the removed root reached the new folder");
+  REQUIRE(unlink(at("jail/decoy")) == 0 && rmdir(at("jail")) == 0);
+}
+
+static void chroot_removed(void) {
+  REQUIRE(mkdir(at("out"), 0755) == 0);
+  chroot_removed_by(0);
+  chroot_removed_by(1);
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   guest_name = "dentry";
   int tmpfs = argc == 4 && strcmp(argv[2], "--tmpfs") == 0;
   REQUIRE(argc == 3 || tmpfs, "usage: dentry CASE [--tmpfs] DIR");
   const char* what = argv[1];
-  int mounts = tmpfs || !strcmp(what, "bind_rename") || !strcmp(what, "openat2");
-  if ((mounts || !strcmp(what, "chroot_rename")) && geteuid() != 0) {
+  int mounts = tmpfs || !strcmp(what, "bind_rename") || !strcmp(what, "openat2") ||
+               !strcmp(what, "mount_rename_race");
+  if ((mounts || !strncmp(what, "chroot_", 7)) && geteuid() != 0) {
     printf("SKIP: %s mounts or chroots, which needs root\n", what);
     return 77;
   }
@@ -697,6 +901,9 @@ int main(int argc, char** argv) {
   else if (!strcmp(what, "proc_links")) proc_links();
   else if (!strcmp(what, "rename_over_dir")) rename_over_dir();
   else if (!strcmp(what, "chroot_rename")) chroot_rename();
+  else if (!strcmp(what, "mount_rename_race")) mount_rename_race();
+  else if (!strcmp(what, "chroot_proc_links")) chroot_proc_links();
+  else if (!strcmp(what, "chroot_removed")) chroot_removed();
   else if (!strcmp(what, "rmdir_mkdir")) rmdir_mkdir();
   else if (!strcmp(what, "symlink_over")) symlink_over();
   else if (!strcmp(what, "rename_cached")) rename_cached();

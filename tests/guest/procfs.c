@@ -48,6 +48,17 @@ static void self_links(int argc, char** argv) {
   link[n > 0 ? n : 0] = 0;
   CHECK(strcmp(link, want) == 0, "%s -> %s, want %s", fdpath, link, want);
   close(fd);
+  // /proc/self opened as a folder, then names below it: the walk starts
+  // at the process's own directory, not at the link.
+  int self_dir = open("/proc/self", O_RDONLY | O_DIRECTORY);
+  CHECK(self_dir >= 0, "open /proc/self: %s", strerror(errno));
+  int status = openat(self_dir, "status", O_RDONLY);
+  CHECK(status >= 0, "openat(/proc/self, status): %s", strerror(errno));
+  if (status >= 0) close(status);
+  n = readlinkat(self_dir, "cwd", link, sizeof link - 1);
+  link[n > 0 ? n : 0] = 0;
+  CHECK(strcmp(link, cwd) == 0, "readlinkat(/proc/self, cwd) %s, want %s", link, cwd);
+  if (self_dir >= 0) close(self_dir);
   char cmd[4096];
   size_t len = slurp("/proc/self/cmdline", cmd, sizeof cmd);
   size_t want_len = 0;

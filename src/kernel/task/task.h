@@ -135,6 +135,9 @@ struct FsContext {
   // chroot(2): the process's root, so it follows renames; empty: the
   // root of the kernel's one namespace (vfs/namei.h, fs_root).
   Path root;
+  // The root as chroot opened it (O_PATH), so "/" still stats it once it
+  // is removed.
+  File* root_file = nullptr;
   uint32_t umask = 022;
 
   FsContext() = default;
@@ -144,6 +147,7 @@ struct FsContext {
     path_put(cwd);
     path_put(root);
     if (cwd_file) cwd_file->put();
+    if (root_file) root_file->put();
   }
 };
 

@@ -173,6 +173,15 @@ Dentry* Dcache::lookup(Dentry& dir, std::string_view name) {
   return d;
 }
 
+uint32_t Dcache::cached_mode(Dentry& dir, std::string_view name) {
+  if (!nbuckets_) return 0;
+  uint32_t hash;
+  size_t b = bucket_of(&dir, name, &hash);
+  Guard g(lock_);
+  Dentry* d = find_locked(&dir, name, hash, b);
+  return d && d->inode ? d->inode->mode : 0;
+}
+
 Dentry* Dcache::alloc(Dentry& dir, std::string_view name) {
   if (name.empty() || name.size() > kNameMax) return nullptr;
   Dentry* d = heap_->make<Dentry>();
@@ -340,12 +349,13 @@ void Dcache::put_last(Dentry* d) {
     {
       Guard g(lock_);
       if (d->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-      if (d->flags & Dentry::kHashed) {
+      if ((d->flags & Dentry::kHashed) && !d->fs->ops->dcache_drop_unused) {
         // Unused but still true: kept, the oldest going first.
         lru_add_locked(*d);
         if (count_ > max_) victims = evict_locked(count_ - max_ + 16);
         d = nullptr;
       } else {
+        if (d->flags & Dentry::kHashed) unhash_locked(*d);
         forget_locked(*d);
         parent = d->parent == d ? nullptr : d->parent;
       }

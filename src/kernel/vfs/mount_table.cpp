@@ -83,6 +83,10 @@ bool inner_of(const Mount& m, std::string_view p, char* out, size_t n) {
 
 bool Mount::readonly() const { return (flags & MS_RDONLY) || fs->readonly; }
 
+bool Mount::is_root(std::string_view inner) const {
+  return with_place([&](std::string_view, std::string_view r) { return inner == r; });
+}
+
 void Mount::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   // The last reference of a detached mount: nothing can reach it any more.
@@ -462,23 +466,18 @@ long Vfs::set_propagation(Mount* m, unsigned long type, bool recursive) {
 }
 
 Mount* Vfs::find(const char* norm, char* inner, size_t n) {
-  Mount* best = nullptr;
-  {
-    Guard g(lock_);
-    best = visible_locked(norm);
-    if (!best) return nullptr;
-    best->get();
-  }
+  // Under the lock: follow_rename may move the mount point or the root.
+  Guard g(lock_);
+  Mount* best = visible_locked(norm);
+  if (!best) return nullptr;
   const char* rest = best->len == 1 ? norm : norm + best->len;
   KFmt f(inner, n);
   if (best->root_len > 1) f.str(best->root);
   if (*rest) f.str(rest);
   else if (best->root_len <= 1) f.str("/");
-  if (f.truncated()) {
-    best->put();
-    return nullptr;
-  }
+  if (f.truncated()) return nullptr;
   f.c_str();
+  best->get();
   return best;
 }
 
@@ -495,6 +494,7 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
       Mount* y = mounts_[j];
       if (moved[j] || !descends_locked(y, x)) continue;
       if (!renamed(path_of(*y), old_at, new_at, exchange, path, sizeof path)) continue;
+      Guard p(y->place_lock);
       y->len = strlen(path);
       memcpy(y->path, path, y->len + 1);
       moved[j] = true;
@@ -506,6 +506,7 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
     Mount* x = mounts_[i];
     if (x->fs != fs) continue;
     if (!renamed(root_of(*x), from, to, exchange, path, sizeof path)) continue;
+    Guard p(x->place_lock);
     x->root_len = strlen(path);
     memcpy(x->root, path, x->root_len + 1);
   }

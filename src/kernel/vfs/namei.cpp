@@ -222,18 +222,19 @@ ErrorOr<Path> path_of_file(Task& t, File& f) {
 }
 
 long inner_to_guest(const Mount& m, std::string_view rel, char* out, size_t n) {
-  if (m.root_len > 1) {
-    std::string_view root(m.root, m.root_len);
-    if (!starts_with(rel, root) || (rel.size() > root.size() && rel[root.size()] != '/'))
-      return -ENOENT;  // moved out of what the mount shows
-    rel = tail(rel, root.size());
-  }
-  KFmt o(out, n);
-  if (m.len > 1) o.str(std::string_view(m.path, m.len));
-  if (rel.size() > 1 || m.len == 1) o.str(rel.empty() ? std::string_view("/") : rel);
-  if (o.truncated()) return -ENAMETOOLONG;
-  o.c_str();
-  return 0;
+  return m.with_place([&](std::string_view point, std::string_view root) -> long {
+    if (root.size() > 1) {
+      if (!starts_with(rel, root) || (rel.size() > root.size() && rel[root.size()] != '/'))
+        return -ENOENT;  // moved out of what the mount shows
+      rel = tail(rel, root.size());
+    }
+    KFmt o(out, n);
+    if (point.size() > 1) o.str(point);
+    if (rel.size() > 1 || point.size() == 1) o.str(rel.empty() ? std::string_view("/") : rel);
+    if (o.truncated()) return -ENAMETOOLONG;
+    o.c_str();
+    return 0;
+  });
 }
 
 long guest_path_of(const Path& p, char* out, size_t n, bool* deleted) {
@@ -243,10 +244,24 @@ long guest_path_of(const Path& p, char* out, size_t n, bool* deleted) {
   return inner_to_guest(*p.mnt, std::string_view(inner, (size_t)r), out, n);
 }
 
-long fs_root_locked(const FsContext& fc, char* out, size_t n) {
+long fs_root_path(const FsContext& fc, char* out, size_t n, bool* deleted) {
+  *deleted = false;
   if (!fc.root) return copy_cstr(out, n, "/") ? 0 : -ENAMETOOLONG;
+  return guest_path_of(fc.root, out, n, deleted);
+}
+
+long fs_root_path(Task& t, char* out, size_t n, bool* deleted) {
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  return fs_root_path(fc, out, n, deleted);
+}
+
+long fs_root_locked(const FsContext& fc, char* out, size_t n) {
   bool deleted = false;
-  return guest_path_of(fc.root, out, n, &deleted);
+  long r = fs_root_path(fc, out, n, &deleted);
+  // A removed root stays the root, but nothing is found below it: its
+  // last path may name another folder by now.
+  return r == 0 && deleted ? -ENOENT : r;
 }
 
 long fs_root(Task& t, char* out, size_t n) {
@@ -408,9 +423,11 @@ bool scope_has(const Walk& w, unsigned flag) { return w.scope && (w.scope->resol
 // its mount point.
 long inner_at(const Mount& m, std::string_view g, std::string_view name, char* out, size_t n) {
   KFmt f(out, n);
-  if (m.root_len > 1) f.str(std::string_view(m.root, m.root_len));
-  if (g.size() > m.len && m.len > 1) f.str(tail(g, m.len));
-  else if (m.len == 1 && g.size() > 1) f.str(g);
+  m.with_place([&](std::string_view point, std::string_view root) {
+    if (root.size() > 1) f.str(root);
+    if (g.size() > point.size() && point.size() > 1) f.str(tail(g, point.size()));
+    else if (point.size() == 1 && g.size() > 1) f.str(g);
+  });
   if (!name.empty()) f.str("/").str(name);
   if (f.size() == 0) f.str("/");
   if (f.truncated()) return -ENAMETOOLONG;
@@ -428,10 +445,9 @@ void set_place(Walk& w, Mount* m, Dentry* d) {
 ErrorOr<Dentry*> mount_root(Task& t, Mount& m) {
   if (Dentry* d = m.mnt_root.load(std::memory_order_acquire)) return dget(d);
   char root[kPathMax];
-  {
-    // The root follows renames (Vfs::follow_rename): read it whole.
-    if (!copy_cstr(root, sizeof root, std::string_view(m.root, m.root_len))) return kerr(-ENAMETOOLONG);
-  }
+  // The root follows renames (Vfs::follow_rename): read it whole.
+  if (!m.with_place([&](std::string_view, std::string_view r) { return copy_cstr(root, sizeof root, r); }))
+    return kerr(-ENAMETOOLONG);
   auto d = dentry_of(t, m, root);
   if (d.is_error()) return d;
   Dentry* expected = nullptr;
@@ -468,13 +484,15 @@ long stand_at(Walk& w, Path p) {
 }
 
 // The guest path absolute paths start at and ".." stops at, worked out
-// at its first use in the walk.
+// at its first use in the walk; nullptr when it has none (a removed
+// chroot directory: nothing is found through it).
 const char* root_of(Walk& w) {
   if (w.root[0]) return w.root;
   if (scope_has(w, WalkScope::kInRoot)) {
-    if (!copy_cstr(w.root, sizeof w.root, w.scope->root)) copy_cstr(w.root, sizeof w.root, "/");
+    if (!copy_cstr(w.root, sizeof w.root, w.scope->root)) return nullptr;
   } else if (fs_root(w.t, w.root, sizeof w.root) < 0) {
-    copy_cstr(w.root, sizeof w.root, "/");
+    w.root[0] = 0;
+    return nullptr;
   }
   return w.root;
 }
@@ -490,7 +508,8 @@ long go_to_root(Walk& w) {
     if (root) return stand_at(w, root);
     return jump_to(w, "/");
   }
-  return jump_to(w, root_of(w));
+  const char* root = root_of(w);
+  return root ? jump_to(w, root) : -ENOENT;
 }
 
 long start(Walk& w, int dirfd, const char* path, bool from_top) {
@@ -505,9 +524,16 @@ long start(Walk& w, int dirfd, const char* path, bool from_top) {
   File* f = w.t.proc->files->get(dirfd);
   if (!f) return -EBADF;
   auto p = path_of_file(w.t, *f);
+  // An O_PATH descriptor of a symlink itself is no folder to start from.
+  bool link_itself = (f->flags & O_NOFOLLOW) && !p.is_error() && is_link(*p.value().dentry);
   f->put();
   if (p.is_error()) return p.error();
-  return stand_at(w, p.release_value());
+  Path start = p.release_value();
+  if (link_itself) {
+    path_put(start);
+    return -ENOTDIR;
+  }
+  return stand_at(w, start);
 }
 
 bool at_guest(const Walk& w, const char* g) { return guest_of(w) == std::string_view(g); }
@@ -515,9 +541,11 @@ bool at_guest(const Walk& w, const char* g) { return guest_of(w) == std::string_
 // ".." from where the walk stands.
 long step_up(Walk& w) {
   if (scope_has(w, WalkScope::kBeneath) && at_guest(w, w.scope->root)) return -EXDEV;
-  if (at_guest(w, root_of(w))) return 0;  // ".." at the root is the root
+  const char* root = root_of(w);
+  if (!root) return -ENOENT;
+  if (at_guest(w, root)) return 0;  // ".." at the root is the root
   // At a mount's root: first down to the dentry it is mounted on.
-  while (w.glen == w.mnt->len && memcmp(w.guest, w.mnt->path, w.glen) == 0) {
+  while (w.mnt->with_place([&](std::string_view point, std::string_view) { return point == guest_of(w); })) {
     Mount* parent = w.t.kernel->vfs->parent_of(*w.mnt);
     if (!parent) return 0;  // the namespace's root, or a detached mount's
     if (scope_has(w, WalkScope::kNoXdev)) {
@@ -623,19 +651,14 @@ bool is_magic(Walk& w, std::string_view name) {
 }
 
 // Whether the walk must look the last component up itself: to follow it
-// when it is a symlink. Not followed, it is the operation's to look up.
-// Where asking the filesystem costs (hostfs: a host call), only a link the
-// cache knows is followed here; another the operation meets comes back as
-// a redirect, and the walk goes on from its target. A confined walk
-// (openat2) always looks, so the redirect's fresh start never meets its
-// limits on the way.
+// when it is a symlink the cache knows. Otherwise the operation looks the
+// name up (one lookup, not two: on hostfs each is a host call); a link it
+// meets comes back as a redirect, and the walk goes on from its target. A
+// confined walk (openat2) always looks, so no fresh start from the
+// namespace's top meets its limits on the way.
 bool needs_last_lookup(Walk& w, std::string_view name, bool follow) {
   if (!follow) return false;
-  if (w.scope || w.mnt->fs->ops->dcache_trusted) return true;
-  Dentry* d = w.dentry->cache->lookup(*w.dentry, name);
-  bool link = d && is_link(*d);
-  dput(d);
-  return link;
+  return w.scope || S_ISLNK(w.dentry->cache->cached_mode(*w.dentry, name));
 }
 
 // The Lookup for the place itself (".", "..", a mount's root).
@@ -672,11 +695,44 @@ void Walk::leave() {
 uint32_t rename_seq_now(Task& t) { return t.kernel->dcache->rename_seq(); }
 bool renamed_since(Task& t, uint32_t seq) { return t.kernel->dcache->rename_seq() != seq; }
 
+namespace {
+
+// Steps back from a starting link to its folder; `out` is then the link's
+// name followed by `path`.
+long prepend_start_link(Walk& w, const char* path, char* out, size_t n) {
+  char name[kNameMax + 1];
+  {
+    Dentry& d = *w.dentry;
+    if (!copy_cstr(name, sizeof name, d.name_view())) return -ENAMETOOLONG;
+  }
+  if (w.dentry->flags & Dentry::kRoot) return -ENOTDIR;
+  Dentry* up = w.dentry->cache->get_parent(*w.dentry);
+  dput(w.dentry);
+  w.dentry = up;
+  while (w.glen > 1 && w.guest[w.glen - 1] != '/') w.glen--;
+  if (w.glen > 1) w.glen--;
+  w.guest[w.glen] = 0;
+  KFmt f(out, n);
+  f.str(name).str("/").str(path);
+  if (f.truncated()) return -ENAMETOOLONG;
+  f.c_str();
+  return 0;
+}
+
+}  // namespace
+
 long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk) {
   TRY_LONG(start(w, dirfd, path, from_top));
   char bufs[2][kPathMax];  // a link's target and the rest of the path
   int cur = 1;
   const char* p = path;
+  if (is_link(*w.dentry)) {
+    // A dirfd opened through a link its filesystem followed itself
+    // (/proc/self): the walk starts at the link, from its folder.
+    cur = 0;
+    TRY_LONG(prepend_start_link(w, path, bufs[cur], kPathMax));
+    p = bufs[cur];
+  }
   for (;;) {
     while (*p == '/') p++;
     const char* s = p;

@@ -19,10 +19,7 @@
 namespace flatux {
 namespace {
 
-bool is_mount_root(const Lookup& lk) {
-  const Mount& m = *lk.mount;
-  return strcmp(lk.path, m.root_len > 1 ? m.root : "/") == 0;
-}
+bool is_mount_root(const Lookup& lk) { return lk.mount->is_root(lk.path); }
 
 // Stats the directory holding lk's last component. A symlink on the way
 // redirects lk itself (the name appended to the parent's target).
@@ -125,6 +122,20 @@ long may_remove(Task& t, Lookup& lk) {
   return may_delete_at(t, lk);
 }
 
+// unlink and rmdir: the checks, then the filesystem's `remove` with the
+// dentry cache in step (a removed directory's inode is dead), then dnotify.
+long remove_name(Task& t, Lookup& lk, long (*remove)(Task&, Filesystem&, Lookup&), bool dir) {
+  long r = may_remove(t, lk);
+  if (r) return r;
+  if (!remove) return -EPERM;
+  Filesystem& fs = *lk.mount->fs;
+  {
+    Guard g(fs.names_lock);
+    if ((r = remove(t, fs, lk)) == 0) dcache_name_removed(t, lk, dir);
+  }
+  return dnotify_result(t, lk, r, DN_DELETE);
+}
+
 // Two-path calls: the first path's walk runs the second's inside it, so
 // each side can be redirected by its own symlinks.
 template <typename Op>
@@ -180,14 +191,7 @@ long vfs_unlink(Task& t, int dirfd, const char* path) {
       long e = fs.ops->stat(t, fs, lk, &st);
       return e < 0 ? e : S_ISDIR(st.st_mode) ? -EISDIR : -ENOTDIR;
     }
-    long r = may_remove(t, lk);
-    if (r) return r;
-    if (!fs.ops->unlink) return -EPERM;
-    {
-      Guard g(fs.names_lock);
-      if ((r = fs.ops->unlink(t, fs, lk)) == 0) dcache_name_removed(t, lk, false);
-    }
-    return dnotify_result(t, lk, r, DN_DELETE);
+    return remove_name(t, lk, fs.ops->unlink, false);
   });
 }
 
@@ -196,17 +200,8 @@ long vfs_rmdir(Task& t, int dirfd, const char* path) {
   while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
   if (p == "." || (p.size() >= 2 && p.substr(p.size() - 2) == "/.")) return -EINVAL;
   if (p == ".." || (p.size() >= 3 && p.substr(p.size() - 3) == "/..")) return -ENOTEMPTY;
-  return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
-    Filesystem& fs = *lk.mount->fs;
-    long r = may_remove(t, lk);
-    if (r) return r;
-    if (!fs.ops->rmdir) return -EPERM;
-    {
-      Guard g(fs.names_lock);
-      if ((r = fs.ops->rmdir(t, fs, lk)) == 0) dcache_name_removed(t, lk, true);
-    }
-    return dnotify_result(t, lk, r, DN_DELETE);
-  });
+  return vfs_walk(t, dirfd, path, false,
+                  [&](Lookup& lk) { return remove_name(t, lk, lk.mount->fs->ops->rmdir, true); });
 }
 
 long vfs_symlink(Task& t, const char* target, int dirfd, const char* path) {

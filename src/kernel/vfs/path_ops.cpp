@@ -46,11 +46,12 @@ long redirect_target(Task& t, const Mount& m, const Lookup& lk, char* out, size_
   // Inner path -> guest path: drop what the mount hides, put its mount
   // point in front; ".." in the target then climbs across mounts lexically.
   std::string_view rel(lk.redirect);
-  if (m.root_len > 1 && starts_with(rel, std::string_view(m.root, m.root_len)))
-    rel = tail(rel, m.root_len);
   char joined[kPathMax];
   KFmt j(joined, sizeof joined);
-  if (m.len > 1) j.str(std::string_view(m.path, m.len));
+  m.with_place([&](std::string_view point, std::string_view root) {
+    if (root.size() > 1 && starts_with(rel, root)) rel = tail(rel, root.size());
+    if (point.size() > 1) j.str(point);
+  });
   j.str("/").str(rel);
   if (j.truncated()) return -ENAMETOOLONG;
   return normalize_path(j.c_str(), out, n, false);
@@ -199,16 +200,47 @@ bool dots_only(const char* path) {
   return true;
 }
 
+// Whether an absolute path names the root itself ("/", "/.", "/..").
+bool root_only(const char* path) {
+  if (path[0] != '/') return false;
+  for (const char* p = path; *p;) {
+    while (*p == '/') p++;
+    const char* s = p;
+    while (*p && *p != '/') p++;
+    std::string_view c(s, (size_t)(p - s));
+    if (!c.empty() && c != "." && c != "..") return false;
+  }
+  return true;
+}
+
+// The process's root as chroot opened it, with a reference, when that
+// folder was removed (an absolute walk then finds nothing); otherwise nullptr.
+File* removed_root_file(Task& t) {
+  FsContext& fc = *t.proc->fs;
+  char path[kPathMax];
+  bool removed = false;
+  Guard g(fc.lock);
+  if (!fc.root_file || fs_root_path(fc, path, sizeof path, &removed) < 0 || !removed) return nullptr;
+  fc.root_file->get();
+  return fc.root_file;
+}
+
+long stat_open(Task& t, File* f, struct stat* out) {
+  long r = f->ops->stat ? f->ops->stat(t, *f, out) : -ENOENT;
+  f->put();
+  return r;
+}
+
 }  // namespace
 
 long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out) {
+  // A removed cwd or root has no path, but "." or "/" is still the folder
+  // (nlink 0).
   if (dirfd == AT_FDCWD && path[0] == '.' && dots_only(path)) {
-    // A removed cwd has no path, but "." is still the folder (nlink 0).
-    if (File* cwd = fs_removed_cwd_file(t)) {
-      long r = cwd->ops->stat ? cwd->ops->stat(t, *cwd, out) : -ENOENT;
-      cwd->put();
-      return r;
-    }
+    if (File* cwd = fs_removed_cwd_file(t)) return stat_open(t, cwd, out);
+  }
+  if (root_only(path)) {
+    if (File* root = removed_root_file(t)) return stat_open(t, root, out);
   }
   bool dir_only = trailing_slash(path);
   long r = vfs_walk(t, dirfd, path, follow || dir_only, [&](Lookup& lk) {

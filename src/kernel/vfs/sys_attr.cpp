@@ -220,9 +220,20 @@ long sys_chroot(Task& t, SyscallArgs a) {
   long r = vfs_open(t, AT_FDCWD, p.buf, O_PATH | O_DIRECTORY, 0, &dir);
   if (r < 0) return r;
   auto root = path_of_file(t, *dir);
-  dir->put();
-  if (root.is_error()) return root.error();
+  if (root.is_error()) {
+    dir->put();
+    return root.error();
+  }
   fs_set_root(t, root.release_value());
+  // Kept with it: "/" still stats the folder once it is removed.
+  FsContext& fc = *t.proc->fs;
+  File* old;
+  {
+    Guard g(fc.lock);
+    old = fc.root_file;
+    fc.root_file = dir;
+  }
+  if (old) old->put();
   return 0;
 }
 

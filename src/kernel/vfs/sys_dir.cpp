@@ -47,7 +47,8 @@ long sys_getcwd(Task& t, SyscallArgs a) {
   // Seen from inside the process's root (chroot); a cwd outside it is
   // "(unreachable)" followed by its path, as Linux shows it.
   char root[kPathMax];
-  if ((r = fs_root(t, root, sizeof root)) < 0) return r;
+  bool root_removed = false;  // a cwd outside it is still unreachable from it
+  if ((r = fs_root_path(t, root, sizeof root, &root_removed)) < 0) return r;
   std::string_view cwd = strip_root(root, path);
   std::string_view prefix = strlen(root) > 1 && cwd.data() == path ? "(unreachable)" : "";
   size_t len = prefix.size() + cwd.size() + 1;

@@ -41,21 +41,8 @@ struct Target {
   ~Target() {
     if (mount) mount->put();
   }
-  bool is_mount_root() const { return strcmp(inner, mount->root_len > 1 ? mount->root : "/") == 0; }
+  bool is_mount_root() const { return mount->is_root(inner); }
 };
-
-// Inner path -> guest path through mount m.
-long guest_path(const Mount& m, const char* inner, char* out, size_t n) {
-  std::string_view rel(inner);
-  if (m.root_len > 1) rel = tail(rel, m.root_len);
-  KFmt o(out, n);
-  if (m.len > 1) o.str(std::string_view(m.path, m.len));
-  if (!rel.empty() && (rel.size() > 1 || m.len == 1)) o.str(rel);
-  else if (m.len == 1) o.str("/");
-  if (o.truncated()) return -ENAMETOOLONG;
-  o.c_str();
-  return 0;
-}
 
 long resolve(Task& t, const char* path, bool follow, Target* out) {
   return vfs_walk(t, AT_FDCWD, path, follow, [&](Lookup& lk) -> long {
@@ -63,7 +50,7 @@ long resolve(Task& t, const char* path, bool follow, Target* out) {
     long r = fs.ops->stat(t, fs, lk, &out->st);
     if (r < 0) return r;
     if (!copy_cstr(out->inner, sizeof out->inner, lk.path)) return -ENAMETOOLONG;
-    if ((r = guest_path(*lk.mount, lk.path, out->guest, sizeof out->guest)) < 0) return r;
+    if ((r = inner_to_guest(*lk.mount, lk.path, out->guest, sizeof out->guest)) < 0) return r;
     lk.mount->get();
     out->mount = lk.mount;
     return 0;

@@ -131,6 +131,10 @@ struct FsOps {
   // filesystem again. Otherwise (the host's folder, generated trees) a
   // cached dentry is checked against the filesystem whenever it is walked.
   bool dcache_trusted = false;
+  // Its names come and go with what it shows (procfs's processes, devpts's
+  // terminals): a dentry nobody holds goes at once instead of waiting in
+  // the cache's unused list (Linux's always_delete_dentry).
+  bool dcache_drop_unused = false;
   // The filesystem's walk checks search permission on each directory
   // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
   bool walk_checks_search = false;
@@ -174,10 +178,14 @@ struct Mount {
   Heap* heap = nullptr;
   int id = 0, parent_id = 0;
   Mount* parent = nullptr;    // the mount holding the mount point (nullptr: a root)
+  // The mount point and root change when a folder above them is renamed
+  // (Vfs::follow_rename, which holds the table lock and place_lock while
+  // it writes them): outside the table lock, read them through with_place.
   char path[kPathMax];        // guest path of the mount point
   size_t len = 0;
   char root[kPathMax];        // inner path of fs shown at `path` ("/" but for bind mounts)
   size_t root_len = 0;
+  mutable KMutex place_lock;  // a leaf: nothing else is taken under it
   Filesystem* fs = nullptr;
   const FsType* type = nullptr;
   unsigned long flags = 0;    // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME...
@@ -195,6 +203,15 @@ struct Mount {
   std::atomic<Dentry*> mnt_root{nullptr};  // the dentry of `root`, made at the first walk into it
 
   bool readonly() const;
+  // Calls fn(point, root) with the mount point and root as one consistent
+  // pair (place_lock held: fn takes no lock and keeps no view).
+  template <typename F>
+  decltype(auto) with_place(F&& fn) const {
+    Guard g(place_lock);
+    return fn(std::string_view(path, len), std::string_view(root, root_len));
+  }
+  // Whether `inner` (a path inside fs) is the folder shown at the mount point.
+  bool is_root(std::string_view inner) const;
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
   void put();
 };
@@ -317,6 +334,12 @@ class Vfs {
   const FsType* types_[kMaxFsTypes]{};
   int ntypes_ = 0;
 };
+
+// The guest path of the process's root, as fs_root (vfs/namei.h) gives
+// it, but also once that folder was removed (`deleted`): where Linux's
+// d_path and getcwd see paths from. The FsContext form: fc.lock held.
+long fs_root_path(Task& t, char* out, size_t n, bool* deleted);
+long fs_root_path(const FsContext& fc, char* out, size_t n, bool* deleted);
 
 // `path` (absolute, seen from inside `root`) placed under root, "." and
 // "//" collapsed; ".." is left for the walk, which stops it at the root.

@@ -146,6 +146,7 @@ const FsOps kDevPtsOps = {
     .unlink = pts_unlink,
     .rmdir = pts_unlink,
     .symlink = pts_symlink,
+    .dcache_drop_unused = true,
 };
 
 long devpts_mount(Kernel& k, const char*, unsigned long, const char*, Filesystem** out) {

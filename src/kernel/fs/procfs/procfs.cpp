@@ -144,58 +144,68 @@ uint64_t ino_of(const ProcLookup& l) {
   return ((uint64_t)l.pid << 16) + ((uint64_t)l.node << 8) + (uint64_t)l.file + (l.fd >= 0 ? l.fd << 20 : 0);
 }
 
+// Linux's d_path: a path as the reader's root sees it (one not below that
+// root whole), with " (deleted)" after a removed one.
+long seen_path(const char* reader_root, std::string_view path, bool deleted, char* out, size_t n) {
+  KFmt f(out, n);
+  f.str(strip_root(reader_root, path)).str(deleted ? " (deleted)" : "");
+  if (f.truncated()) return -ENAMETOOLONG;
+  f.c_str();
+  return (long)f.size();
+}
+
 long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
   Kernel& k = *t.kernel;
+  // Taken first: the reader may be the process read. A removed root
+  // still sees paths from where it was.
   char reader_root[kPathMax];
-  if (l.node == Node::kRootLink) {
-    if (long r = fs_root(t, reader_root, sizeof reader_root); r < 0) return r;
+  bool root_removed = false;
+  if (l.node != Node::kSelfLink) {
+    if (long r = fs_root_path(t, reader_root, sizeof reader_root, &root_removed); r < 0) return r;
   }
-  KFmt f(out, n);
+  char path[kPathMax];
+  bool deleted = false;
+  if (l.node == Node::kFdLink) {
+    File* file = nullptr;
+    {
+      Guard g(k.tasks_lock);
+      Process* p = target(k, l.pid);
+      if (!p) return -ENOENT;
+      file = p->files ? p->files->get(l.fd) : nullptr;
+    }
+    if (!file) return -ENOENT;
+    long r = vfs_of(t).file_guest_path(t, *file, path, sizeof path, &deleted);
+    file->put();
+    if (r < 0) return r;
+    return seen_path(reader_root, path, deleted, out, n);
+  }
   Guard g(k.tasks_lock);
   Process* p = target(k, l.pid);
   if (!p) return -ENOENT;
   switch (l.node) {
-    case Node::kSelfLink: f.dec(l.pid); break;
-    case Node::kExe: f.str(p->exe); break;
+    case Node::kSelfLink: {
+      KFmt f(out, n);
+      f.dec(l.pid);
+      f.c_str();
+      return (long)f.size();
+    }
+    case Node::kExe: return seen_path(reader_root, p->exe, false, out, n);
     case Node::kCwd: {
       if (!p->fs) return -ENOENT;
-      // Linux's d_path: a removed folder shows " (deleted)" after its path.
-      bool deleted = false;
-      char cwd[kPathMax];
       Guard c(p->fs->lock);
-      if (!p->fs->cwd) f.str(k.cfg.cwd);  // not yet resolved: the start folder
-      else if (guest_path_of(p->fs->cwd, cwd, sizeof cwd, &deleted) < 0) return -ENOENT;
-      else f.str(cwd).str(deleted ? " (deleted)" : "");
-      break;
+      // Not yet resolved: the kernel's start folder.
+      if (!p->fs->cwd) return seen_path(reader_root, k.cfg.cwd, false, out, n);
+      if (guest_path_of(p->fs->cwd, path, sizeof path, &deleted) < 0) return -ENOENT;
+      return seen_path(reader_root, path, deleted, out, n);
     }
     case Node::kRootLink: {
-      // Linux's d_path: the process's root as the reader's root sees it.
       if (!p->fs) return -ENOENT;
-      char root[kPathMax];
       Guard c(p->fs->lock);
-      if (fs_root_locked(*p->fs, root, sizeof root) < 0) return -ENOENT;
-      std::string_view seen = strip_root(reader_root, root);
-      f.str(seen);
-      break;
-    }
-    case Node::kFdLink: {
-      File* file = p->files ? p->files->get(l.fd) : nullptr;
-      if (!file) return -ENOENT;
-      bool deleted = false;
-      long r = vfs_of(t).file_guest_path(t, *file, out, n, &deleted);
-      file->put();
-      if (r < 0) return r;
-      // Linux's d_path: a removed name shows " (deleted)" after it.
-      if (deleted) {
-        size_t len = strlen(out);
-        if (!copy_cstr(out + len, n - len, " (deleted)")) return -ENAMETOOLONG;
-      }
-      return (long)strlen(out);
+      if (fs_root_path(*p->fs, path, sizeof path, &deleted) < 0) return -ENOENT;
+      return seen_path(reader_root, path, deleted, out, n);
     }
     default: return -EINVAL;
   }
-  f.c_str();
-  return (long)f.size();
 }
 
 long proc_readlink(Task& t, Filesystem&, Lookup& lk, char* buf, size_t n) {
@@ -499,6 +509,7 @@ const FsOps kProcFsOps = {
     .symlink = proc_symlink,
     .setattr = proc_setattr,
     .magic_file = proc_magic_file,
+    .dcache_drop_unused = true,
     .walk_checks_search = true,
 };
 

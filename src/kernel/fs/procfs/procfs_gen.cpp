@@ -271,7 +271,8 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
     case ProcFile::kFilesystems: gen_filesystems(o, k); return 0;
     case ProcFile::kGlobalMounts: {
       char root[kPathMax];
-      if (long r = fs_root(t, root, sizeof root); r < 0) return r;
+      bool removed = false;  // a removed root: the mounts seen from where it was
+      if (long r = fs_root_path(t, root, sizeof root, &removed); r < 0) return r;
       gen_mounts(o, k, root, false);
       return 0;
     }
@@ -282,7 +283,8 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
         Task* task = find_task_locked(k, pid);
         if (!task || task->proc->state != ProcState::kRunning || !task->proc->fs) return -ENOENT;
         Guard r(task->proc->fs->lock);
-        if (fs_root_locked(*task->proc->fs, root, sizeof root) < 0) return -ENOENT;
+        bool removed = false;
+        if (fs_root_path(*task->proc->fs, root, sizeof root, &removed) < 0) return -ENOENT;
       }
       gen_mounts(o, k, root, f == ProcFile::kMountinfo);
       return 0;
