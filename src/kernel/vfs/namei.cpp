@@ -651,14 +651,19 @@ bool is_magic(Walk& w, std::string_view name) {
 }
 
 // Whether the walk must look the last component up itself: to follow it
-// when it is a symlink the cache knows. Otherwise the operation looks the
-// name up (one lookup, not two: on hostfs each is a host call); a link it
-// meets comes back as a redirect, and the walk goes on from its target. A
-// confined walk (openat2) always looks, so no fresh start from the
-// namespace's top meets its limits on the way.
+// when it is a symlink. Otherwise the operation looks the name up (one
+// lookup, not two: on hostfs each is a host call); a link it meets comes
+// back as a redirect, and the walk goes on from its target. Where the
+// filesystem changes behind the cache (hostfs), a link the cache already
+// knows is followed here, which spares the operation's host call; where
+// it does not, the operation's own lookup is in memory and links last are
+// rare. A confined walk (openat2) always looks, so no fresh start from
+// the namespace's top meets its limits on the way.
 bool needs_last_lookup(Walk& w, std::string_view name, bool follow) {
   if (!follow) return false;
-  return w.scope || S_ISLNK(w.dentry->cache->cached_mode(*w.dentry, name));
+  if (w.scope) return true;
+  if (w.mnt->fs->ops->dcache_trusted) return false;
+  return S_ISLNK(w.dentry->cache->cached_mode(*w.dentry, name));
 }
 
 // The Lookup for the place itself (".", "..", a mount's root).

@@ -49,6 +49,9 @@ long fs_open(Task& t, Filesystem& fsys, Lookup& lk, int flags, int mode, File** 
   return 0;
 }
 
+long fs_lookup(Task& t, Filesystem& fs, Mount&, Dentry& dir, std::string_view name, Inode** out) {
+  return tmp_lookup(t, tmpfs_of(fs), fs, dir, name, out);
+}
 long fs_stat(Task& t, Filesystem& fs, Lookup& lk, struct stat* out) { return tmp_stat_path(t, tmpfs_of(fs), lk, out); }
 long fs_readlink(Task& t, Filesystem& fs, Lookup& lk, char* buf, size_t n) {
   return tmp_readlink(t, tmpfs_of(fs), lk, buf, n);
@@ -129,6 +132,7 @@ const FsOps kTmpFsOps = {
     .setattr = fs_setattr,
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
+    .lookup = fs_lookup,
     .dcache_trusted = true,
     .walk_checks_search = true,
     .open_checks_access = true,

@@ -17,6 +17,8 @@ namespace flatux {
 struct Task;
 struct Tmpfs;
 struct TmpInode;
+struct Dentry;
+struct Inode;
 
 constexpr size_t kTmpPage = 4096;
 constexpr int kTmpNameMax = 255;
@@ -151,6 +153,10 @@ long shm_fallocate(Tmpfs& fs, TmpInode& n, int mode, int64_t off, int64_t len);
 void shm_release(Tmpfs& fs, TmpInode& n);
 
 
+// tmpfs inodes in the dentry cache (tmpfs_dentry.cpp): FsOps::lookup,
+// and the TmpInode a dentry of fs holds (nullptr: not one of fs's).
+long tmp_lookup(Task& t, Tmpfs& fs, Filesystem& owner, Dentry& dir, std::string_view name, Inode** out);
+TmpInode* tmp_dentry_node(Tmpfs& fs, const Dentry& d);
 // Namespace operations (tmpfs_namei.cpp). Each takes fs.lock itself.
 long tmp_stat_path(Task& t, Tmpfs& fs, Lookup& p, struct stat* out);
 long tmp_readlink(Task& t, Tmpfs& fs, Lookup& p, char* buf, size_t n);

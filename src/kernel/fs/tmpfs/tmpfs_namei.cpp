@@ -28,8 +28,28 @@ long redirect(Lookup& lk, const char* link_end, const TmpInode& link, const char
   return vfs_make_redirect(lk, std::string_view(lk.path, (size_t)(link_end - lk.path)), link.target, rest);
 }
 
+// The folder the VFS's walk ended in, as an inode of fs, when the walk
+// may start there: for root, whom no folder's search bit stops, so
+// skipping the folders above it changes nothing. nullptr: walk the path.
+TmpInode* walked_folder(Task& t, Tmpfs& fs, const Lookup& p) {
+  if (!p.dir || p.name.empty() || !p.mount || p.dir->fs != p.mount->fs || creds_of(t).fsuid != 0) return nullptr;
+  return tmp_dentry_node(fs, *p.dir);
+}
+
 // Walks every component but the last, which it looks up without following.
 long walk(Task& t, Tmpfs& fs, Lookup& p, Walk* w) {
+  if (TmpInode* dir = walked_folder(t, fs, p)) {
+    if (!S_ISDIR(dir->mode)) return -ENOTDIR;
+    size_t len = p.name.size();
+    if (len > kTmpNameMax) return -ENAMETOOLONG;
+    TmpDirent* d = dir->dentry || dir == fs.root ? tmp_find(fs, dir, p.name.data(), len) : nullptr;
+    w->dir = dir;
+    w->name = p.path + strlen(p.path) - len;  // inside p.path, as a redirect's link path needs
+    w->len = len;
+    w->entry = d;
+    w->inode = d ? d->inode : nullptr;
+    return 0;
+  }
   TmpInode* cur = fs.root;
   const char* s = p.path;
   while (*s == '/') s++;
