@@ -524,6 +524,38 @@ static void test_limits(void) {
   CHECK_OK(umount("lim"));
 }
 
+static const char* at_mnt(const char* rel) {
+  static char bufs[4][PATH_MAX];
+  static int next;
+  char* b = bufs[next++ % 4];
+  snprintf(b, PATH_MAX, "%s/%s", mnt, rel);
+  return b;
+}
+
+// A lazily unmounted tmpfs lives on while a cwd is inside it: names are
+// found and made there, and it goes when the cwd leaves (nothing it held,
+// cached names included, outlives it).
+static void test_detached_cwd(void) {
+  puts("umount2(MNT_DETACH) with the cwd inside, then leaving it");
+  REQUIRE(mount("none", mnt, "tmpfs", 0, "size=1m") == 0, "mount: %s", strerror(errno));
+  REQUIRE(mkdir(at_mnt("d"), 0755) == 0 && mkdir(at_mnt("d/sub"), 0755) == 0);
+  write_file(at_mnt("d/sub/f"), "kept");
+  REQUIRE(chdir(at_mnt("d")) == 0);
+  struct stat st;
+  CHECK_OK(stat("sub/f", &st));  // cached by the walk
+  CHECK_OK(umount2(mnt, MNT_DETACH));
+  CHECK_OK(stat("sub/f", &st));
+  CHECK(st.st_size == 4, "sub/f has %lld bytes", (long long)st.st_size);
+  int fd = open("sub/new", O_CREAT | O_WRONLY, 0644);
+  CHECK(fd >= 0, "create in the detached tree: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+  CHECK_OK(stat("../d/sub/new", &st));
+  CHECK_OK(unlink("sub/f"));
+  CHECK_ERR(stat("sub/f", &st), ENOENT);
+  REQUIRE(chdir("/") == 0);  // the last reference: the tmpfs goes
+  CHECK_ERR(stat(at_mnt("d"), &st), ENOENT);
+}
+
 int main(int argc, char** argv) {
   if (argc == 2 && strcmp(argv[1], "--exit-42") == 0) return 42;  // run_copy's child
   guest_name = "tmpfs";
@@ -551,5 +583,6 @@ int main(int argc, char** argv) {
   CHECK_ERR(umount(mnt), EBUSY);
   REQUIRE(chdir("/") == 0);
   CHECK_OK(umount(mnt));
+  test_detached_cwd();
   return guest_finish();
 }
