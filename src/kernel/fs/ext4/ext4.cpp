@@ -277,8 +277,8 @@ void Volume::forget_name(uint32_t dir, const char* name, size_t len) {
 
 long Volume::walk(const Cred& c, Walk& w) {
   Guard g(lock_);
-  uint32_t cur = kRootIno;
-  const char* p = w.path;
+  uint32_t cur = w.start_ino ? w.start_ino : kRootIno;
+  const char* p = w.start_ino ? w.start_at : w.path;
   w.ino = w.parent = 0;
   w.name[0] = 0;
   while (*p == '/') p++;

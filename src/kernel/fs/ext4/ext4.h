@@ -43,6 +43,10 @@ struct Walk {
   bool follow;
   bool want_parent;       // stop at the last component's directory
   char* target;           // where a symlink's target goes (kPathMax bytes)
+  // In, optional: the walk starts in directory start_ino (not the root)
+  // with the component at start_at, the last one of `path`.
+  uint32_t start_ino;
+  const char* start_at;
   // Out:
   uint32_t ino;           // the inode reached (0: last component missing, want_parent)
   uint32_t parent;        // its directory (want_parent)

@@ -22,6 +22,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/printk.h"
+#include "kernel/vfs/dcache.h"
 #include "kernel/vfs/new_fs.h"
 #include "kernel/vfs/perm.h"
 
@@ -62,6 +63,12 @@ ext4::Cred cred_of(Task& t) { return ext4::Cred(creds_of(t)); }
 long walk(Task& t, Filesystem& fs, Lookup& lk, bool parent, Walk& w) {
   char target[kPathMax];
   w.path = lk.path;
+  if (lk.dir && !lk.name.empty() && lk.dir->fs == &fs && lk.dir->inode && creds_of(t).fsuid == 0) {
+    // The VFS's walk ended in this folder (a dentry's inode number is the
+    // volume's): root, whom no folder's search bit stops, starts there.
+    w.start_ino = (uint32_t)lk.dir->inode->ino;
+    w.start_at = lk.path + strlen(lk.path) - lk.name.size();
+  }
   w.follow = lk.follow;
   w.want_parent = parent;
   w.target = target;
