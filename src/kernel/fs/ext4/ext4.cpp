@@ -280,6 +280,13 @@ long Volume::walk(const Cred& c, Walk& w) {
   uint32_t cur = w.start_ino ? w.start_ino : kRootIno;
   const char* p = w.start_ino ? w.start_at : w.path;
   w.ino = w.parent = 0;
+  if (w.start_ino) {
+    // A folder removed since the VFS's walk passed it: nothing is there.
+    long err = 0;
+    Inode* start = inode(cur, &err);
+    if (!start) return err;
+    if (start->a.nlink == 0) return -ENOENT;
+  }
   w.name[0] = 0;
   while (*p == '/') p++;
   if (!*p) {
