@@ -538,6 +538,17 @@ long start(Walk& w, int dirfd, const char* path, bool from_top) {
 
 bool at_guest(const Walk& w, const char* g) { return guest_of(w) == std::string_view(g); }
 
+// One folder up inside the filesystem: the parent dentry, and the guest
+// path without its last component.
+void to_parent(Walk& w) {
+  Dentry* up = w.dentry->cache->get_parent(*w.dentry);
+  dput(w.dentry);
+  w.dentry = up;
+  while (w.glen > 1 && w.guest[w.glen - 1] != '/') w.glen--;
+  if (w.glen > 1) w.glen--;
+  w.guest[w.glen] = 0;
+}
+
 // ".." from where the walk stands.
 long step_up(Walk& w) {
   if (scope_has(w, WalkScope::kBeneath) && at_guest(w, w.scope->root)) return -EXDEV;
@@ -561,12 +572,7 @@ long step_up(Walk& w) {
     }
     set_place(w, parent, d.value());
   }
-  Dentry* up = w.dentry->cache->get_parent(*w.dentry);
-  dput(w.dentry);
-  w.dentry = up;
-  while (w.glen > 1 && w.guest[w.glen - 1] != '/') w.glen--;
-  if (w.glen > 1) w.glen--;
-  w.guest[w.glen] = 0;
+  to_parent(w);
   return 0;
 }
 
@@ -711,12 +717,7 @@ long prepend_start_link(Walk& w, const char* path, char* out, size_t n) {
     if (!copy_cstr(name, sizeof name, d.name_view())) return -ENAMETOOLONG;
   }
   if (w.dentry->flags & Dentry::kRoot) return -ENOTDIR;
-  Dentry* up = w.dentry->cache->get_parent(*w.dentry);
-  dput(w.dentry);
-  w.dentry = up;
-  while (w.glen > 1 && w.guest[w.glen - 1] != '/') w.glen--;
-  if (w.glen > 1) w.glen--;
-  w.guest[w.glen] = 0;
+  to_parent(w);
   KFmt f(out, n);
   f.str(name).str("/").str(path);
   if (f.truncated()) return -ENAMETOOLONG;
