@@ -3,6 +3,7 @@
 #include <cstring>
 #include <linux/errno.h>
 
+#include "kernel/lib/kstring.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -309,6 +310,11 @@ bool Dcache::is_subdir(Dentry* d, Dentry* ancestor) {
     if (d->parent == d) return false;
     d = d->parent;
   }
+}
+
+long Dcache::name_of(Dentry& d, char* out, size_t n) {
+  Guard g(lock_);
+  return copy_cstr(out, n, d.name_view()) ? 0 : -ENAMETOOLONG;
 }
 
 Dentry* Dcache::get_parent(Dentry& d) {

@@ -108,6 +108,9 @@ class Dcache {
 
   // Whether d is ancestor or lies below it.
   bool is_subdir(Dentry* d, Dentry* ancestor);
+  // d's own name copied out whole (a rename may change it meanwhile);
+  // -ENAMETOOLONG when it does not fit.
+  long name_of(Dentry& d, char* out, size_t n);
   // The parent of d, with a reference.
   Dentry* get_parent(Dentry& d);
   // The path of d inside its filesystem ("/a/b"; "/" for its root) and

@@ -712,10 +712,7 @@ namespace {
 // name followed by `path`.
 long prepend_start_link(Walk& w, const char* path, char* out, size_t n) {
   char name[kNameMax + 1];
-  {
-    Dentry& d = *w.dentry;
-    if (!copy_cstr(name, sizeof name, d.name_view())) return -ENAMETOOLONG;
-  }
+  TRY_LONG(w.dentry->cache->name_of(*w.dentry, name, sizeof name));
   if (w.dentry->flags & Dentry::kRoot) return -ENOTDIR;
   to_parent(w);
   KFmt f(out, n);
