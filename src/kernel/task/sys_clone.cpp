@@ -48,6 +48,7 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
       c.fs->cwd = path_get(p.fs->cwd);
       if ((c.fs->cwd_file = p.fs->cwd_file)) c.fs->cwd_file->get();
       c.fs->root = path_get(p.fs->root);
+      c.fs->has_root.store(bool(c.fs->root), std::memory_order_relaxed);
       if ((c.fs->root_file = p.fs->root_file)) c.fs->root_file->get();
     }
     c.fs->umask = p.fs->umask;

@@ -135,6 +135,9 @@ struct FsContext {
   // chroot(2): the process's root, so it follows renames; empty: the
   // root of the kernel's one namespace (vfs/namei.h, fs_root).
   Path root;
+  // Whether `root` is set, read without the lock by walks from the
+  // namespace's root (a racing chroot of another thread is either side).
+  std::atomic<bool> has_root{false};
   // The root as chroot opened it (O_PATH), so "/" still stats it once it
   // is removed.
   File* root_file = nullptr;

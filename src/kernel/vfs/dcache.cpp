@@ -8,12 +8,26 @@
 
 namespace flatux {
 
-void dput(Dentry* d) {
-  if (!d) return;
+namespace {
+
+// Drops a reference without the lock where that is allowed: another one
+// remains, or the dentry is cached and listed (kSlowPut clear). False:
+// the caller takes the lock (put_last).
+bool put_fast(Dentry* d) {
   int r = d->refs.load(std::memory_order_relaxed);
-  while (r > 1)
-    if (d->refs.compare_exchange_weak(r, r - 1, std::memory_order_acq_rel)) return;
-  d->cache->put_last(d);
+  for (;;) {
+    if ((r & ~Dentry::kSlowPut) <= 1 && (r & Dentry::kSlowPut)) return false;
+    if (d->refs.compare_exchange_weak(r, r - 1, std::memory_order_acq_rel)) return true;
+  }
+}
+
+// The count before a reference dropped under the lock.
+int put_locked(Dentry* d) { return d->refs.fetch_sub(1, std::memory_order_acq_rel) & ~Dentry::kSlowPut; }
+
+}  // namespace
+
+void dput(Dentry* d) {
+  if (d && !put_fast(d)) d->cache->put_last(d);
 }
 
 Path path_get(const Path& p) {
@@ -107,6 +121,7 @@ void Dcache::hash_locked(Dentry& d) {
   d.hash_next = buckets_[b];
   buckets_[b] = &d;
   d.flags |= Dentry::kHashed;
+  sync_put_locked(d);
 }
 
 void Dcache::unhash_locked(Dentry& d) {
@@ -116,9 +131,18 @@ void Dcache::unhash_locked(Dentry& d) {
   if (*link) *link = d.hash_next;
   d.hash_next = nullptr;
   d.flags &= ~Dentry::kHashed;
+  sync_put_locked(d);
 }
 
-// The unused list holds only dentries nobody holds, oldest first.
+void Dcache::sync_put_locked(Dentry& d) {
+  bool listed = (d.flags & Dentry::kHashed) && (d.flags & Dentry::kOnLru) && !d.fs->ops->dcache_drop_unused;
+  if (listed) d.refs.fetch_and(~Dentry::kSlowPut, std::memory_order_acq_rel);
+  else d.refs.fetch_or(Dentry::kSlowPut, std::memory_order_acq_rel);
+}
+
+// The unused list: dentries in order of their last release, oldest first;
+// one taken again stays listed (eviction skips it), so its next release
+// needs no lock.
 void Dcache::lru_add_locked(Dentry& d) {
   if (d.flags & Dentry::kOnLru) lru_del_locked(d);
   d.lru_prev = lru_tail_;
@@ -128,6 +152,7 @@ void Dcache::lru_add_locked(Dentry& d) {
   lru_tail_ = &d;
   d.flags |= Dentry::kOnLru;
   unused_++;
+  sync_put_locked(d);
 }
 
 void Dcache::lru_del_locked(Dentry& d) {
@@ -139,6 +164,7 @@ void Dcache::lru_del_locked(Dentry& d) {
   d.lru_prev = d.lru_next = nullptr;
   d.flags &= ~Dentry::kOnLru;
   unused_--;
+  sync_put_locked(d);
 }
 
 void Dcache::forget_locked(Dentry& d) {
@@ -149,6 +175,7 @@ void Dcache::forget_locked(Dentry& d) {
 Dentry* Dcache::make_root(Filesystem* fs, Inode* root) {
   Dentry* d = heap_->make<Dentry>();
   if (!d) return nullptr;
+  d->refs.store(1 | Dentry::kSlowPut, std::memory_order_relaxed);
   d->cache = this;
   d->parent = d;
   d->inode = root;
@@ -169,8 +196,7 @@ Dentry* Dcache::lookup(Dentry& dir, std::string_view name) {
   size_t b = bucket_of(&dir, name, &hash);
   Guard g(lock_);
   Dentry* d = find_locked(&dir, name, hash, b);
-  if (!d) return nullptr;
-  if (d->refs.fetch_add(1, std::memory_order_relaxed) == 0) lru_del_locked(*d);
+  if (d) d->refs.fetch_add(1, std::memory_order_relaxed);
   return d;
 }
 
@@ -192,6 +218,7 @@ Dentry* Dcache::alloc(Dentry& dir, std::string_view name) {
     heap_->destroy_obj(d);
     return nullptr;
   }
+  d->refs.store(1 | Dentry::kSlowPut, std::memory_order_relaxed);
   d->cache = this;
   d->parent = dget(&dir);
   d->fs = dir.fs;
@@ -208,7 +235,7 @@ Dentry* Dcache::add(Dentry* d, Inode* inode) {
       uint32_t hash;
       size_t b = bucket_of(d->parent, d->name_view(), &hash);
       winner = find_locked(d->parent, d->name_view(), hash, b);
-      if (winner && winner->refs.fetch_add(1, std::memory_order_relaxed) == 0) lru_del_locked(*winner);
+      if (winner) winner->refs.fetch_add(1, std::memory_order_relaxed);
     }
     if (!winner) {
       d->inode = inode;
@@ -238,7 +265,7 @@ void Dcache::remove(Dentry& d) {
   Inode* gone = nullptr;
   {
     Guard g(lock_);
-    if (d.refs.load() == 1 && (d.flags & Dentry::kHashed)) {
+    if (d.count() == 1 && (d.flags & Dentry::kHashed)) {
       gone = d.inode;  // only the caller holds it: it stays, as a negative name
       d.inode = nullptr;
     } else {
@@ -354,7 +381,7 @@ void Dcache::put_last(Dentry* d) {
     Dentry* victims = nullptr;
     {
       Guard g(lock_);
-      if (d->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+      if (put_locked(d) != 1) return;
       if ((d->flags & Dentry::kHashed) && !d->fs->ops->dcache_drop_unused) {
         // Unused but still true: kept, the oldest going first.
         lru_add_locked(*d);
@@ -373,11 +400,7 @@ void Dcache::put_last(Dentry* d) {
     free_one(d);
     // The parent's reference, without recursion (a deep tree goes at once).
     d = parent;
-    if (!d) return;
-    int r = d->refs.load(std::memory_order_relaxed);
-    bool done = false;
-    while (r > 1 && !done) done = d->refs.compare_exchange_weak(r, r - 1, std::memory_order_acq_rel);
-    if (done) return;
+    if (!d || put_fast(d)) return;
   }
 }
 
@@ -389,7 +412,7 @@ Dentry* Dcache::evict_locked(size_t want) {
   while (want && lru_head_) {
     Dentry* d = lru_head_;
     lru_del_locked(*d);
-    if (d->refs.load(std::memory_order_acquire) != 0) continue;
+    if (d->count() != 0) continue;  // held: listed again at its last release
     unhash_locked(*d);
     forget_locked(*d);
     d->lru_next = victims;
@@ -407,12 +430,9 @@ void Dcache::free_list(Dentry* list) {
     free_one(d);
     if (!parent) continue;
     // The parent's last reference keeps it cached (no eviction from here).
-    int r = parent->refs.load(std::memory_order_relaxed);
-    bool done = false;
-    while (r > 1 && !done) done = parent->refs.compare_exchange_weak(r, r - 1, std::memory_order_acq_rel);
-    if (done) continue;
+    if (put_fast(parent)) continue;
     Guard g(lock_);
-    if (parent->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
+    if (put_locked(parent) != 1) continue;
     if (parent->flags & Dentry::kHashed) {
       lru_add_locked(*parent);
     } else {
@@ -431,7 +451,7 @@ void Dcache::shrink_fs(Filesystem* fs) {
       Guard g(lock_);
       for (Dentry* d = lru_head_; d;) {
         Dentry* next = d->lru_next;
-        if (d->fs == fs && d->refs.load(std::memory_order_acquire) == 0) {
+        if (d->fs == fs && d->count() == 0) {
           lru_del_locked(*d);
           unhash_locked(*d);
           forget_locked(*d);

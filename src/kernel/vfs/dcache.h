@@ -8,7 +8,10 @@
 // Locking: one lock guards the hash, every dentry's name, parent, inode
 // and flags, and the LRU list of unused dentries. Reference counts are
 // atomic: a holder may take another reference without the lock; a count
-// goes from 0 to 1 only under it (a lookup), and to 0 under it.
+// goes from 0 to 1 only under it (a lookup). A cached dentry stays on the
+// LRU list while in use (eviction skips held ones), so the last reference
+// of one that is hashed and listed goes without the lock; any other last
+// reference goes under it (Dentry::kSlowPut says which, in the count).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -28,7 +31,11 @@ class Dcache;
 constexpr size_t kNameMax = 255;  // NAME_MAX
 
 struct Dentry {
+  // The count, and kSlowPut: set under the cache's lock while the dentry is
+  // not both hashed and on the LRU list (its last reference must take the
+  // lock then, to list or free it).
   std::atomic<int> refs{1};
+  static constexpr int kSlowPut = 1 << 30;
   Dcache* cache = nullptr;
   Dentry* parent = nullptr;  // counted; a filesystem's root is its own parent
   Inode* inode = nullptr;    // counted; nullptr: negative (the name is absent)
@@ -47,6 +54,7 @@ struct Dentry {
   static constexpr uint16_t kDeleted = 4;  // its name was removed while in use
   static constexpr uint16_t kRoot = 8;     // a filesystem's root
 
+  int count() const { return refs.load(std::memory_order_acquire) & ~kSlowPut; }
   bool negative() const { return inode == nullptr; }
   bool deleted() const { return flags & kDeleted; }
   std::string_view name_view() const { return {name, len}; }
@@ -137,6 +145,7 @@ class Dcache {
   void unhash_locked(Dentry& d);
   void lru_add_locked(Dentry& d);
   void lru_del_locked(Dentry& d);
+  void sync_put_locked(Dentry& d);
   bool set_name_locked(Dentry& d, std::string_view name);
   void forget_locked(Dentry& d);   // out of the counts
   Dentry* evict_locked(size_t want);  // a list (through lru_next) of victims

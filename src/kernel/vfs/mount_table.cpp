@@ -494,9 +494,10 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
       Mount* y = mounts_[j];
       if (moved[j] || !descends_locked(y, x)) continue;
       if (!renamed(path_of(*y), old_at, new_at, exchange, path, sizeof path)) continue;
-      Guard p(y->place_lock);
-      y->len = strlen(path);
-      memcpy(y->path, path, y->len + 1);
+      y->change_place([&] {
+        y->len = strlen(path);
+        memcpy(y->path, path, y->len + 1);
+      });
       moved[j] = true;
     }
   }
@@ -506,9 +507,10 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
     Mount* x = mounts_[i];
     if (x->fs != fs) continue;
     if (!renamed(root_of(*x), from, to, exchange, path, sizeof path)) continue;
-    Guard p(x->place_lock);
-    x->root_len = strlen(path);
-    memcpy(x->root, path, x->root_len + 1);
+    x->change_place([&] {
+      x->root_len = strlen(path);
+      memcpy(x->root, path, x->root_len + 1);
+    });
   }
 }
 
@@ -526,6 +528,7 @@ void Vfs::update_walk_hints_locked() {
   }
   point_names_.store(bits, std::memory_order_relaxed);
   top_root_ = visible_locked("/");
+  bare_root_.store(top_root_ && !top_root_->parent ? top_root_ : nullptr, std::memory_order_release);
 }
 
 Mount* Vfs::root_mount() {
@@ -537,7 +540,9 @@ Mount* Vfs::root_mount() {
 Mount* Vfs::mounted_at(const Mount* parent, std::string_view at) {
   Guard g(lock_);
   Mount* top = nullptr;
-  for (const Mount* under = parent;;) {
+  // A mount stacked on another has it for parent: where no mount has
+  // `under` for parent, nothing is stacked there (one pass, not two).
+  for (const Mount* under = parent; under->children.load(std::memory_order_relaxed) > 0;) {
     Mount* next = nullptr;
     for (int i = 0; i < nmounts_; i++) {
       Mount* x = mounts_[i];

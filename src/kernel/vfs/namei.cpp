@@ -277,6 +277,7 @@ void fs_set_root(Task& t, Path p) {
     Guard g(fc.lock);
     old = fc.root;
     fc.root = p;
+    fc.has_root.store(bool(p), std::memory_order_relaxed);
   }
   path_put(old);
 }
@@ -441,6 +442,13 @@ void set_place(Walk& w, Mount* m, Dentry* d) {
   w.dentry = d;
 }
 
+// The dentry the walk stands on becomes d (whose reference moves in).
+void set_dentry(Walk& w, Dentry* d) {
+  if (!w.dentry_borrowed) dput(w.dentry);
+  w.dentry_borrowed = false;
+  w.dentry = d;
+}
+
 // The dentry of what m shows at its mount point, with a reference.
 ErrorOr<Dentry*> mount_root(Task& t, Mount& m) {
   if (Dentry* d = m.mnt_root.load(std::memory_order_acquire)) return dget(d);
@@ -497,9 +505,27 @@ const char* root_of(Walk& w) {
   return w.root;
 }
 
+// Stands the walk on the namespace's bare root, without references;
+// false when something is mounted over it (or its root dentry is not made
+// yet): the caller takes the counted way.
+bool borrow_bare_root(Walk& w) {
+  Mount* m = w.t.kernel->vfs->bare_root();
+  Dentry* d = m ? m->mnt_root.load(std::memory_order_acquire) : nullptr;
+  if (!d) return false;
+  w.leave();
+  w.mnt = m;
+  w.dentry = d;
+  w.mnt_borrowed = w.dentry_borrowed = true;
+  w.guest[0] = '/';
+  w.guest[1] = 0;
+  w.glen = 1;
+  return true;
+}
+
 long go_to_root(Walk& w) {
   if (!scope_has(w, WalkScope::kInRoot)) {
     FsContext& fc = *w.t.proc->fs;
+    if (!fc.has_root.load(std::memory_order_relaxed) && borrow_bare_root(w)) return 0;
     Path root;
     {
       Guard g(fc.lock);
@@ -514,7 +540,7 @@ long go_to_root(Walk& w) {
 
 long start(Walk& w, int dirfd, const char* path, bool from_top) {
   w.root[0] = 0;
-  if (from_top) return jump_to(w, "/");
+  if (from_top) return borrow_bare_root(w) ? 0 : jump_to(w, "/");
   if (path[0] == '/') return scope_has(w, WalkScope::kBeneath) ? -EXDEV : go_to_root(w);
   if (dirfd == AT_FDCWD) {
     auto cwd = fs_cwd(w.t);
@@ -541,9 +567,7 @@ bool at_guest(const Walk& w, const char* g) { return guest_of(w) == std::string_
 // One folder up inside the filesystem: the parent dentry, and the guest
 // path without its last component.
 void to_parent(Walk& w) {
-  Dentry* up = w.dentry->cache->get_parent(*w.dentry);
-  dput(w.dentry);
-  w.dentry = up;
+  set_dentry(w, w.dentry->cache->get_parent(*w.dentry));
   while (w.glen > 1 && w.guest[w.glen - 1] != '/') w.glen--;
   if (w.glen > 1) w.glen--;
   w.guest[w.glen] = 0;
@@ -617,8 +641,7 @@ long enter_mount(Walk& w, Mount* top, std::string_view name) {
 
 // Steps into the child directory d (a reference moves in) named `name`.
 long step_into(Walk& w, Dentry* d, std::string_view name) {
-  dput(w.dentry);
-  w.dentry = d;
+  set_dentry(w, d);
   return append(w, name);
 }
 
@@ -697,10 +720,11 @@ long finish_name(Walk& w, std::string_view name, bool follow, Lookup& lk) {
 }  // namespace
 
 void Walk::leave() {
-  dput(dentry);
-  if (mnt) mnt->put();
+  if (!dentry_borrowed) dput(dentry);
+  if (mnt && !mnt_borrowed) mnt->put();
   dentry = nullptr;
   mnt = nullptr;
+  dentry_borrowed = mnt_borrowed = false;
 }
 
 uint32_t rename_seq_now(Task& t) { return t.kernel->dcache->rename_seq(); }

@@ -46,6 +46,10 @@ struct Walk {
   const WalkScope* scope;
   Mount* mnt = nullptr;
   Dentry* dentry = nullptr;
+  // Held without a reference: the namespace's bare root and its root
+  // dentry, which live as long as the kernel (Vfs::bare_root).
+  bool mnt_borrowed = false;
+  bool dentry_borrowed = false;
   size_t glen = 0;
   int links = 0;  // symlinks followed, across restarts
   char guest[kPathMax];

@@ -179,13 +179,16 @@ struct Mount {
   int id = 0, parent_id = 0;
   Mount* parent = nullptr;    // the mount holding the mount point (nullptr: a root)
   // The mount point and root change when a folder above them is renamed
-  // (Vfs::follow_rename, which holds the table lock and place_lock while
-  // it writes them): outside the table lock, read them through with_place.
+  // (Vfs::follow_rename, which holds the table lock and writes them through
+  // change_place): outside the table lock, read them through with_place.
   char path[kPathMax];        // guest path of the mount point
   size_t len = 0;
   char root[kPathMax];        // inner path of fs shown at `path` ("/" but for bind mounts)
   size_t root_len = 0;
   mutable KMutex place_lock;  // a leaf: nothing else is taken under it
+  // Odd while change_place writes; readers that saw the same even count
+  // before and after their copy read a whole pair.
+  std::atomic<uint32_t> place_seq{0};
   Filesystem* fs = nullptr;
   const FsType* type = nullptr;
   unsigned long flags = 0;    // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME...
@@ -204,15 +207,45 @@ struct Mount {
 
   bool readonly() const;
   // Calls fn(point, root) with the mount point and root as one consistent
-  // pair (place_lock held: fn takes no lock and keeps no view).
+  // pair (fn keeps no view). Short places, nearly all of them, are copied
+  // without a lock: a walk reads one per call, a rename rarely writes.
   template <typename F>
   decltype(auto) with_place(F&& fn) const {
+    char p[kShortPlace], r[kShortPlace];
+    size_t pl, rl;
+    if (read_short_place(p, &pl, r, &rl)) return fn(std::string_view(p, pl), std::string_view(r, rl));
     Guard g(place_lock);
     return fn(std::string_view(path, len), std::string_view(root, root_len));
+  }
+  // Writes the mount point and root (write() changes path/len/root/root_len).
+  template <typename F>
+  void change_place(F&& write) {
+    Guard g(place_lock);
+    uint32_t s = place_seq.load(std::memory_order_relaxed);
+    place_seq.store(s + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    write();
+    place_seq.store(s + 2, std::memory_order_release);
   }
   // Whether `inner` (a path inside fs) is the folder shown at the mount point.
   bool is_root(std::string_view inner) const;
   void get() { refs.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  static constexpr size_t kShortPlace = 128;
+  bool read_short_place(char* p, size_t* pl, char* r, size_t* rl) const {
+    uint32_t s = place_seq.load(std::memory_order_acquire);
+    if (s & 1) return false;
+    *pl = __atomic_load_n(&len, __ATOMIC_RELAXED);
+    *rl = __atomic_load_n(&root_len, __ATOMIC_RELAXED);
+    if (*pl > kShortPlace || *rl > kShortPlace) return false;
+    __builtin_memcpy(p, path, *pl);
+    __builtin_memcpy(r, root, *rl);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return place_seq.load(std::memory_order_relaxed) == s;
+  }
+
+ public:
   void put();
 };
 
@@ -262,6 +295,10 @@ class Vfs {
   Mount* parent_of(const Mount& m);
   // The mount a walk from "/" starts on, with a reference.
   Mount* root_mount();
+  // The namespace's first root while nothing is mounted over it, else
+  // nullptr. Never removed (umount refuses it), so a walk may stand on
+  // it, and on its root dentry, without taking references.
+  Mount* bare_root() const { return bare_root_.load(std::memory_order_acquire); }
   // False when no mount point's last component is `name` (a filter the
   // walk asks before it looks for a mount: most names are none).
   bool may_be_mount_point(std::string_view name) const {
@@ -331,6 +368,7 @@ class Vfs {
   // One bit (name_bit) per last component of an attached mount point.
   std::atomic<uint64_t> point_names_{0};
   Mount* top_root_ = nullptr;  // the topmost mount on "/"
+  std::atomic<Mount*> bare_root_{nullptr};
   const FsType* types_[kMaxFsTypes]{};
   int ntypes_ = 0;
 };
