@@ -514,10 +514,12 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
   }
 }
 
-uint64_t Vfs::name_bit(std::string_view name) {
+uint64_t Vfs::name_bit(std::string_view name) { return uint64_t{1} << (point_hash(name) % 64); }
+
+uint32_t Vfs::point_hash(std::string_view path) {
   uint32_t h = 2166136261u;  // FNV-1a
-  for (char c : name) h = (h ^ (unsigned char)c) * 16777619u;
-  return uint64_t{1} << (h % 64);
+  for (char c : path) h = (h ^ (unsigned char)c) * 16777619u;
+  return h;
 }
 
 void Vfs::update_walk_hints_locked() {
@@ -525,6 +527,7 @@ void Vfs::update_walk_hints_locked() {
   for (int i = 0; i < nmounts_; i++) {
     std::string_view p = path_of(*mounts_[i]);
     bits |= name_bit(tail(p, p.rfind('/') + 1));
+    points_[i] = {mounts_[i]->parent, mounts_[i], point_hash(p)};
   }
   point_names_.store(bits, std::memory_order_relaxed);
   top_root_ = visible_locked("/");
@@ -542,11 +545,12 @@ Mount* Vfs::mounted_at(const Mount* parent, std::string_view at) {
   Mount* top = nullptr;
   // A mount stacked on another has it for parent: where no mount has
   // `under` for parent, nothing is stacked there (one pass, not two).
+  uint32_t hash = point_hash(at);
   for (const Mount* under = parent; under->children.load(std::memory_order_relaxed) > 0;) {
     Mount* next = nullptr;
     for (int i = 0; i < nmounts_; i++) {
-      Mount* x = mounts_[i];
-      if (x->parent == under && path_of(*x) == at) next = x;  // among equals the latest
+      const PointKey& k = points_[i];
+      if (k.parent == under && k.hash == hash && path_of(*k.mount) == at) next = k.mount;  // among equals the latest
     }
     if (!next) break;
     top = next;

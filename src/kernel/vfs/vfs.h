@@ -357,6 +357,7 @@ class Vfs {
   void rollback_locked();
   long discard(Mount* m, long err);
   static uint64_t name_bit(std::string_view name);
+  static uint32_t point_hash(std::string_view path);
   void update_walk_hints_locked();
 
   Heap* heap_;
@@ -367,6 +368,15 @@ class Vfs {
   uint32_t op_ = 0;
   // One bit (name_bit) per last component of an attached mount point.
   std::atomic<uint64_t> point_names_{0};
+  // mounted_at's index, in table order: each mount's parent and the hash
+  // of its mount point, side by side (a Mount is two pages: a scan of
+  // the mounts themselves touches two per mount).
+  struct PointKey {
+    const Mount* parent;
+    Mount* mount;
+    uint32_t hash;
+  };
+  PointKey points_[kMaxMounts]{};
   Mount* top_root_ = nullptr;  // the topmost mount on "/"
   std::atomic<Mount*> bare_root_{nullptr};
   const FsType* types_[kMaxFsTypes]{};
