@@ -265,3 +265,45 @@ TEST_F(DcacheTest, LookupsRacingRenamesSeeTheOldOrTheNewName) {
   dput(y);
   dput(dir);
 }
+
+// A cached dentry's last reference goes without the lock while it is
+// hashed and listed; lookups, releases, removals and evictions racing over
+// a few names must leave every count right: at the end each inode is
+// released exactly once (TearDown) and nothing stays cached.
+TEST_F(DcacheTest, LastReleasesWithoutTheLockRaceEvictionAndRemoval) {
+  constexpr int kNames = 8;
+  const char* names[kNames] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+  for (int i = 0; i < kNames; i++) dput(child(root, names[i], 10 + i));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> users;
+  for (int u = 0; u < 4; u++) {
+    users.emplace_back([&, u] {
+      for (int n = 0; !stop.load(); n++) {
+        Dentry* d = cache->lookup(*root, names[(n + u) % kNames]);
+        if (!d) continue;
+        Dentry* again = dget(d);  // a second holder: its release is never the last
+        dput(again);
+        dput(d);
+      }
+    });
+  }
+  // Names removed (unhashed while held) and made again, and the bound
+  // squeezed so eviction runs under the users' feet.
+  for (int round = 0; round < 20000; round++) {
+    const char* name = names[round % kNames];
+    if (Dentry* d = cache->lookup(*root, name)) {
+      Dentry* other = dget(d);
+      cache->remove(*d);  // held twice: unhashed, marked deleted
+      dput(other);
+      dput(d);
+    }
+    if (Dentry* fresh = cache->alloc(*root, name)) dput(cache->add(fresh, inode(100 + round)));
+    if (round % 16 == 0) {
+      cache->set_max(2);
+      cache->set_max(64);
+    }
+  }
+  stop = true;
+  for (auto& t : users) t.join();
+  EXPECT_LE(cache->count(), 1u + kNames);
+}

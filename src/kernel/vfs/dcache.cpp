@@ -168,6 +168,7 @@ void Dcache::lru_del_locked(Dentry& d) {
 }
 
 void Dcache::forget_locked(Dentry& d) {
+  lru_del_locked(d);  // a dentry taken again while listed stays listed
   count_--;
   bytes_ -= sizeof(Dentry) + name_bytes(d);
 }
