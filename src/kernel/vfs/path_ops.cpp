@@ -257,6 +257,22 @@ long vfs_readlink(Task& t, int dirfd, const char* path, char* buf, size_t n) {
   });
 }
 
+long vfs_readlink_file(Task& t, File& f, char* buf, size_t n) {
+  struct stat st;
+  if (!f.ops->stat || f.ops->stat(t, f, &st) < 0 || !S_ISLNK(st.st_mode)) return -ENOENT;
+  TRY(p, path_of_file(t, f));
+  // Read where the link now is (its dentry follows renames).
+  char inner[kPathMax];
+  long r = p.dentry->cache->path_in_fs(p.dentry, inner, sizeof inner);
+  if (r >= 0) {
+    Filesystem& fs = *p.mnt->fs;
+    Lookup lk(inner, false, p.mnt);
+    r = fs.ops->readlink ? fs.ops->readlink(t, fs, lk, buf, n) : -EINVAL;
+  }
+  path_put(p);
+  return r == kRedirect ? -ENOENT : r;
+}
+
 long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow) {
   return vfs_walk(t, dirfd, path, follow, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
