@@ -299,11 +299,12 @@ long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out) {
 void statfs_mount_flags(const Mount& m, struct statfs* out) {
   // f_flags are the mount's, as Linux's statfs reports them.
   unsigned long f = 0x20;  // ST_VALID: f_flags are meaningful
-  if (m.readonly()) f |= ST_RDONLY;
-  if (m.flags & MS_NOSUID) f |= ST_NOSUID;
-  if (m.flags & MS_NODEV) f |= ST_NODEV;
-  if (m.flags & MS_NOEXEC) f |= ST_NOEXEC;
-  if (m.flags & MS_NOATIME) f |= ST_NOATIME;
+  unsigned long flags = m.flags_now();
+  if ((flags & MS_RDONLY) || m.fs->readonly.load(std::memory_order_relaxed)) f |= ST_RDONLY;
+  if (flags & MS_NOSUID) f |= ST_NOSUID;
+  if (flags & MS_NODEV) f |= ST_NODEV;
+  if (flags & MS_NOEXEC) f |= ST_NOEXEC;
+  if (flags & MS_NOATIME) f |= ST_NOATIME;
   else f |= ST_RELATIME;
   out->f_flags = (long)f;
 }

@@ -148,7 +148,9 @@ struct Filesystem {
   void* priv = nullptr;
   uint64_t dev = 0;              // st_dev of its files
   std::atomic<int> mounts{0};    // mounts showing it
-  bool readonly = false;         // the superblock is read-only: every mount of it is
+  // The superblock is read-only: every mount of it is. remount changes it
+  // while walks and opens read it.
+  std::atomic<bool> readonly{false};
   // Held while names change (rename, unlink, rmdir) together with the
   // dentry cache, and while a name missing from the cache is asked of the
   // filesystem, so a dentry never says what was true only before a
@@ -188,7 +190,10 @@ struct Mount {
   mutable KMutex place_lock;  // a leaf: nothing else is taken under it
   Filesystem* fs = nullptr;
   const FsType* type = nullptr;
-  unsigned long flags = 0;    // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME...
+  // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME...: remount
+  // changes them while walks, opens and exec read them, so one atomic word
+  // (read it once with flags_now() where several bits must agree).
+  std::atomic<unsigned long> flags{0};
   char source[256];
   char options[256];          // the filesystem's own options, for /proc/mounts
   bool attached = true;       // false once unmounted (lazily, with MNT_DETACH)
@@ -203,6 +208,7 @@ struct Mount {
   std::atomic<Dentry*> mnt_root{nullptr};  // the dentry of `root`, made at the first walk into it
 
   bool readonly() const;
+  unsigned long flags_now() const { return flags.load(std::memory_order_relaxed); }
   // Calls fn(point, root) with the mount point and root as one consistent
   // pair (place_lock held: fn takes no lock and keeps no view).
   template <typename F>
