@@ -135,6 +135,11 @@ struct FsOps {
   // terminals): a dentry nobody holds goes at once instead of waiting in
   // the cache's unused list (Linux's always_delete_dentry).
   bool dcache_drop_unused = false;
+  // The generation of inode number `ino` (ext4's i_generation), which the
+  // VFS keeps in the dentry's Inode: an operation starting in the walk's
+  // folder tells that folder from a later file given its number. nullptr:
+  // the filesystem has none.
+  uint32_t (*inode_generation)(Filesystem&, uint64_t ino) = nullptr;
   // The filesystem's walk checks search permission on each directory
   // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
   bool walk_checks_search = false;
