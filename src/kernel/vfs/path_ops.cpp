@@ -146,9 +146,35 @@ void attach_dentry(Task& t, Lookup& lk, File& f, int flags) {
   if (!d.is_error()) f.dentry = d.value();  // else the path recorded at open serves
 }
 
+bool root_only(const char* path);
+bool dot_components_only(const char* path);
+File* removed_root_file(Task& t);
+
+bool cwd_is_root(Task& t) {
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  return fc.root && fc.cwd && fc.cwd.dentry == fc.root.dentry && fc.cwd.mnt == fc.root.mnt;
+}
+
+// A removed chroot directory stays the process's root, as on Linux: "/",
+// or "." and ".." from a cwd that is that root, still open it as a
+// folder (O_PATH: for chdir and the *at calls), though no walk finds it
+// (its old path may name another folder by now) and nothing is found or
+// made in it. An O_PATH description has no state its holder could change,
+// so the one chroot opened serves. nullptr where this is not the case.
+File* removed_root_opened(Task& t, int dirfd, const char* path, int flags) {
+  if ((flags & (O_PATH | O_CREAT)) != O_PATH) return nullptr;
+  bool names_root = root_only(path) || (dirfd == AT_FDCWD && dot_components_only(path) && cwd_is_root(t));
+  return names_root ? removed_root_file(t) : nullptr;
+}
+
 }  // namespace
 
 long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out, const WalkScope* scope) {
+  if (File* root = removed_root_opened(t, dirfd, path, flags)) {
+    *out = root;
+    return 0;
+  }
   if (trailing_slash(path)) {
     if (flags & O_CREAT) return -EISDIR;
     flags |= O_DIRECTORY;
@@ -201,8 +227,10 @@ bool dots_only(const char* path) {
 }
 
 // Whether an absolute path names the root itself ("/", "/.", "/..").
-bool root_only(const char* path) {
-  if (path[0] != '/') return false;
+bool root_only(const char* path) { return path[0] == '/' && dot_components_only(path); }
+
+// Whether every component of path is "." or "..".
+bool dot_components_only(const char* path) {
   for (const char* p = path; *p;) {
     while (*p == '/') p++;
     const char* s = p;
@@ -239,7 +267,7 @@ long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* ou
   if (dirfd == AT_FDCWD && path[0] == '.' && dots_only(path)) {
     if (File* cwd = fs_removed_cwd_file(t)) return stat_open(t, cwd, out);
   }
-  if (root_only(path)) {
+  if (root_only(path) || (dirfd == AT_FDCWD && dot_components_only(path) && cwd_is_root(t))) {
     if (File* root = removed_root_file(t)) return stat_open(t, root, out);
   }
   bool dir_only = trailing_slash(path);
