@@ -27,17 +27,15 @@ errcode_t with_room(Volume* v, uint32_t dir, F&& add) {
 // caller's owner, mode bits and timestamps.
 // A new directory's block written again: its checksum is seeded with the
 // inode's generation, which finish_node set after ext2fs_mkdir wrote it.
-long reseal_new_dir(Volume* v, uint32_t ino, ext2_inode_large& in) {
+// Iterating with DIRENT_CHANGED writes the block back, sealed anew.
+int reseal_cb(ext2_ino_t, int, ext2_dir_entry*, int, int, char*, void*) { return DIRENT_CHANGED | DIRENT_ABORT; }
+
+long reseal_new_dir(Volume* v, uint32_t ino) {
   ext2_filsys fs = v->fs;
-  blk64_t blk = 0;
-  errcode_t e = ext2fs_bmap2(fs, ino, reinterpret_cast<ext2_inode*>(&in), nullptr, 0, 0, nullptr, &blk);
-  if (e) return fail(v, e, "mapping a new directory", ino);
-  if (blk == 0) return 0;  // inline data: the inode's checksum covers it
   int saved = fs->flags;
   fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;  // sealed with the old generation
-  e = ext2fs_read_dir_block4(fs, blk, v->block_buf, 0, ino);
+  errcode_t e = ext2fs_dir_iterate2(fs, ino, 0, nullptr, reseal_cb, nullptr);
   fs->flags = saved;
-  if (!e) e = ext2fs_write_dir_block4(fs, blk, v->block_buf, 0, ino);
   return e ? fail(v, e, "writing a new directory block", ino) : 0;
 }
 
@@ -54,7 +52,7 @@ long finish_node(Volume* v, uint32_t dir, const char* name, const NewNode& n, bo
   set_times(v, &in, &n.now, &n.now, &n.now);
   if (FITS(v, in, i_crtime_extra)) encode_time(n.now, &in.i_crtime, &in.i_crtime_extra, true);
   if ((r = write_large(v, ino, &in)) < 0) return r;
-  if (LINUX_S_ISDIR(in.i_mode) && (r = reseal_new_dir(v, ino, in)) < 0) return r;
+  if (LINUX_S_ISDIR(in.i_mode) && (r = reseal_new_dir(v, ino)) < 0) return r;
   fill_attr(v, ino, in, out);
   return touch_dir(v, dir, n.now);
 }
