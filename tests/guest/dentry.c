@@ -8,7 +8,7 @@
 //   CASE  cwd_rename | fd_rename | rmdir_cwd | rename_race | dotdot_moved |
 //         bind_rename | openat2 | proc_links | rename_over_dir |
 //         chroot_rename | mount_rename_race | chroot_proc_links |
-//         chroot_removed | rmdir_mkdir | symlink_over | rename_cached |
+//         chroot_removed | chroot_removed_listing | rmdir_mkdir | symlink_over | rename_cached |
 //         host_rename (run by host_changes.py, which changes DIR meanwhile)
 //   DIR   a scratch folder (the host folder, or an ext4 mount point);
 //         --tmpfs mounts a tmpfs on it first. bind_rename, openat2,
@@ -806,7 +806,7 @@ static void chroot_proc_links(void) {
 // of another folder over it): it stays the root, "/" still stats it
 // (nlink 0), nothing is found or made below it (not in a new folder of the
 // same name either), getcwd is ENOENT, /proc shows "(deleted)".
-static void chroot_removed_by(int renamed_over) {
+static void chroot_removed_by(int renamed_over, int listing) {
   printf("  removed by %s\n", renamed_over ? "rename over it" : "rmdir");
   REQUIRE(mkdir(at("jail"), 0755) == 0);
   int up[2], down[2];
@@ -834,6 +834,39 @@ static void chroot_removed_by(int renamed_over) {
     CHECK_ERR(stat("/decoy", &st), ENOENT);
     CHECK_ERR(open("/made", O_CREAT | O_WRONLY, 0644), ENOENT);
     CHECK_ERR(mkdir("/dir", 0755), ENOENT);
+    // The root itself stays usable: opened, entered, and ".." from it
+    // stays there.
+    int rfd = open("/", O_PATH | O_DIRECTORY);
+    CHECK(rfd >= 0, "open(/, O_PATH) : %s", strerror(errno));
+    if (rfd >= 0) {
+      CHECK(fstat(rfd, &st) == 0 && st.st_ino == root.st_ino, "open / is not the removed root");
+      CHECK_ERR(openat(rfd, "made", O_CREAT | O_WRONLY, 0644), ENOENT);
+      CHECK_ERR(fstatat(rfd, "decoy", &st, 0), ENOENT);
+      close(rfd);
+    }
+    CHECK(chdir("/") == 0, "chdir / : %s", strerror(errno));
+    CHECK(stat(".", &st) == 0 && st.st_ino == root.st_ino, "chdir / did not enter the removed root");
+    CHECK(chdir("..") == 0 && stat(".", &st) == 0 && st.st_ino == root.st_ino, "chdir .. left the root: %s",
+          strerror(errno));
+    CHECK(chdir("/.") == 0 && chdir("./..") == 0, "chdir /. or ./.. : %s", strerror(errno));
+    CHECK(stat("..", &st) == 0 && st.st_ino == root.st_ino, "stat .. : %s", strerror(errno));
+    CHECK_ERR(open("made", O_CREAT | O_WRONLY, 0644), ENOENT);
+    CHECK_ERR(mkdir("../dir", 0755), ENOENT);
+    CHECK_ERR(stat("/decoy/..", &st), ENOENT);
+    if (listing) {
+      // Read, a removed folder lists nothing (getdents: ENOENT), and a
+      // walk from it climbs no higher than itself.
+      rfd = open("/", O_RDONLY | O_DIRECTORY);
+      CHECK(rfd >= 0, "open / : %s", strerror(errno));
+      if (rfd >= 0) {
+        char ents[4096];
+        long n = syscall(SYS_getdents64, rfd, ents, sizeof ents);
+        CHECK(n < 0 && errno == ENOENT, "getdents64 of the removed root: %ld (%s)", n, strerror(errno));
+        CHECK(fstatat(rfd, "..", &st, 0) == 0 && st.st_ino == root.st_ino, "'..' of the root fd: %s",
+              strerror(errno));
+        close(rfd);
+      }
+    }
     REQUIRE(fchdir(out) == 0);
     snprintf(want, sizeof want, "(unreachable)%s", at("out"));
     CHECK(raw_getcwd(buf, sizeof buf) > 0 && strcmp(buf, want) == 0, "getcwd outside the root: %s", buf);
@@ -864,8 +897,14 @@ static void chroot_removed_by(int renamed_over) {
 
 static void chroot_removed(void) {
   REQUIRE(mkdir(at("out"), 0755) == 0);
-  chroot_removed_by(0);
-  chroot_removed_by(1);
+  chroot_removed_by(0, 0);
+  chroot_removed_by(1, 0);
+}
+
+// The removed root read as a folder, and walks from it through "..".
+static void chroot_removed_listing(void) {
+  REQUIRE(mkdir(at("out"), 0755) == 0);
+  chroot_removed_by(0, 1);
 }
 
 int main(int argc, char** argv) {
@@ -904,6 +943,7 @@ int main(int argc, char** argv) {
   else if (!strcmp(what, "mount_rename_race")) mount_rename_race();
   else if (!strcmp(what, "chroot_proc_links")) chroot_proc_links();
   else if (!strcmp(what, "chroot_removed")) chroot_removed();
+  else if (!strcmp(what, "chroot_removed_listing")) chroot_removed_listing();
   else if (!strcmp(what, "rmdir_mkdir")) rmdir_mkdir();
   else if (!strcmp(what, "symlink_over")) symlink_over();
   else if (!strcmp(what, "rename_cached")) rename_cached();

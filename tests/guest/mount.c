@@ -6,7 +6,10 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -318,6 +321,53 @@ static void test_unprivileged(void) {
   CHECK(res[1] == -1 && errs[1] == EPERM, "umount2: %ld %d", res[1], errs[1]);
 }
 
+// A thread remounts a bind mount between two sets of flags while statvfs
+// reads them: the per-mount flags change as one (read-only may lag them:
+// Linux changes it in a step of its own).
+enum { FLIPS = 4000 };
+static atomic_int flips_done;
+static const char* flip_target;
+static long flip_errors;
+
+static void* flipper(void* arg) {
+  (void)arg;
+  for (int i = 0; i < FLIPS; i++) {
+    unsigned long set = i & 1 ? MS_NODEV : MS_RDONLY | MS_NOSUID;
+    if (mount(NULL, flip_target, NULL, MS_REMOUNT | MS_BIND | set, NULL) != 0) flip_errors++;
+  }
+  atomic_store(&flips_done, 1);
+  return NULL;
+}
+
+static void test_remount_race(void) {
+  puts("remount while others read the mount's flags");
+  char a[PATH_MAX], b[PATH_MAX];
+  path_of(a, "flip-a");
+  path_of(b, "flip-b");
+  CHECK_OK(mkdir(a, 0755));
+  CHECK_OK(mkdir(b, 0755));
+  CHECK_OK(mount(a, b, NULL, MS_BIND, NULL));
+  CHECK_OK(mount(NULL, b, NULL, MS_REMOUNT | MS_BIND | MS_NODEV, NULL));
+  flip_target = b;
+  pthread_t th;
+  REQUIRE(pthread_create(&th, NULL, flipper, NULL) == 0);
+  long reads = 0, mixed = 0, failed = 0;
+  while (!atomic_load(&flips_done)) {
+    struct statvfs sv;
+    if (statvfs(b, &sv) != 0) {
+      failed++;
+      continue;
+    }
+    if (!!(sv.f_flag & ST_NOSUID) == !!(sv.f_flag & ST_NODEV) && mixed++ < 3) printf("  f_flag %#lx\n", sv.f_flag);
+    reads++;
+  }
+  pthread_join(th, NULL);
+  CHECK(flip_errors == 0, "%ld remounts failed", flip_errors);
+  CHECK(failed == 0 && mixed == 0, "%ld of %ld statvfs calls saw a mix of two remounts' flags (%ld failed)", mixed,
+        reads, failed);
+  CHECK_OK(umount(b));
+}
+
 int main(int argc, char** argv) {
   guest_name = "mount";
   REQUIRE(argc == 2, "usage: mount SCRATCH_DIR");
@@ -327,6 +377,7 @@ int main(int argc, char** argv) {
 
   test_tmpfs_mount_and_proc_lines();
   test_bind_and_remount();
+  test_remount_race();
   test_umount_rules();
   test_unprivileged();
   test_hostfs();

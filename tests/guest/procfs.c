@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -65,6 +66,47 @@ static void self_links(int argc, char** argv) {
   for (int i = 0; i < argc; i++) want_len += strlen(argv[i]) + 1;
   CHECK(len == want_len && strcmp(cmd, argv[0]) == 0, "cmdline %zu bytes, want %zu", len, want_len);
   printf("  exe, self, cwd, fd/N and cmdline are right\n");
+}
+
+// O_PATH | O_NOFOLLOW opens a /proc link itself: fstat shows the link,
+// readlinkat(fd, "") reads it, and a walk cannot start from it.
+static void link_itself(const char* path, const char* want) {
+  int fd = open(path, O_PATH | O_NOFOLLOW);
+  CHECK(fd >= 0, "open(%s, O_PATH|O_NOFOLLOW): %s", path, strerror(errno));
+  if (fd < 0) return;
+  struct stat st;
+  CHECK(fstatat(fd, "", &st, AT_EMPTY_PATH) == 0 && S_ISLNK(st.st_mode), "fstatat(%s, AT_EMPTY_PATH): mode %o (%s)",
+        path, st.st_mode, strerror(errno));
+  CHECK(fstat(fd, &st) == 0 && S_ISLNK(st.st_mode), "fstat(%s): mode %o", path, st.st_mode);
+  char buf[64];
+  ssize_t n = readlinkat(fd, "", buf, sizeof buf - 1);
+  buf[n > 0 ? n : 0] = 0;
+  CHECK(n > 0 && strcmp(buf, want) == 0, "readlinkat(%s, \"\"): '%s' (%s), want '%s'", path, buf,
+        n < 0 ? strerror(errno) : "", want);
+  CHECK_ERR(openat(fd, "status", O_RDONLY), ENOTDIR);
+  CHECK_ERR(read(fd, buf, sizeof buf), EBADF);
+  close(fd);
+}
+
+static void self_link_itself(void) {
+  printf("/proc/self and /proc/thread-self opened with O_PATH|O_NOFOLLOW:\n");
+  char pid[32], tself[64];
+  snprintf(pid, sizeof pid, "%d", (int)getpid());
+  snprintf(tself, sizeof tself, "%d/task/%ld", (int)getpid(), (long)syscall(SYS_gettid));
+  link_itself("/proc/self", pid);
+  link_itself("/proc/thread-self", tself);
+  char buf[64];
+  ssize_t n = readlink("/proc/thread-self", buf, sizeof buf - 1);
+  buf[n > 0 ? n : 0] = 0;
+  CHECK(n > 0 && strcmp(buf, tself) == 0, "readlink /proc/thread-self: '%s', want '%s'", buf, tself);
+  struct stat a, b;
+  CHECK(stat("/proc/thread-self/status", &a) == 0, "stat /proc/thread-self/status: %s", strerror(errno));
+  CHECK(stat("/proc/self/status", &b) == 0, "stat /proc/self/status: %s", strerror(errno));
+  // Not a symlink: readlinkat(fd, "") of a folder finds nothing to read.
+  int dir = open("/proc/self", O_PATH);
+  CHECK(dir >= 0, "open(/proc/self, O_PATH): %s", strerror(errno));
+  CHECK_ERR(readlinkat(dir, "", buf, sizeof buf), ENOENT);
+  if (dir >= 0) close(dir);
 }
 
 static void pid_files(void) {
@@ -149,6 +191,7 @@ int main(int argc, char** argv) {
   guest_name = "procfs";
   setvbuf(stdout, NULL, _IOLBF, 0);
   self_links(argc, argv);
+  self_link_itself();
   pid_files();
   reopen_pipe();
   devices();

@@ -410,6 +410,35 @@ TEST_F(Ext4Test, UnlinkedOpenFilesLiveUntilTheLastClose) {
   EXPECT_EQ(fsck().find("[exit"), std::string::npos) << fsck();
 }
 
+// A folder removed and its number given to a new folder: a walk started
+// at the number with the old folder's generation finds nothing.
+TEST_F(Ext4Test, AWalkStartedInAFolderWhoseNumberWasReusedFindsNothing) {
+  make_image();
+  mount_image();
+  ext2glue::Attr gone, again, f;
+  ASSERT_EQ(vol->mkdir(root, 2, "gone", 0755, &gone), 0);
+  ASSERT_EQ(vol->unlink(root, 2, "gone", true), 0);
+  ASSERT_EQ(vol->mkdir(root, 2, "again", 0755, &again), 0);
+  ASSERT_EQ(again.ino, gone.ino);  // the lowest free number comes back
+  EXPECT_NE(again.generation, gone.generation);
+  ASSERT_EQ(vol->create(root, again.ino, "file", S_IFREG | 0644, 0, &f), 0);
+  auto start_in = [&](const ext2glue::Attr& dir) -> long {
+    Walk* w = new Walk{};
+    w->target = target_buf;
+    w->path = "/gone/file";
+    w->start_ino = dir.ino;
+    w->start_generation = dir.generation;
+    w->start_at = w->path + strlen("/gone/");
+    w->follow = true;
+    long r = vol->walk(root, *w);
+    uint32_t ino = w->ino;
+    delete w;
+    return r == 0 ? (long)ino : r;
+  };
+  EXPECT_EQ(start_in(gone), -ENOENT);
+  EXPECT_EQ(start_in(again), (long)f.ino);
+}
+
 TEST_F(Ext4Test, PermissionsFollowTheCallersCredentials) {
   make_image();
   mount_image();

@@ -53,7 +53,7 @@ long open_exec(Task& t, const char* path, ExecFile& ef) {
   if (S_ISDIR(ef.st.st_mode)) return -EACCES;
   // Execute permission for the caller's class (root: anyone's x bit).
   if (!S_ISREG(ef.st.st_mode) || may_access(t, ef.st, X_OK) < 0) return -EACCES;
-  if (ef.f->mount && (ef.f->mount->flags & MS_NOEXEC)) return -EACCES;
+  if (ef.f->mount && (ef.f->mount->flags_now() & MS_NOEXEC)) return -EACCES;
   if (ef.f->host_fd < 0 && ef.f->ops->shared_map_fd) {
     // A file in kernel memory (tmpfs) is loaded from the host descriptor
     // it keeps for shared mappings; this private File owns a duplicate.

@@ -81,7 +81,9 @@ bool inner_of(const Mount& m, std::string_view p, char* out, size_t n) {
 
 }  // namespace
 
-bool Mount::readonly() const { return (flags & MS_RDONLY) || fs->readonly; }
+bool Mount::readonly() const {
+  return (flags_now() & MS_RDONLY) || fs->readonly.load(std::memory_order_relaxed);
+}
 
 bool Mount::is_root(std::string_view inner) const {
   return with_place([&](std::string_view, std::string_view r) { return inner == r; });

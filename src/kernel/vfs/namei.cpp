@@ -50,6 +50,7 @@ ErrorOr<Inode*> inode_from_stat(Task& t, Filesystem& fs, const struct stat& st) 
   n->mode = st.st_mode;
   n->uid = st.st_uid;
   n->gid = st.st_gid;
+  if (fs.ops->inode_generation) n->generation = fs.ops->inode_generation(fs, st.st_ino);
   return static_cast<Inode*>(n);
 }
 

@@ -146,9 +146,35 @@ void attach_dentry(Task& t, Lookup& lk, File& f, int flags) {
   if (!d.is_error()) f.dentry = d.value();  // else the path recorded at open serves
 }
 
+bool root_only(const char* path);
+bool dot_components_only(const char* path);
+File* removed_root_file(Task& t);
+
+bool cwd_is_root(Task& t) {
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  return fc.root && fc.cwd && fc.cwd.dentry == fc.root.dentry && fc.cwd.mnt == fc.root.mnt;
+}
+
+// A removed chroot directory stays the process's root, as on Linux: "/",
+// or "." and ".." from a cwd that is that root, still open it as a
+// folder (O_PATH: for chdir and the *at calls), though no walk finds it
+// (its old path may name another folder by now) and nothing is found or
+// made in it. An O_PATH description has no state its holder could change,
+// so the one chroot opened serves. nullptr where this is not the case.
+File* removed_root_opened(Task& t, int dirfd, const char* path, int flags) {
+  if ((flags & (O_PATH | O_CREAT)) != O_PATH) return nullptr;
+  bool names_root = root_only(path) || (dirfd == AT_FDCWD && dot_components_only(path) && cwd_is_root(t));
+  return names_root ? removed_root_file(t) : nullptr;
+}
+
 }  // namespace
 
 long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out, const WalkScope* scope) {
+  if (File* root = removed_root_opened(t, dirfd, path, flags)) {
+    *out = root;
+    return 0;
+  }
   if (trailing_slash(path)) {
     if (flags & O_CREAT) return -EISDIR;
     flags |= O_DIRECTORY;
@@ -201,8 +227,10 @@ bool dots_only(const char* path) {
 }
 
 // Whether an absolute path names the root itself ("/", "/.", "/..").
-bool root_only(const char* path) {
-  if (path[0] != '/') return false;
+bool root_only(const char* path) { return path[0] == '/' && dot_components_only(path); }
+
+// Whether every component of path is "." or "..".
+bool dot_components_only(const char* path) {
   for (const char* p = path; *p;) {
     while (*p == '/') p++;
     const char* s = p;
@@ -239,7 +267,7 @@ long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* ou
   if (dirfd == AT_FDCWD && path[0] == '.' && dots_only(path)) {
     if (File* cwd = fs_removed_cwd_file(t)) return stat_open(t, cwd, out);
   }
-  if (root_only(path)) {
+  if (root_only(path) || (dirfd == AT_FDCWD && dot_components_only(path) && cwd_is_root(t))) {
     if (File* root = removed_root_file(t)) return stat_open(t, root, out);
   }
   bool dir_only = trailing_slash(path);
@@ -255,6 +283,22 @@ long vfs_readlink(Task& t, int dirfd, const char* path, char* buf, size_t n) {
     Filesystem& fs = *lk.mount->fs;
     return fs.ops->readlink ? fs.ops->readlink(t, fs, lk, buf, n) : -EINVAL;
   });
+}
+
+long vfs_readlink_file(Task& t, File& f, char* buf, size_t n) {
+  struct stat st;
+  if (!f.ops->stat || f.ops->stat(t, f, &st) < 0 || !S_ISLNK(st.st_mode)) return -ENOENT;
+  TRY(p, path_of_file(t, f));
+  // Read where the link now is (its dentry follows renames).
+  char inner[kPathMax];
+  long r = p.dentry->cache->path_in_fs(p.dentry, inner, sizeof inner);
+  if (r >= 0) {
+    Filesystem& fs = *p.mnt->fs;
+    Lookup lk(inner, false, p.mnt);
+    r = fs.ops->readlink ? fs.ops->readlink(t, fs, lk, buf, n) : -EINVAL;
+  }
+  path_put(p);
+  return r == kRedirect ? -ENOENT : r;
 }
 
 long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow) {
@@ -283,11 +327,12 @@ long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out) {
 void statfs_mount_flags(const Mount& m, struct statfs* out) {
   // f_flags are the mount's, as Linux's statfs reports them.
   unsigned long f = 0x20;  // ST_VALID: f_flags are meaningful
-  if (m.readonly()) f |= ST_RDONLY;
-  if (m.flags & MS_NOSUID) f |= ST_NOSUID;
-  if (m.flags & MS_NODEV) f |= ST_NODEV;
-  if (m.flags & MS_NOEXEC) f |= ST_NOEXEC;
-  if (m.flags & MS_NOATIME) f |= ST_NOATIME;
+  unsigned long flags = m.flags_now();
+  if ((flags & MS_RDONLY) || m.fs->readonly.load(std::memory_order_relaxed)) f |= ST_RDONLY;
+  if (flags & MS_NOSUID) f |= ST_NOSUID;
+  if (flags & MS_NODEV) f |= ST_NODEV;
+  if (flags & MS_NOEXEC) f |= ST_NOEXEC;
+  if (flags & MS_NOATIME) f |= ST_NOATIME;
   else f |= ST_RELATIME;
   out->f_flags = (long)f;
 }

@@ -12,6 +12,9 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
               const WalkScope* scope = nullptr);
 long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out);
 long vfs_readlink(Task& t, int dirfd, const char* path, char* buf, size_t n);
+// readlinkat(fd, ""): the symlink f was opened as (O_PATH | O_NOFOLLOW);
+// -ENOENT when f is no symlink.
+long vfs_readlink_file(Task& t, File& f, char* buf, size_t n);
 long vfs_statfs(Task& t, int dirfd, const char* path, struct statfs* out);
 long vfs_access(Task& t, int dirfd, const char* path, int mode, bool follow);
 // Sets statfs's f_flags from the mount's flags (ST_RDONLY, ST_NOSUID...).

@@ -17,11 +17,23 @@ namespace {
 // Makes `dir` (an open directory) the cwd: the directory itself, which
 // keeps being the cwd whatever it is renamed to.
 // `own`: dir is the caller's O_PATH open, kept as the cwd's file.
+// The Path of dir as a cwd: the root's own when dir is the file chroot
+// opened (vfs_open hands it out for a removed root, whose old path no
+// longer finds it).
+ErrorOr<Path> cwd_path_of(Task& t, File& dir) {
+  FsContext& fc = *t.proc->fs;
+  {
+    Guard g(fc.lock);
+    if (&dir == fc.root_file && fc.root) return path_get(fc.root);
+  }
+  return path_of_file(t, dir);
+}
+
 long set_cwd_from(Task& t, File& dir, bool own) {
   struct stat st;
   if (!dir.ops->stat || dir.ops->stat(t, dir, &st) < 0) return -ENOTDIR;
   if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
-  TRY(p, path_of_file(t, dir));
+  TRY(p, cwd_path_of(t, dir));
   if (own) dir.get();
   fs_set_cwd(t, p, own ? &dir : nullptr);
   return 0;

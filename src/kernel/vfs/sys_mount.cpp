@@ -80,12 +80,20 @@ long new_mount(Task& t, Target& at, uint64_t guest_source, uint64_t guest_type, 
   return mount_new_fs(*t.kernel, type_name, at.guest, source, flags, data);
 }
 
+// One atomic change of m's per-mount flags (others read them meanwhile,
+// and another remount may change the rest).
+void set_per_mount_flags(Mount& m, unsigned long per_mount) {
+  unsigned long old = m.flags_now();
+  while (!m.flags.compare_exchange_weak(old, (old & ~kPerMountFlags) | per_mount, std::memory_order_relaxed)) {
+  }
+}
+
 long remount(Task& t, Target& at, unsigned long flags, const char* data) {
   if (!at.is_mount_root()) return -EINVAL;
   Mount& m = *at.mount;
   unsigned long per_mount = flags & kPerMountFlags;
   if (flags & MS_BIND) {  // this mount's flags only
-    m.flags = (m.flags & ~kPerMountFlags) | per_mount;
+    set_per_mount_flags(m, per_mount);
     return 0;
   }
   Filesystem& fs = *m.fs;
@@ -93,8 +101,8 @@ long remount(Task& t, Target& at, unsigned long flags, const char* data) {
     long r = m.type->remount(fs, flags, data);
     if (r < 0) return r;
   }
-  fs.readonly = flags & MS_RDONLY;
-  m.flags = (m.flags & ~kPerMountFlags) | per_mount;
+  fs.readonly.store(flags & MS_RDONLY, std::memory_order_relaxed);
+  set_per_mount_flags(m, per_mount);
   if (m.type && m.type->show_options) {
     // Every mount of the filesystem shows its new options.
     char options[256];

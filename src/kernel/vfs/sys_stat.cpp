@@ -84,9 +84,16 @@ long do_readlink(Task& t, int dirfd, uint64_t guest_path, uint64_t buf, uint64_t
   char path[kPathMax];
   long r = strncpy_from_user(path, (const char*)guest_path, sizeof path);
   if (r < 0) return r;
-  if (r == 0) return -ENOENT;
   char target[kPathMax];
-  r = vfs_readlink(t, dirfd, path, target, sizeof target);
+  if (r == 0) {
+    // An empty path reads the link dirfd itself names (O_PATH | O_NOFOLLOW).
+    if (dirfd == AT_FDCWD) return -ENOENT;
+    FdRef f(t, (uint64_t)(int64_t)dirfd);
+    if (!f) return -EBADF;
+    r = vfs_readlink_file(t, *f, target, sizeof target);
+  } else {
+    r = vfs_readlink(t, dirfd, path, target, sizeof target);
+  }
   if (r < 0) return r;
   size_t n = (size_t)r < size ? (size_t)r : size;
   if (copy_to_user((void*)buf, target, n) < 0) return -EFAULT;

@@ -135,6 +135,11 @@ struct FsOps {
   // terminals): a dentry nobody holds goes at once instead of waiting in
   // the cache's unused list (Linux's always_delete_dentry).
   bool dcache_drop_unused = false;
+  // The generation of inode number `ino` (ext4's i_generation), which the
+  // VFS keeps in the dentry's Inode: an operation starting in the walk's
+  // folder tells that folder from a later file given its number. nullptr:
+  // the filesystem has none.
+  uint32_t (*inode_generation)(Filesystem&, uint64_t ino) = nullptr;
   // The filesystem's walk checks search permission on each directory
   // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
   bool walk_checks_search = false;
@@ -148,7 +153,9 @@ struct Filesystem {
   void* priv = nullptr;
   uint64_t dev = 0;              // st_dev of its files
   std::atomic<int> mounts{0};    // mounts showing it
-  bool readonly = false;         // the superblock is read-only: every mount of it is
+  // The superblock is read-only: every mount of it is. remount changes it
+  // while walks and opens read it.
+  std::atomic<bool> readonly{false};
   // Held while names change (rename, unlink, rmdir) together with the
   // dentry cache, and while a name missing from the cache is asked of the
   // filesystem, so a dentry never says what was true only before a
@@ -191,7 +198,10 @@ struct Mount {
   std::atomic<uint32_t> place_seq{0};
   Filesystem* fs = nullptr;
   const FsType* type = nullptr;
-  unsigned long flags = 0;    // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME...
+  // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_NOATIME...: remount
+  // changes them while walks, opens and exec read them, so one atomic word
+  // (read it once with flags_now() where several bits must agree).
+  std::atomic<unsigned long> flags{0};
   char source[256];
   char options[256];          // the filesystem's own options, for /proc/mounts
   bool attached = true;       // false once unmounted (lazily, with MNT_DETACH)
@@ -206,6 +216,7 @@ struct Mount {
   std::atomic<Dentry*> mnt_root{nullptr};  // the dentry of `root`, made at the first walk into it
 
   bool readonly() const;
+  unsigned long flags_now() const { return flags.load(std::memory_order_relaxed); }
   // Calls fn(point, root) with the mount point and root as one consistent
   // pair (fn keeps no view). Short places, nearly all of them, are copied
   // without a lock: a walk reads one per call, a rename rarely writes.

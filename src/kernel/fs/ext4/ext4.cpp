@@ -281,11 +281,12 @@ long Volume::walk(const Cred& c, Walk& w) {
   const char* p = w.start_ino ? w.start_at : w.path;
   w.ino = w.parent = 0;
   if (w.start_ino) {
-    // A folder removed since the VFS's walk passed it: nothing is there.
+    // A folder removed since the VFS's walk passed it (its number perhaps
+    // another file's by now): nothing is there.
     long err = 0;
     Inode* start = inode(cur, &err);
     if (!start) return err;
-    if (start->a.nlink == 0) return -ENOENT;
+    if (start->a.nlink == 0 || start->a.generation != w.start_generation || !S_ISDIR(start->a.mode)) return -ENOENT;
   }
   w.name[0] = 0;
   while (*p == '/') p++;

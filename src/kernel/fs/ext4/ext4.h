@@ -45,7 +45,10 @@ struct Walk {
   char* target;           // where a symlink's target goes (kPathMax bytes)
   // In, optional: the walk starts in directory start_ino (not the root)
   // with the component at start_at, the last one of `path`.
+  // start_generation: its i_generation then (the number may have been
+  // freed and reused since: the walk then finds nothing).
   uint32_t start_ino;
+  uint32_t start_generation;
   const char* start_at;
   // Out:
   uint32_t ino;           // the inode reached (0: last component missing, want_parent)

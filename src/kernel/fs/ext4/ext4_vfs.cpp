@@ -67,6 +67,7 @@ long walk(Task& t, Filesystem& fs, Lookup& lk, bool parent, Walk& w) {
     // The VFS's walk ended in this folder (a dentry's inode number is the
     // volume's): root, whom no folder's search bit stops, starts there.
     w.start_ino = (uint32_t)lk.dir->inode->ino;
+    w.start_generation = lk.dir->inode->generation;
     w.start_at = lk.path + strlen(lk.path) - lk.name.size();
   }
   w.follow = lk.follow;
@@ -442,6 +443,11 @@ long fs_setattr(Task& t, Filesystem& fs, Lookup& lk, const Attr& a) {
 
 void fs_sync(Filesystem& fs) { vol_of(fs).fsync(true); }
 
+uint32_t fs_inode_generation(Filesystem& fs, uint64_t ino) {
+  ext2glue::Attr a;
+  return vol_of(fs).getattr((uint32_t)ino, &a) == 0 ? a.generation : 0;
+}
+
 const FsOps kExt4FsOps = {
     .name = "ext4",
     .open = fs_open,
@@ -461,6 +467,7 @@ const FsOps kExt4FsOps = {
     .dir_path = nullptr,
     .sync = fs_sync,
     .dcache_trusted = true,
+    .inode_generation = fs_inode_generation,
     .walk_checks_search = true,
     .open_checks_access = true,
 };

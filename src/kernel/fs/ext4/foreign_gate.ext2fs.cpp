@@ -364,6 +364,7 @@ long open_volume(Kernel& k, BlockDevice& dev, bool want_rw, OpenResult* out) {
   if (!v) return -ENOMEM;
   v->k = &k;
   v->dev = &dev;
+  host::sys(SYS_getrandom, (long)&v->next_generation, sizeof v->next_generation, 0);
   v->cache = k.heap->make<PageCache>(k.heap, 8192, write_back, &dev);  // 32 MiB
   if (!v->cache) {
     k.heap->destroy_obj(v);

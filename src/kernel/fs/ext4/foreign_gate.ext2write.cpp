@@ -25,6 +25,20 @@ errcode_t with_room(Volume* v, uint32_t dir, F&& add) {
 
 // Finishes a node that libext2fs created (mkdir, symlink) with the
 // caller's owner, mode bits and timestamps.
+// A new directory's block written again: its checksum is seeded with the
+// inode's generation, which finish_node set after ext2fs_mkdir wrote it.
+// Iterating with DIRENT_CHANGED writes the block back, sealed anew.
+int reseal_cb(ext2_ino_t, int, ext2_dir_entry*, int, int, char*, void*) { return DIRENT_CHANGED | DIRENT_ABORT; }
+
+long reseal_new_dir(Volume* v, uint32_t ino) {
+  ext2_filsys fs = v->fs;
+  int saved = fs->flags;
+  fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;  // sealed with the old generation
+  errcode_t e = ext2fs_dir_iterate2(fs, ino, 0, nullptr, reseal_cb, nullptr);
+  fs->flags = saved;
+  return e ? fail(v, e, "writing a new directory block", ino) : 0;
+}
+
 long finish_node(Volume* v, uint32_t dir, const char* name, const NewNode& n, bool set_mode, Attr* out) {
   ext2_ino_t ino = 0;
   errcode_t e = ext2fs_lookup(v->fs, dir, name, (int)strlen(name), nullptr, &ino);
@@ -34,9 +48,11 @@ long finish_node(Volume* v, uint32_t dir, const char* name, const NewNode& n, bo
   if (r < 0) return r;
   if (set_mode) in.i_mode = (uint16_t)((in.i_mode & S_IFMT) | (n.mode & 07777));
   set_owner(&in, n.uid, n.gid);
+  in.i_generation = v->next_generation++;
   set_times(v, &in, &n.now, &n.now, &n.now);
   if (FITS(v, in, i_crtime_extra)) encode_time(n.now, &in.i_crtime, &in.i_crtime_extra, true);
   if ((r = write_large(v, ino, &in)) < 0) return r;
+  if (LINUX_S_ISDIR(in.i_mode) && (r = reseal_new_dir(v, ino)) < 0) return r;
   fill_attr(v, ino, in, out);
   return touch_dir(v, dir, n.now);
 }
@@ -194,6 +210,7 @@ long create_node(Volume* v, uint32_t dir, const char* name, const NewNode& n, At
   memset(&in, 0, sizeof in);
   in.i_mode = (uint16_t)n.mode;
   in.i_links_count = 1;
+  in.i_generation = v->next_generation++;
   set_owner(&in, n.uid, n.gid);
   ext2_inode* base = reinterpret_cast<ext2_inode*>(&in);
   if (S_ISCHR(n.mode) || S_ISBLK(n.mode)) {

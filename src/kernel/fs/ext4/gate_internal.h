@@ -19,6 +19,9 @@ struct Volume {
   io_manager manager = nullptr; // kUbdIoManager, for the channel it opens
   uint8_t* block_buf = nullptr; // one filesystem block, for directory reads
   char err[200] = "";
+  // i_generation of the next inode made (seeded at random when opened), so
+  // a reused inode number is told apart from its previous file.
+  uint32_t next_generation = 0;
 };
 
 namespace detail {

@@ -37,6 +37,7 @@ enum class Node {
 struct ProcLookup {
   Node node = Node::kNone;
   int pid = 0;     // the process (or task) the path is about
+  bool thread_self = false;  // /proc/thread-self: pid is the caller's thread
   int fd = -1;
   ProcFile file = ProcFile::kNone;
   std::string_view rest;  // components after a link (/proc/self/cwd/x)
@@ -93,7 +94,8 @@ ProcLookup lookup(Task& t, const char* path) {
   if (c.empty()) { l.node = Node::kRoot; return l; }
   int pid;
   if (c == "self" || c == "thread-self") {
-    l.pid = c == "self" ? t.proc->pid : t.tid;
+    l.thread_self = c == "thread-self";
+    l.pid = l.thread_self ? t.tid : t.proc->pid;
     if (p.find_first_not_of('/') == std::string_view::npos) { l.node = Node::kSelfLink; return l; }
     return lookup_pid_path(t, l.pid, p);
   }
@@ -183,9 +185,10 @@ long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
   Process* p = target(k, l.pid);
   if (!p) return -ENOENT;
   switch (l.node) {
-    case Node::kSelfLink: {
+    case Node::kSelfLink: {  // "PID", or "PID/task/TID" for thread-self
       KFmt f(out, n);
-      f.dec(l.pid);
+      f.dec(p->pid);
+      if (l.thread_self) f.str("/task/").dec(l.pid);
       f.c_str();
       return (long)f.size();
     }
@@ -373,22 +376,33 @@ long open_fd_link(Task& t, const ProcLookup& l, int flags, File** out) {
   return 0;
 }
 
+// A link opened with O_PATH | O_NOFOLLOW: a descriptor of the link itself
+// (fstat shows it; readlinkat(fd, "") reads it through its path).
+long open_link_itself(Task& t, Filesystem& fs, const ProcLookup& l, int flags, File** out) {
+  SynthText none(t.kernel->heap);
+  File* f = none.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFLNK | 0777, ino_of(l));
+  if (!f) return -ENOMEM;
+  f->fs = &fs;
+  *out = f;
+  return 0;
+}
+
 long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
   ProcLookup l = lookup(t, lk.path);
   {
     Guard g(t.kernel->tasks_lock);
     if (!exists_locked(*t.kernel, l)) return -ENOENT;
   }
+  if (is_link(l.node) && l.rest.empty() && (flags & O_NOFOLLOW)) {
+    if (!(flags & O_PATH)) return -ELOOP;
+    return open_link_itself(t, fs, l, flags, out);
+  }
   if (is_link(l.node) && l.node != Node::kSelfLink) {
-    if ((flags & O_NOFOLLOW) && l.rest.empty()) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
     if (l.node == Node::kFdLink && l.rest.empty()) return open_fd_link(t, l, flags, out);
     long r = redirect_link(t, l, lk);
     return r ? r : -ENOENT;
   }
-  if (l.node == Node::kSelfLink) {
-    if (flags & O_NOFOLLOW) return (flags & O_PATH) ? -EOPNOTSUPP : -ELOOP;
-    l.node = Node::kPidDir;  // /proc/self is the caller's own directory
-  }
+  if (l.node == Node::kSelfLink) l.node = Node::kPidDir;  // the caller's own directory
   if (is_dir(l.node)) {
     if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
     File* f = list_dir(t, l);

@@ -22,14 +22,14 @@ void escaped(SynthText& o, std::string_view s) {
 }
 
 // The flags of the mount itself (not its filesystem's), after "ro"/"rw".
-void mount_flags(SynthText& o, const Mount& m, bool readonly) {
+void mount_flags(SynthText& o, unsigned long flags, bool readonly) {
   o.str(readonly ? "ro" : "rw");
-  if (m.flags & MS_NOSUID) o.str(",nosuid");
-  if (m.flags & MS_NODEV) o.str(",nodev");
-  if (m.flags & MS_NOEXEC) o.str(",noexec");
-  if (m.flags & MS_NOATIME) o.str(",noatime");
-  if (m.flags & MS_NODIRATIME) o.str(",nodiratime");
-  if (!(m.flags & (MS_NOATIME | MS_STRICTATIME))) o.str(",relatime");
+  if (flags & MS_NOSUID) o.str(",nosuid");
+  if (flags & MS_NODEV) o.str(",nodev");
+  if (flags & MS_NOEXEC) o.str(",noexec");
+  if (flags & MS_NOATIME) o.str(",noatime");
+  if (flags & MS_NODIRATIME) o.str(",nodiratime");
+  if (!(flags & (MS_NOATIME | MS_STRICTATIME))) o.str(",relatime");
 }
 
 void fs_options(SynthText& o, const Mount& m) {
@@ -63,18 +63,20 @@ void gen_mounts(SynthText& o, Kernel& k, const char* root, bool mountinfo) {
       o.ch(' ');
       escaped(o, seen);
       o.ch(' ');
-      mount_flags(o, m, m.flags & MS_RDONLY);
+      unsigned long flags = m.flags_now();
+      mount_flags(o, flags, flags & MS_RDONLY);
       propagation_fields(o, m);
       o.str(" - ").str(type).ch(' ');
       escaped(o, m.source);
-      o.ch(' ').str(m.fs->readonly ? "ro" : "rw");
+      o.ch(' ').str(m.fs->readonly.load(std::memory_order_relaxed) ? "ro" : "rw");
       fs_options(o, m);
     } else {
       escaped(o, m.source);
       o.ch(' ');
       escaped(o, seen);
       o.ch(' ').str(type).ch(' ');
-      mount_flags(o, m, m.readonly());
+      unsigned long flags = m.flags_now();
+      mount_flags(o, flags, (flags & MS_RDONLY) || m.fs->readonly.load(std::memory_order_relaxed));
       fs_options(o, m);
       o.str(" 0 0");
     }
