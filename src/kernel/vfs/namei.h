@@ -62,7 +62,10 @@ struct Walk {
 
 // Walks (dirfd, path) component by component over the dentry cache and
 // fills lk for the operation on its last component (lk.dir/lk.name set
-// when that has a parent directory in the same filesystem). `from_top`:
+// when that has a parent directory in the same filesystem). Every
+// directory it looks a name up in (".." and "." too) must be searchable
+// by the caller (may_lookup on its inode as it is now: EACCES), so the
+// operation need not check the folders above lk.dir again. `from_top`:
 // `path` is a guest path of the kernel's namespace (a redirect's target),
 // not the caller's.
 long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk);
@@ -93,9 +96,7 @@ long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op, const 
     if (r != -ENAMETOOLONG && renamed_since(t, seq) && ++tries < 3) continue;
     if (r < 0) return r;
     Mount& m = *lk.mount;
-    // Search permission on the way, where the filesystem leaves it to us.
-    r = creds_of(t).fsuid != 0 && !m.fs->ops->walk_checks_search ? may_walk(t, lk) : 0;
-    if (r == 0) r = op(lk);
+    r = op(lk);
     // A redirect not ours belongs to an enclosing walk (two-path calls).
     if (r != kRedirect || !lk.redirected) return r;
     bool no_links = scope && (scope->resolve & WalkScope::kNoSymlinks);
