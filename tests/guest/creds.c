@@ -271,6 +271,8 @@ static void test_search_now(void) {
   REQUIRE(symlink("later/inner", "lnk") == 0);
   REQUIRE(mkdir("up", 0755) == 0 && chmod("up", 0755) == 0 && mkdir("up/sub", 0755) == 0 && chmod("up/sub", 0755) == 0);
   make_file("up/sib", 0644);
+  make_file("up/sub/f", 0644);
+  REQUIRE(symlink("f", "up/sub/l") == 0);
   REQUIRE(mkdir("mp", 0755) == 0 && chmod("mp", 0755) == 0 && mkdir("mp/m", 0755) == 0);
   // A mount namespace of its own where there is one (natively), so the
   // mount is seen nowhere else.
@@ -321,6 +323,11 @@ static void test_search_now(void) {
   CHECK_ERR(stat("../..", &st), EACCES);
   CHECK_OK(stat("..", &st));  // only the cwd is searched for that
   CHECK_OK(stat(".", &st));
+  // A link's relative target is walked from the link's folder.
+  CHECK_OK(stat("l", &st));
+  fd = open("l", O_RDONLY);
+  CHECK(fd >= 0, "open a link in the cwd below a closed folder: %s", strerror(errno));
+  if (fd >= 0) close(fd);
   other_sets("up", 0755, -1);
   CHECK_OK(stat("../sib", &st));
   other_sets("up/sub", 0600, -1);
@@ -365,6 +372,8 @@ static void test_search_now(void) {
   unlink("later/inner/f");
   unlink("lnk");
   unlink("up/sib");
+  unlink("up/sub/l");
+  unlink("up/sub/f");
   rmdir("later/inner");
   rmdir("later");
   rmdir("up/sub");

@@ -534,6 +534,11 @@ long go_to_root(Walk& w) {
 
 long start(Walk& w, int dirfd, const char* path, bool from_top) {
   w.root[0] = 0;
+  if (w.from) {
+    Path at = w.from;
+    w.from = Path{};
+    return stand_at(w, at);
+  }
   if (from_top) return jump_to(w, "/");
   if (path[0] == '/') return scope_has(w, WalkScope::kBeneath) ? -EXDEV : go_to_root(w);
   if (dirfd == AT_FDCWD) {

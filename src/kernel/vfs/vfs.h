@@ -51,6 +51,9 @@ struct Lookup {
   // is a path inside the same filesystem (it may contain "..").
   bool redirected = false;
   bool redirect_absolute = false;
+  // A relative target of the last component itself (the link is `name`
+  // in `dir`): where in `redirect` the target starts (0: another case).
+  size_t redirect_rel = 0;
   char redirect[kPathMax];
 };
 
