@@ -24,7 +24,8 @@
 //              LMBENCH_HELLO  program for fork-execve/vfork-execve
 //                             (default: lmbench_hello next to this program)
 //              LMBENCH_FILE   file for stat and open-close
-//                             (default /tmp/lmbench_rows.file, created empty)
+//                             (default /tmp/lmbench_rows.file, created
+//                             empty, with its folders)
 //              LMBENCH_UID    stat and open-close run as this user (and
 //                             group) once the file is there (needs root)
 #define _GNU_SOURCE
@@ -221,6 +222,12 @@ static int setup_file(void) {
   snprintf(file_path, sizeof file_path, "%s", env_or("LMBENCH_FILE", "/tmp/lmbench_rows.file"));
   struct stat st;
   if (stat(file_path, &st) != 0) {
+    char dir[sizeof file_path];
+    for (char* s = strchr(strcpy(dir, file_path) + 1, '/'); s; s = strchr(s + 1, '/')) {
+      *s = 0;
+      if (mkdir(dir, 0755) != 0 && errno != EEXIST) return fail("make the file's folders");
+      *s = '/';
+    }
     int fd = open(file_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return fail("create the file to stat");
     close(fd);
