@@ -420,6 +420,7 @@ namespace flatux {
 namespace {
 
 bool is_dir(const Dentry& d) { return d.inode && S_ISDIR(d.inode->mode); }
+bool is_link(const Dentry& d) { return d.inode && S_ISLNK(d.inode->mode); }
 
 // Search permission on the directory the walk stands in, before a name is
 // looked up in it: from its inode as the filesystem has it now, so a
@@ -433,7 +434,6 @@ long may_search(Walk& w) {
                                               __atomic_load_n(&d.inode->gid, __ATOMIC_RELAXED)};
   return may_lookup(creds_of(w.t), p);
 }
-bool is_link(const Dentry& d) { return d.inode && S_ISLNK(d.inode->mode); }
 
 std::string_view guest_of(const Walk& w) { return std::string_view(w.guest, w.glen); }
 
