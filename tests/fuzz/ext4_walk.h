@@ -115,7 +115,7 @@ struct Ext4Walker {
     w->path = path.c_str();
     w->follow = true;
     w->target = target;
-    vol->walk(cred, *w);
+    vol->walk(*w);
     delete w;
   }
 };

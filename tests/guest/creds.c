@@ -242,6 +242,146 @@ static void test_search(void) {
   become_root();
 }
 
+// Root, in another process (a child with root saved), changes the mode
+// (mode >= 0) or owner (uid >= 0) of `name` in the test folder.
+static void other_sets(const char* name, int mode, int uid) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (syscall(SYS_setresuid, 0, 0, -1) != 0 || syscall(SYS_setresgid, 0, 0, -1) != 0 || chdir(dir) != 0) _exit(2);
+    if (uid >= 0 && chown(name, (uid_t)uid, -1) != 0) _exit(3);
+    if (mode >= 0 && chmod(name, (mode_t)mode) != 0) _exit(4);
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0, "chmod/chown %s by another process: status %#x", name,
+          status);
+}
+
+// Every folder a walk looks a name up in is searched as it is now: one
+// already walked through (cached), then closed by another process; the
+// folder a walk starts in (the cwd) and its parent reached by "..";
+// folders through a symlink; a mount's folder, the folder above its mount
+// point, and ".." out of it.
+static void test_search_now(void) {
+  puts("search permission on folders as they are now, through links, \"..\" and mounts");
+  REQUIRE(mkdir("later", 0755) == 0 && chmod("later", 0755) == 0 && mkdir("later/inner", 0755) == 0);
+  make_file("later/inner/f", 0644);
+  REQUIRE(symlink("later/inner", "lnk") == 0);
+  REQUIRE(mkdir("up", 0755) == 0 && chmod("up", 0755) == 0 && mkdir("up/sub", 0755) == 0 && chmod("up/sub", 0755) == 0);
+  make_file("up/sib", 0644);
+  make_file("up/sub/f", 0644);
+  REQUIRE(symlink("f", "up/sub/l") == 0);
+  REQUIRE(mkdir("mp", 0755) == 0 && chmod("mp", 0755) == 0 && mkdir("mp/m", 0755) == 0);
+  // A mount namespace of its own where there is one (natively), so the
+  // mount is seen nowhere else.
+  if (unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+  REQUIRE(mount("none", "mp/m", "tmpfs", 0, "size=64k,mode=0755") == 0, "mount: %s", strerror(errno));
+  REQUIRE(mkdir("mp/m/d", 0755) == 0);
+  make_file("mp/m/d/f", 0644);
+  int home = open(".", O_RDONLY | O_DIRECTORY);
+  REQUIRE(home >= 0);
+  struct stat st;
+
+  become_user();
+  CHECK_OK(stat("later/inner/f", &st));  // walked: cached now
+  other_sets("later", 0700, -1);
+  CHECK_ERR(stat("later/inner/f", &st), EACCES);
+  CHECK_ERR(open("later/inner/f", O_RDONLY), EACCES);
+  CHECK_ERR(stat("later/inner", &st), EACCES);
+  CHECK_ERR(stat("later/.", &st), EACCES);
+  CHECK_ERR(stat("later/..", &st), EACCES);
+  CHECK_ERR(stat("lnk/f", &st), EACCES);
+  CHECK_ERR(open("lnk/g", O_WRONLY | O_CREAT, 0644), EACCES);
+  CHECK_ERR(chdir("later/inner"), EACCES);
+  CHECK_OK(stat("later", &st));  // its own name is in a searchable folder
+  CHECK_OK(lstat("lnk", &st));
+  // Search without read: names inside are reachable, the list is not.
+  other_sets("later", 0711, -1);
+  CHECK_OK(stat("later/inner/f", &st));
+  CHECK_OK(stat("lnk/f", &st));
+  int fd = open("later/inner/f", O_RDONLY);
+  CHECK(fd >= 0, "open through a 0711 folder: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+  CHECK_ERR(open("later", O_RDONLY | O_DIRECTORY), EACCES);
+  // The owner's bits once the user owns it; the others' once it does not.
+  other_sets("later", 0700, USER);
+  CHECK_OK(stat("later/inner/f", &st));
+  other_sets("later", -1, 0);
+  CHECK_ERR(stat("later/inner/f", &st), EACCES);
+  other_sets("later", 0755, -1);
+  CHECK_OK(stat("later/inner/f", &st));
+  CHECK_OK(stat("lnk/f", &st));
+
+  // The cwd and its parent, which the cwd's walk reaches by "..".
+  REQUIRE(chdir("up/sub") == 0);
+  CHECK_OK(stat("../sib", &st));
+  other_sets("up", 0700, -1);
+  CHECK_ERR(stat("../sib", &st), EACCES);
+  CHECK_ERR(stat("../sub", &st), EACCES);
+  CHECK_ERR(stat("../..", &st), EACCES);
+  CHECK_OK(stat("..", &st));  // only the cwd is searched for that
+  CHECK_OK(stat(".", &st));
+  // A link's relative target is walked from the link's folder.
+  CHECK_OK(stat("l", &st));
+  fd = open("l", O_RDONLY);
+  CHECK(fd >= 0, "open a link in the cwd below a closed folder: %s", strerror(errno));
+  if (fd >= 0) close(fd);
+  other_sets("up", 0755, -1);
+  CHECK_OK(stat("../sib", &st));
+  other_sets("up/sub", 0600, -1);
+  CHECK_ERR(stat(".", &st), EACCES);
+  CHECK_ERR(stat("..", &st), EACCES);
+  CHECK_ERR(stat("../sib", &st), EACCES);
+  CHECK_ERR(open("new", O_WRONLY | O_CREAT, 0644), EACCES);
+  other_sets("up/sub", 0755, -1);
+  CHECK_OK(stat("../sib", &st));
+  CHECK_OK(stat(".", &st));
+  REQUIRE(fchdir(home) == 0);
+
+  // A mount: the folder above its mount point, and the mounted root itself.
+  CHECK_OK(stat("mp/m/d/f", &st));
+  other_sets("mp", 0700, -1);
+  CHECK_ERR(stat("mp/m/d/f", &st), EACCES);
+  CHECK_ERR(stat("mp/m", &st), EACCES);
+  other_sets("mp", 0755, -1);
+  CHECK_OK(stat("mp/m/d/f", &st));
+  other_sets("mp/m", 0700, -1);  // the tmpfs's root, not the folder under it
+  CHECK_ERR(stat("mp/m/d/f", &st), EACCES);
+  CHECK_ERR(stat("mp/m/d", &st), EACCES);
+  CHECK_OK(stat("mp/m", &st));
+  other_sets("mp/m", 0711, -1);
+  CHECK_OK(stat("mp/m/d/f", &st));
+  // ".." out of the mount's root into a folder closed meanwhile.
+  REQUIRE(chdir("mp/m") == 0);
+  CHECK_OK(stat("../m/d", &st));
+  other_sets("mp", 0700, -1);
+  CHECK_OK(stat("d/f", &st));
+  CHECK_OK(stat("..", &st));
+  CHECK_ERR(stat("../m", &st), EACCES);
+  CHECK_ERR(stat("../../rootfile", &st), EACCES);
+  other_sets("mp", 0755, -1);
+  CHECK_OK(stat("../m/d/f", &st));
+  CHECK_OK(stat("../../rootfile", &st));
+  REQUIRE(fchdir(home) == 0);
+  become_root();
+
+  close(home);
+  CHECK_OK(umount("mp/m"));
+  unlink("later/inner/f");
+  unlink("lnk");
+  unlink("up/sib");
+  unlink("up/sub/l");
+  unlink("up/sub/f");
+  rmdir("later/inner");
+  rmdir("later");
+  rmdir("up/sub");
+  rmdir("up");
+  rmdir("mp/m");
+  rmdir("mp");
+}
+
 static void test_open_errnos(void) {
   puts("open: EISDIR, ENOTDIR, ELOOP, and O_TRUNC needing write");
   for (int as_user = 0; as_user < 2; as_user++) {
@@ -334,6 +474,7 @@ int main(int argc, char** argv) {
   test_open_checks();
   test_sticky();
   test_search();
+  test_search_now();
   test_open_errnos();
   test_rename_dirs();
   test_exec();

@@ -81,7 +81,14 @@ bool still_true(Task& t, Mount& m, Dentry& d) {
   if (d.cache->path_in_fs(&d, path, sizeof path) < 0) return false;
   struct stat st;
   if (stat_inner(t, m, path, &st) < 0) return false;
-  return st.st_ino == d.inode->ino && (st.st_mode & S_IFMT) == (d.inode->mode & S_IFMT);
+  Inode& n = *d.inode;
+  if (st.st_ino != n.ino || (st.st_mode & S_IFMT) != (n.mode & S_IFMT)) return false;
+  // The same file: its bits and owner as found now, for the walk's search
+  // check (walks read them meanwhile).
+  __atomic_store_n(&n.mode, st.st_mode, __ATOMIC_RELAXED);
+  __atomic_store_n(&n.uid, st.st_uid, __ATOMIC_RELAXED);
+  __atomic_store_n(&n.gid, st.st_gid, __ATOMIC_RELAXED);
+  return true;
 }
 
 // The filesystem's root dentry, with a reference (names_lock held).
@@ -417,6 +424,19 @@ namespace {
 bool is_dir(const Dentry& d) { return d.inode && S_ISDIR(d.inode->mode); }
 bool is_link(const Dentry& d) { return d.inode && S_ISLNK(d.inode->mode); }
 
+// Search permission on the directory the walk stands in, before a name is
+// looked up in it: from its inode as the filesystem has it now, so a
+// chmod or chown by anyone is seen by the next walk through it.
+long may_search(Walk& w) {
+  Filesystem& fs = *w.mnt->fs;
+  Dentry& d = *w.dentry;
+  FilePerms p = fs.ops->dir_perms ? fs.ops->dir_perms(w.t, fs, *w.mnt, d)
+                                  : FilePerms{__atomic_load_n(&d.inode->mode, __ATOMIC_RELAXED),
+                                              __atomic_load_n(&d.inode->uid, __ATOMIC_RELAXED),
+                                              __atomic_load_n(&d.inode->gid, __ATOMIC_RELAXED)};
+  return may_lookup(creds_of(w.t), p);
+}
+
 std::string_view guest_of(const Walk& w) { return std::string_view(w.guest, w.glen); }
 
 bool scope_has(const Walk& w, unsigned flag) { return w.scope && (w.scope->resolve & flag); }
@@ -541,6 +561,11 @@ long go_to_root(Walk& w) {
 
 long start(Walk& w, int dirfd, const char* path, bool from_top) {
   w.root[0] = 0;
+  if (w.from) {
+    Path at = w.from;
+    w.from = Path{};
+    return stand_at(w, at);
+  }
   if (from_top) return borrow_bare_root(w) ? 0 : jump_to(w, "/");
   if (path[0] == '/') return scope_has(w, WalkScope::kBeneath) ? -EXDEV : go_to_root(w);
   if (dirfd == AT_FDCWD) {
@@ -751,6 +776,8 @@ long prepend_start_link(Walk& w, const char* path, char* out, size_t n) {
 
 long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk) {
   TRY_LONG(start(w, dirfd, path, from_top));
+  // Root searches every folder: one test here, none per component.
+  bool check_search = !searches_every_dir(creds_of(w.t));
   char bufs[2][kPathMax];  // a link's target and the rest of the path
   int cur = 1;
   const char* p = path;
@@ -769,11 +796,15 @@ long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top,
     const char* rest = p;
     while (*rest == '/') rest++;
     bool last = *rest == 0;
-    if (name.empty() || name == ".") {
+    if (name.empty()) return finish_here(w, follow, lk);  // "/", or slashes at the end
+    bool dir = is_dir(*w.dentry);
+    // Linux's may_lookup, for every component: "." and ".." too.
+    if (check_search && dir) TRY_LONG(may_search(w));
+    if (name == ".") {
       if (last) return finish_here(w, follow, lk);
       continue;
     }
-    if (!is_dir(*w.dentry)) return -ENOTDIR;
+    if (!dir) return -ENOTDIR;
     if (name == "..") {
       TRY_LONG(step_up(w));
       if (last) return finish_here(w, follow, lk);

@@ -56,9 +56,15 @@ struct Walk {
   char root[kPathMax];   // the guest path absolute paths start at and ".." stops at
   char inner[kPathMax];  // what Lookup::path points to
   char last[256];        // what Lookup::name views
+  // Where a walk after a link its operation met starts (the link's
+  // folder; references move in at the start), instead of dirfd.
+  Path from;
 
   Walk(Task& task, const WalkScope* s) : t(task), scope(s) {}
-  ~Walk() { leave(); }
+  ~Walk() {
+    leave();
+    path_put(from);
+  }
   Walk(const Walk&) = delete;
   Walk& operator=(const Walk&) = delete;
   void leave();  // drops the place's references
@@ -66,7 +72,10 @@ struct Walk {
 
 // Walks (dirfd, path) component by component over the dentry cache and
 // fills lk for the operation on its last component (lk.dir/lk.name set
-// when that has a parent directory in the same filesystem). `from_top`:
+// when that has a parent directory in the same filesystem). Every
+// directory it looks a name up in (".." and "." too) must be searchable
+// by the caller (may_lookup on its inode as it is now: EACCES), so the
+// operation need not check the folders above lk.dir again. `from_top`:
 // `path` is a guest path of the kernel's namespace (a redirect's target),
 // not the caller's.
 long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk);
@@ -87,29 +96,43 @@ long vfs_walk(Task& t, int dirfd, const char* path, bool follow, Op&& op, const 
   bool from_top = false;
   int links = 0;
   char target[kPathMax];
+  Path from;  // the folder of a link with a relative target
   for (int tries = 0;;) {
     Walk w(t, scope);
     w.links = links;
+    if (from) w.from = path_get(from);
     Lookup lk;
     uint32_t seq = rename_seq_now(t);
     long r = walk_path(w, dirfd, p, follow, from_top, lk);
     // A rename during the walk may have left its guest path behind: again.
     if (r != -ENAMETOOLONG && renamed_since(t, seq) && ++tries < 3) continue;
-    if (r < 0) return r;
+    if (r < 0) {
+      path_put(from);
+      return r;
+    }
     Mount& m = *lk.mount;
-    // Search permission on the way, where the filesystem leaves it to us.
-    r = creds_of(t).fsuid != 0 && !m.fs->ops->walk_checks_search ? may_walk(t, lk) : 0;
-    if (r == 0) r = op(lk);
+    r = op(lk);
+    path_put(from);
     // A redirect not ours belongs to an enclosing walk (two-path calls).
     if (r != kRedirect || !lk.redirected) return r;
     bool no_links = scope && (scope->resolve & WalkScope::kNoSymlinks);
     if (no_links || ++w.links > kMaxSymlinks) return -ELOOP;
+    links = w.links;
+    tries = 0;
+    if (lk.redirect_rel && lk.dir && !scope) {
+      // The last component's relative target: walked on from its folder,
+      // as Linux does, not again from the top (whose folders the caller
+      // need not be able to search).
+      if (!copy_cstr(target, sizeof target, lk.redirect + lk.redirect_rel)) return -ENAMETOOLONG;
+      from = path_get(Path{&m, lk.dir});
+      p = target;
+      from_top = false;
+      continue;
+    }
     r = redirect_target(t, m, lk, target, sizeof target, scope);
     if (r < 0) return r;
-    links = w.links;
     p = target;
     from_top = true;
-    tries = 0;
   }
 }
 

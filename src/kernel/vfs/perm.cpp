@@ -90,23 +90,6 @@ FilePerms init_owner(const Creds& c, FilePerms dir, uint32_t mode) {
   return n;
 }
 
-long may_walk(Task& t, Lookup& lk) {
-  if (creds_of(t).fsuid == 0) return 0;
-  Filesystem& fs = *lk.mount->fs;
-  std::string_view path(lk.path);
-  // Every '/' that has a component after it ends a directory to search.
-  for (size_t slash = path.find('/'); slash != std::string_view::npos && slash + 1 < path.size();
-       slash = path.find('/', slash + 1)) {
-    char dir[kPathMax];
-    if (!copy_cstr(dir, sizeof dir, slash == 0 ? std::string_view("/") : head(path, slash))) return 0;
-    Lookup plk(dir, true, lk.mount);
-    struct stat st;
-    if (fs.ops->stat(t, fs, plk, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    if (may_lookup(creds_of(t), perms_of(st)) < 0) return -EACCES;
-  }
-  return 0;
-}
-
 void claim_new_node(Task& t, Lookup& lk, File* f, const struct stat& st, bool lk_is_parent) {
   const Creds& c = creds_of(t);
   if (st.st_uid == c.fsuid && st.st_gid == c.fsgid) return;

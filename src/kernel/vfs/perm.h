@@ -4,8 +4,9 @@
 // the sticky rule, the rename checks, may_open, may_link) and the owner a
 // new inode gets. The policy itself works on credentials and a file's
 // mode and owner only, so the VFS applies it to what a filesystem's stat
-// says, and tmpfs and ext4 apply the same functions to their own inodes
-// under their own locks, where the check and the change must be one step.
+// or a dentry's inode says, and tmpfs and ext4 apply the same functions to
+// their own inodes under their own locks, where the check and the change
+// must be one step.
 // Who may change attributes is attr.cpp's (Linux's setattr_prepare).
 #pragma once
 #include <sys/stat.h>
@@ -41,8 +42,13 @@ bool owner_or_root(const Creds& c, uint32_t uid);
 // (R_OK | W_OK | X_OK), else -EACCES.
 long permission(const Creds& c, FilePerms f, int mask);
 
-// A walk through the directory `dir` (search permission): EACCES.
+// A walk through the directory `dir` (search permission): EACCES. The
+// path walk (namei.cpp) asks it of every directory it looks a name up in,
+// ".." included, as Linux's link_path_walk does.
 long may_lookup(const Creds& c, FilePerms dir);
+// Whether `c` passes every search check whatever the bits (root's
+// CAP_DAC_READ_SEARCH): the walk then need not read them.
+inline bool searches_every_dir(const Creds& c) { return c.fsuid == 0; }
 
 // A new name in `dir` (the name was found absent): write and search
 // permission on it, EACCES.
@@ -88,12 +94,6 @@ inline long may_access(Task& t, const struct stat& st, int mask) { return permis
 inline bool owner_or_root(Task& t, uint32_t uid) { return owner_or_root(creds_of(t), uid); }
 inline bool in_group(Task& t, uint32_t gid) { return in_group(creds_of(t), gid); }
 inline long may_open(Task& t, const struct stat& st, int flags) { return may_open(creds_of(t), perms_of(st), flags); }
-
-// Search permission on every directory lk's path passes through inside its
-// filesystem (EACCES), for filesystems whose own walk does not check it
-// (FsOps::walk_checks_search). Stops quietly at a symlink or a missing
-// component: the operation itself meets them.
-long may_walk(Task& t, Lookup& lk);
 
 // After the filesystem made a new node at lk (its attributes in `st`):
 // the owner Linux gives it (init_owner), set where the filesystem chose

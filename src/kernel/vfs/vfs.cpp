@@ -57,10 +57,12 @@ long vfs_make_redirect(Lookup& lk, std::string_view link_path, std::string_view 
                        std::string_view rest) {
   KFmt out(lk.redirect, sizeof lk.redirect);
   lk.redirect_absolute = !target.empty() && target[0] == '/';
+  lk.redirect_rel = 0;
   if (!lk.redirect_absolute) {
     std::string_view dir, name;
     split_last(link_path, &dir, &name);
     out.str(dir).str("/");
+    if (link_path == std::string_view(lk.path)) lk.redirect_rel = out.size();
   }
   out.str(target);
   if (!rest.empty()) out.str("/").str(rest);

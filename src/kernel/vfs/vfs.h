@@ -25,6 +25,7 @@ struct Filesystem;
 struct Mount;
 struct Dentry;
 struct Inode;
+struct FilePerms;
 
 // Returned by a filesystem operation whose walk met a symlink it must not
 // follow itself; Lookup::redirect says where to go on. Never reaches a guest.
@@ -50,6 +51,9 @@ struct Lookup {
   // is a path inside the same filesystem (it may contain "..").
   bool redirected = false;
   bool redirect_absolute = false;
+  // A relative target of the last component itself (the link is `name`
+  // in `dir`): where in `redirect` the target starts (0: another case).
+  size_t redirect_rel = 0;
   char redirect[kPathMax];
 };
 
@@ -126,6 +130,12 @@ struct FsOps {
   // filesystem that is not dcache_trusted. Null: the generic check, a stat
   // of d's path compared by type and inode number (namei.cpp).
   bool (*revalidate)(Task&, Filesystem&, Mount& m, Dentry& d) = nullptr;
+  // The mode and owner of the directory d (a dentry of this filesystem
+  // reached through `m`) as they are now, for the walk's search check
+  // (namei.cpp, may_lookup). Null: d's Inode fields, which such a
+  // filesystem keeps current (and a revalidated dentry has as its last
+  // check found them).
+  FilePerms (*dir_perms)(Task&, Filesystem&, Mount& m, Dentry& d) = nullptr;
   // Names change only through the VFS (tmpfs, ext4), which keeps the
   // dentry cache in step: a cached dentry is trusted without asking the
   // filesystem again. Otherwise (the host's folder, generated trees) a
@@ -140,9 +150,6 @@ struct FsOps {
   // folder tells that folder from a later file given its number. nullptr:
   // the filesystem has none.
   uint32_t (*inode_generation)(Filesystem&, uint64_t ino) = nullptr;
-  // The filesystem's walk checks search permission on each directory
-  // itself; otherwise the VFS does, through `stat` (perm.h, may_walk).
-  bool walk_checks_search = false;
   // The filesystem's open applies may_open (perm.h) to the inode it opens,
   // under its own lock; otherwise the VFS does, to the open file's stat.
   bool open_checks_access = false;

@@ -225,7 +225,6 @@ const FsOps kDevFsOps = {
     .readlink = dev_readlink,
     .access = dev_access,
     .statfs = dev_statfs,
-    .walk_checks_search = true,
 };
 
 }  // namespace

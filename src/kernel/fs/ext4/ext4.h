@@ -76,7 +76,9 @@ class Volume {
   uint64_t dev_number() const { return block_devnum(*dev_); }
   const char* dev_name() const { return dev_->name; }
 
-  long walk(const Cred& c, Walk& w);
+  // Search permission on the folders passed is not checked here: the
+  // VFS's walk checked every folder of the path before the operation.
+  long walk(Walk& w);
   long getattr(uint32_t ino, Attr* out);
   long readlink(uint32_t ino, char* buf, size_t cap, size_t* len);
 

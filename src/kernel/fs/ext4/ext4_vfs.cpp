@@ -60,12 +60,13 @@ ext4::Cred cred_of(Task& t) { return ext4::Cred(creds_of(t)); }
 
 // Walks lk (to its last component's directory with `parent`); a symlink
 // on the way becomes the VFS's redirect.
-long walk(Task& t, Filesystem& fs, Lookup& lk, bool parent, Walk& w) {
+long walk(Filesystem& fs, Lookup& lk, bool parent, Walk& w) {
   char target[kPathMax];
   w.path = lk.path;
-  if (lk.dir && !lk.name.empty() && lk.dir->fs == &fs && lk.dir->inode && creds_of(t).fsuid == 0) {
+  if (lk.dir && !lk.name.empty() && lk.dir->fs == &fs && lk.dir->inode) {
     // The VFS's walk ended in this folder (a dentry's inode number is the
-    // volume's): root, whom no folder's search bit stops, starts there.
+    // volume's), checking search permission on every folder up to it:
+    // the operation starts there.
     w.start_ino = (uint32_t)lk.dir->inode->ino;
     w.start_generation = lk.dir->inode->generation;
     w.start_at = lk.path + strlen(lk.path) - lk.name.size();
@@ -73,15 +74,15 @@ long walk(Task& t, Filesystem& fs, Lookup& lk, bool parent, Walk& w) {
   w.follow = lk.follow;
   w.want_parent = parent;
   w.target = target;
-  long r = vol_of(fs).walk(cred_of(t), w);
+  long r = vol_of(fs).walk(w);
   if (r == ext4::kWalkRedirect)
     return vfs_make_redirect(lk, std::string_view(w.path, w.link_len), target, w.rest);
   return r;
 }
 
-#define WALK(t, fs, lk, parent, w) \
+#define WALK(fs, lk, parent, w) \
   Walk w{};                        \
-  if (long r_ = walk(t, fs, lk, parent, w)) return r_
+  if (long r_ = walk(fs, lk, parent, w)) return r_
 
 // ---- open files
 
@@ -306,7 +307,7 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
   Volume& v = vol_of(fs);
   bool create = flags & O_CREAT;
   if (create && (flags & O_EXCL)) lk.follow = false;  // O_EXCL never follows a last symlink: EEXIST
-  WALK(t, fs, lk, create, w);
+  WALK(fs, lk, create, w);
   bool created = false;
   if (create) {
     if (w.parent == 0) {  // the root itself
@@ -348,7 +349,7 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
 }
 
 long fs_stat(Task& t, Filesystem& fs, Lookup& lk, struct stat* out) {
-  WALK(t, fs, lk, false, w);
+  WALK(fs, lk, false, w);
   ext2glue::Attr a;
   long r = vol_of(fs).getattr(w.ino, &a);
   if (r == 0) to_stat(a, vol_of(fs), out);
@@ -356,7 +357,7 @@ long fs_stat(Task& t, Filesystem& fs, Lookup& lk, struct stat* out) {
 }
 
 long fs_readlink(Task& t, Filesystem& fs, Lookup& lk, char* buf, size_t n) {
-  WALK(t, fs, lk, false, w);
+  WALK(fs, lk, false, w);
   char target[kPathMax];
   size_t len = 0;
   long r = vol_of(fs).readlink(w.ino, target, sizeof target, &len);
@@ -367,7 +368,7 @@ long fs_readlink(Task& t, Filesystem& fs, Lookup& lk, char* buf, size_t n) {
 }
 
 long fs_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
-  WALK(t, fs, lk, false, w);
+  WALK(fs, lk, false, w);
   ext2glue::Attr a;
   long r = vol_of(fs).getattr(w.ino, &a);
   if (r < 0 || mode == F_OK) return r;
@@ -378,26 +379,26 @@ long fs_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
 }
 
 long fs_statfs(Task& t, Filesystem& fs, Lookup& lk, struct statfs* out) {
-  WALK(t, fs, lk, false, w);
+  WALK(fs, lk, false, w);
   return fill_statfs(vol_of(fs), lk.mount->readonly(), out);
 }
 
 long fs_mkdir(Task& t, Filesystem& fs, Lookup& lk, int mode) {
-  WALK(t, fs, lk, true, w);
+  WALK(fs, lk, true, w);
   if (w.parent == 0 || w.ino) return -EEXIST;
   ext2glue::Attr a;
   return vol_of(fs).mkdir(cred_of(t), w.parent, w.name, (uint32_t)mode, &a);
 }
 
 long fs_mknod(Task& t, Filesystem& fs, Lookup& lk, int mode, uint64_t dev) {
-  WALK(t, fs, lk, true, w);
+  WALK(fs, lk, true, w);
   if (w.parent == 0 || w.ino) return -EEXIST;
   ext2glue::Attr a;
   return vol_of(fs).create(cred_of(t), w.parent, w.name, (uint32_t)mode, dev, &a);
 }
 
 long fs_remove(Task& t, Filesystem& fs, Lookup& lk, bool dir) {
-  WALK(t, fs, lk, true, w);
+  WALK(fs, lk, true, w);
   if (w.parent == 0) return -EBUSY;
   if (w.ino == 0) return -ENOENT;
   return vol_of(fs).unlink(cred_of(t), w.parent, w.name, dir);
@@ -406,38 +407,38 @@ long fs_unlink(Task& t, Filesystem& fs, Lookup& lk) { return fs_remove(t, fs, lk
 long fs_rmdir(Task& t, Filesystem& fs, Lookup& lk) { return fs_remove(t, fs, lk, true); }
 
 long fs_symlink(Task& t, Filesystem& fs, Lookup& lk, const char* target) {
-  WALK(t, fs, lk, true, w);
+  WALK(fs, lk, true, w);
   if (w.parent == 0 || w.ino) return -EEXIST;
   ext2glue::Attr a;
   return vol_of(fs).symlink(cred_of(t), w.parent, w.name, target, &a);
 }
 
 long fs_link(Task& t, Filesystem& fs, Lookup& a, Lookup& b) {
-  WALK(t, fs, a, false, wa);
+  WALK(fs, a, false, wa);
   Walk wb{};
-  if (long r = walk(t, fs, b, true, wb)) return r;
+  if (long r = walk(fs, b, true, wb)) return r;
   if (wb.parent == 0 || wb.ino) return -EEXIST;
   return vol_of(fs).link(cred_of(t), wa.ino, wb.parent, wb.name);
 }
 
 // linkat(fd, "", AT_EMPTY_PATH): a new name for an open file.
 long fs_link_file(Task& t, Filesystem& fs, File& f, Lookup& b) {
-  WALK(t, fs, b, true, wb);
+  WALK(fs, b, true, wb);
   if (wb.parent == 0 || wb.ino) return -EEXIST;
   return vol_of(fs).link(cred_of(t), ino_of(f), wb.parent, wb.name);
 }
 
 long fs_rename(Task& t, Filesystem& fs, Lookup& a, Lookup& b, unsigned flags) {
-  WALK(t, fs, a, true, wa);
+  WALK(fs, a, true, wa);
   Walk wb{};
-  if (long r = walk(t, fs, b, true, wb)) return r;
+  if (long r = walk(fs, b, true, wb)) return r;
   if (wa.parent == 0 || wb.parent == 0) return -EBUSY;
   if (wa.ino == 0) return -ENOENT;
   return vol_of(fs).rename(cred_of(t), wa.parent, wa.name, wb.parent, wb.name, flags);
 }
 
 long fs_setattr(Task& t, Filesystem& fs, Lookup& lk, const Attr& a) {
-  WALK(t, fs, lk, false, w);
+  WALK(fs, lk, false, w);
   return apply_setattr(vol_of(fs), w.ino, a);
 }
 
@@ -446,6 +447,14 @@ void fs_sync(Filesystem& fs) { vol_of(fs).fsync(true); }
 uint32_t fs_inode_generation(Filesystem& fs, uint64_t ino) {
   ext2glue::Attr a;
   return vol_of(fs).getattr((uint32_t)ino, &a) == 0 ? a.generation : 0;
+}
+
+// The folder's bits and owner from the volume's inode cache (a dentry's
+// inode number is the volume's; its Inode fields are as at lookup).
+FilePerms fs_dir_perms(Task&, Filesystem& fs, Mount&, Dentry& d) {
+  ext2glue::Attr a;
+  if (vol_of(fs).getattr((uint32_t)d.inode->ino, &a) == 0) return perms_of(a);
+  return perms_of(*d.inode);
 }
 
 const FsOps kExt4FsOps = {
@@ -466,9 +475,9 @@ const FsOps kExt4FsOps = {
     .link_file = fs_link_file,
     .dir_path = nullptr,
     .sync = fs_sync,
+    .dir_perms = fs_dir_perms,
     .dcache_trusted = true,
     .inode_generation = fs_inode_generation,
-    .walk_checks_search = true,
     .open_checks_access = true,
 };
 

@@ -60,6 +60,7 @@
 #include "kernel/kernel.h"
 #include "kernel/time.h"
 #include "kernel/vfs/dcache.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
@@ -136,9 +137,10 @@ long statx_at(int dir, const char* name, struct statx* sx) {
 // The guest's mode and owner for the inode's fields.
 void set_fields(HostInode& n, const GuestNode& g) {
   n.ino = g.st.st_ino;
-  n.mode = g.st.st_mode;
-  n.uid = g.st.st_uid;
-  n.gid = g.st.st_gid;
+  // Walks read the bits and owner meanwhile (hostfs_dir_perms).
+  __atomic_store_n(&n.mode, g.st.st_mode, __ATOMIC_RELAXED);
+  __atomic_store_n(&n.uid, g.st.st_uid, __ATOMIC_RELAXED);
+  __atomic_store_n(&n.gid, g.st.st_gid, __ATOMIC_RELAXED);
 }
 
 // A descriptor for one more folder, unless the cap is reached.
@@ -331,6 +333,15 @@ bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d) {
   }
   dput(parent);
   return same;
+}
+
+FilePerms hostfs_dir_perms(Task& t, Filesystem& fs, Mount& m, Dentry& d) {
+  HostInode* n = host_inode(d.inode);
+  if (n && !hostfs_fresh(hostfs_of(fs), n->checked_at.load(std::memory_order_relaxed), hostfs_ticks(),
+                         hostfs_of(fs).trust_ns))
+    hostfs_revalidate(t, fs, m, d);  // reads them again
+  return {__atomic_load_n(&d.inode->mode, __ATOMIC_RELAXED), __atomic_load_n(&d.inode->uid, __ATOMIC_RELAXED),
+          __atomic_load_n(&d.inode->gid, __ATOMIC_RELAXED)};
 }
 
 void hostfs_attrs_changed(Task& t, Lookup& lk) {

@@ -84,6 +84,9 @@ long file_setattr(Task&, File& f, const Attr& a) {
       GuestNode g;
       guest_view(*h, f.host_fd, host, &g);
       r = set_guest_owner_mode(*h, f.host_fd, host, g, a);
+      // A folder's cached inode reads its new mode and owner at the next walk.
+      if (HostInode* n = f.dentry ? hostfs_inode(f.dentry->inode) : nullptr)
+        n->checked_at.store(0, std::memory_order_relaxed);
     } else {  // a pipe, a socket, a stdio stream: the host's own
       // A host device (devfs's null and kin) is the host's, not the guest's.
       if (S_ISCHR(host.st_mode) || S_ISBLK(host.st_mode)) return -EPERM;

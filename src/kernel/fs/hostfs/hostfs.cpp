@@ -575,6 +575,7 @@ const FsOps kHostFsOps = {
     .xattr = fs_xattr,
     .lookup = hostfs_lookup,
     .revalidate = hostfs_revalidate,
+    .dir_perms = hostfs_dir_perms,
 };
 
 // A hostfs over host folder `fd` (taken over), whose host path is `path`.

@@ -66,6 +66,10 @@ int hostfs_dentry_fd(HostFs& h, const Dentry* d);
 // FsOps::lookup and FsOps::revalidate (dentries.cpp).
 long hostfs_lookup(Task&, Filesystem& fs, Mount&, Dentry& dir, std::string_view name, Inode** out);
 bool hostfs_revalidate(Task&, Filesystem& fs, Mount&, Dentry& d);
+// FsOps::dir_perms: the folder's guest mode and owner as its last check
+// found them, checked again first when that is not recent (a folder the
+// walk started in: the cwd, a dirfd).
+FilePerms hostfs_dir_perms(Task& t, Filesystem& fs, Mount& m, Dentry& d);
 // The guest changed the mode or owner of lk's file: its cached inode is
 // checked (and its fields read) again at the next walk through it.
 void hostfs_attrs_changed(Task& t, Lookup& lk);

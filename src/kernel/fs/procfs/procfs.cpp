@@ -524,7 +524,6 @@ const FsOps kProcFsOps = {
     .setattr = proc_setattr,
     .magic_file = proc_magic_file,
     .dcache_drop_unused = true,
-    .walk_checks_search = true,
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/vfs/new_fs.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
@@ -52,6 +53,7 @@ long fs_open(Task& t, Filesystem& fsys, Lookup& lk, int flags, int mode, File** 
 long fs_lookup(Task& t, Filesystem& fs, Mount&, Dentry& dir, std::string_view name, Inode** out) {
   return tmp_lookup(t, tmpfs_of(fs), fs, dir, name, out);
 }
+FilePerms fs_dir_perms(Task&, Filesystem& fs, Mount&, Dentry& d) { return tmp_dir_perms(tmpfs_of(fs), d); }
 long fs_stat(Task& t, Filesystem& fs, Lookup& lk, struct stat* out) { return tmp_stat_path(t, tmpfs_of(fs), lk, out); }
 long fs_readlink(Task& t, Filesystem& fs, Lookup& lk, char* buf, size_t n) {
   return tmp_readlink(t, tmpfs_of(fs), lk, buf, n);
@@ -133,8 +135,8 @@ const FsOps kTmpFsOps = {
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
     .lookup = fs_lookup,
+    .dir_perms = fs_dir_perms,
     .dcache_trusted = true,
-    .walk_checks_search = true,
     .open_checks_access = true,
 };
 

@@ -1,7 +1,8 @@
 // tmpfs inodes in the kernel's dentry cache: a dentry of tmpfs holds its
 // TmpInode (with a reference, which pins the filesystem as an open file
 // does), so an operation whose walk ends in a cached folder starts at that
-// folder's inode instead of walking the inner path again.
+// folder's inode instead of walking the inner path again, and the walk's
+// search check reads the folder's bits from it.
 #include <linux/errno.h>
 #include <sys/stat.h>
 
@@ -33,12 +34,20 @@ TmpInode* tmp_dentry_node(Tmpfs& fs, const Dentry& d) {
   return nullptr;
 }
 
-long tmp_lookup(Task& t, Tmpfs& fs, Filesystem& owner, Dentry& dir, std::string_view name, Inode** out) {
+FilePerms tmp_dir_perms(Tmpfs& fs, const Dentry& d) {
+  // chmod and chown write these under fs.lock; a walk reads them without
+  // it (a check racing a change sees the old bits or the new).
+  if (TmpInode* n = tmp_dentry_node(fs, d))
+    return {__atomic_load_n(&n->mode, __ATOMIC_RELAXED), __atomic_load_n(&n->uid, __ATOMIC_RELAXED),
+            __atomic_load_n(&n->gid, __ATOMIC_RELAXED)};
+  return perms_of(*d.inode);
+}
+
+long tmp_lookup(Task&, Tmpfs& fs, Filesystem& owner, Dentry& dir, std::string_view name, Inode** out) {
   Guard g(fs.lock);
   TmpInode* d = tmp_dentry_node(fs, dir);
   if (!d || (!d->dentry && d != fs.root)) return -ENOENT;  // not ours, or removed
   if (!S_ISDIR(d->mode)) return -ENOTDIR;
-  if (long r = may_lookup(creds_of(t), perms_of(*d))) return r;
   if (name.size() > (size_t)kTmpNameMax) return -ENAMETOOLONG;
   TmpDirent* e = tmp_find(fs, d, name.data(), name.size());
   if (!e) return -ENOENT;

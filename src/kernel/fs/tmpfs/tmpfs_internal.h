@@ -157,6 +157,8 @@ void shm_release(Tmpfs& fs, TmpInode& n);
 // and the TmpInode a dentry of fs holds (nullptr: not one of fs's).
 long tmp_lookup(Task& t, Tmpfs& fs, Filesystem& owner, Dentry& dir, std::string_view name, Inode** out);
 TmpInode* tmp_dentry_node(Tmpfs& fs, const Dentry& d);
+// FsOps::dir_perms: the mode and owner of d's TmpInode as they are now.
+FilePerms tmp_dir_perms(Tmpfs& fs, const Dentry& d);
 // Namespace operations (tmpfs_namei.cpp). Each takes fs.lock itself.
 long tmp_stat_path(Task& t, Tmpfs& fs, Lookup& p, struct stat* out);
 long tmp_readlink(Task& t, Tmpfs& fs, Lookup& p, char* buf, size_t n);

@@ -28,17 +28,19 @@ long redirect(Lookup& lk, const char* link_end, const TmpInode& link, const char
   return vfs_make_redirect(lk, std::string_view(lk.path, (size_t)(link_end - lk.path)), link.target, rest);
 }
 
-// The folder the VFS's walk ended in, as an inode of fs, when the walk
-// may start there: for root, whom no folder's search bit stops, so
-// skipping the folders above it changes nothing. nullptr: walk the path.
-TmpInode* walked_folder(Task& t, Tmpfs& fs, const Lookup& p) {
-  if (!p.dir || p.name.empty() || !p.mount || p.dir->fs != p.mount->fs || creds_of(t).fsuid != 0) return nullptr;
+// The folder the VFS's walk ended in, as an inode of fs: the walk checked
+// search permission on every folder up to it, so the operation starts
+// there. nullptr: walk the path.
+TmpInode* walked_folder(Tmpfs& fs, const Lookup& p) {
+  if (!p.dir || p.name.empty() || !p.mount || p.dir->fs != p.mount->fs) return nullptr;
   return tmp_dentry_node(fs, *p.dir);
 }
 
 // Walks every component but the last, which it looks up without following.
+// Search permission is the VFS walk's, which passed every folder of the
+// path before the operation runs.
 long walk(Task& t, Tmpfs& fs, Lookup& p, Walk* w) {
-  if (TmpInode* dir = walked_folder(t, fs, p)) {
+  if (TmpInode* dir = walked_folder(fs, p)) {
     if (!S_ISDIR(dir->mode)) return -ENOTDIR;
     size_t len = p.name.size();
     if (len > kTmpNameMax) return -ENAMETOOLONG;
@@ -63,7 +65,6 @@ long walk(Task& t, Tmpfs& fs, Lookup& p, Walk* w) {
     while (*e && *e != '/') e++;
     size_t len = (size_t)(e - s);
     if (!S_ISDIR(cur->mode)) return -ENOTDIR;
-    if (long r = may_lookup(creds_of(t), perms_of(*cur))) return r;
     if (len > kTmpNameMax) return -ENAMETOOLONG;
     TmpDirent* d = tmp_find(fs, cur, s, len);
     const char* next = e;
