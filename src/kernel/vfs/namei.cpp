@@ -151,7 +151,7 @@ ErrorOr<Dentry*> ask_fs(Task& t, Mount& m, Dentry& dir, std::string_view name, D
   }
   Dentry* d = cache.add(fresh, n);
   if (!d->negative()) return d;
-  dput(d);  // not reached under names_lock: a name is added once
+  dput(d);  // an unlink made it negative meanwhile: gone again
   return kerr(-ENOENT);
 }
 
