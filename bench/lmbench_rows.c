@@ -23,7 +23,8 @@
 // Environment: LMBENCH_SH     shell for fork-sh/vfork-sh (default /bin/sh)
 //              LMBENCH_HELLO  program for fork-execve/vfork-execve
 //                             (default: lmbench_hello next to this program)
-//              LMBENCH_FILE   file for stat and open-close
+//              LMBENCH_FILE   file for stat and open-close (and beside
+//                             which stat-missing/stat-absent probe names)
 //                             (default /tmp/lmbench_rows.file, created
 //                             empty, with its folders)
 //              LMBENCH_UID    stat and open-close run as this user (and
@@ -248,6 +249,34 @@ static int run_open_close(long iters) {
     if (fd < 0) return fail("open");
     if (close(fd) != 0) return fail("close");
   }
+  return 0;
+}
+
+// --- stat of missing names beside the file, as an import system probes
+// its search path: "<folder>/modN/__init__.py" (missing in the middle of
+// the path) and "<folder>/modN.py" (missing last), N cycling over 16.
+
+static char missing_paths[16][PATH_MAX];
+
+static int setup_missing(int in_middle) {
+  if (setup_file()) return 1;
+  char folder[PATH_MAX];
+  snprintf(folder, sizeof folder, "%s", file_path);
+  char* slash = strrchr(folder, '/');
+  if (slash) *slash = 0;
+  else snprintf(folder, sizeof folder, ".");
+  for (int i = 0; i < 16; i++)
+    snprintf(missing_paths[i], PATH_MAX, in_middle ? "%s/lmbench_mod%d/__init__.py" : "%s/lmbench_mod%d.py",
+             folder, i);
+  return 0;
+}
+static int setup_missing_middle(void) { return setup_missing(1); }
+static int setup_missing_last(void) { return setup_missing(0); }
+
+static int run_stat_missing(long iters) {
+  struct stat st;
+  for (long i = 0; i < iters; i++)
+    if (stat(missing_paths[i & 15], &st) == 0 || errno != ENOENT) return fail("stat of a missing name");
   return 0;
 }
 
@@ -682,6 +711,8 @@ static const struct row rows[] = {
     {"write", 100000, setup_write, run_write, NULL},
     {"stat", 50000, setup_file, run_stat, NULL},
     {"open-close", 20000, setup_file, run_open_close, NULL},
+    {"stat-missing", 50000, setup_missing_middle, run_stat_missing, NULL},
+    {"stat-absent", 50000, setup_missing_last, run_stat_missing, NULL},
     {"fork-exit", 300, NULL, run_fork_exit, NULL},
     {"fork-sh", 100, setup_sh, run_fork_sh, NULL},
     {"vfork-sh", 100, setup_sh, run_vfork_sh, NULL},

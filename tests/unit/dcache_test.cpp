@@ -306,4 +306,84 @@ TEST_F(DcacheTest, LastReleasesWithoutTheLockRaceEvictionAndRemoval) {
   stop = true;
   for (auto& t : users) t.join();
   EXPECT_LE(cache->count(), 1u + kNames);
+
+TEST(NameSeqsTest, AnAddedNameChangesItsDirectorysCountAndFewOthers) {
+  NameSeqs seqs;
+  uint64_t before[1000];
+  for (uint64_t ino = 0; ino < 1000; ino++) before[ino] = seqs.now(ino);
+  seqs.added(42);
+  EXPECT_NE(seqs.now(42), before[42]);
+  // Per directory up to a hash: most other directories keep their count.
+  int changed = 0;
+  for (uint64_t ino = 0; ino < 1000; ino++)
+    if (ino != 42 && seqs.now(ino) != before[ino]) changed++;
+  EXPECT_LT(changed, 1000 / 16);
+  // Never the count a dentry that must be asked again carries.
+  for (uint64_t ino = 0; ino < 1000; ino++) EXPECT_NE(seqs.now(ino), NameSeqs::kNone);
+}
+
+TEST(NameSeqsTest, CountsOnlyGrowUnderConcurrentAdds) {
+  NameSeqs seqs;
+  uint64_t start = seqs.now(7);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 4; i++)
+    ts.emplace_back([&] {
+      for (int k = 0; k < 10000; k++) seqs.added(7);
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(seqs.now(7), start + 40000);
+}
+
+TEST_F(DcacheTest, ANegativeMadeByUnlinkIsNotToBeBelieved) {
+  Dentry* f = child(root, "file", 3);
+  f->seq.store(5);
+  cache->remove(*f);  // a negative the cache made: the name may be back already
+  EXPECT_TRUE(f->negative());
+  EXPECT_EQ(f->seq.load(), NameSeqs::kNone);
+  dput(f);
+  Dentry* fresh = cache->alloc(*root, "other");
+  EXPECT_EQ(fresh->seq.load(), NameSeqs::kNone);  // nor one not yet told what its directory counted
+  dput(fresh);
+}
+
+TEST_F(DcacheTest, NegativesCountAgainstTheBoundAndAreEvictedFirstWhenOldest) {
+  for (int i = 0; i < 200; i++) dput(child(root, ("n" + std::to_string(i)).c_str(), 0));
+  EXPECT_LE(cache->count(), 64u + 1);
+  Dentry* newest = cache->lookup(*root, "n199");
+  ASSERT_NE(newest, nullptr);
+  EXPECT_TRUE(newest->negative());
+  dput(newest);
+  EXPECT_EQ(cache->lookup(*root, "n0"), nullptr);
+}
+
+TEST_F(DcacheTest, NegativesUnderARemovedFolderAreNotFoundUnderItsSuccessor) {
+  Dentry* dir = child(root, "dir", 2);
+  dput(child(dir, "missing", 0));  // held by its negative child: dir stays
+  Dentry* mine = cache->lookup(*root, "dir");
+  cache->remove(*mine);  // rmdir: out of the hash, not made negative in place
+  dput(mine);
+  EXPECT_EQ(cache->lookup(*root, "dir"), nullptr);
+  Dentry* again = child(root, "dir", 9);  // mkdir of the same name
+  EXPECT_NE(again, dir);
+  EXPECT_EQ(cache->lookup(*again, "missing"), nullptr);
+  dput(again);
+  dput(dir);
+}
+
+TEST_F(DcacheTest, NegativesUnderAFolderRenamedOverFollowTheOldFolder) {
+  Dentry* target = child(root, "dir", 2);
+  dput(child(target, "missing", 0));
+  Dentry* other = child(root, "other", 3);
+  Dentry* hit = child(other, "missing", 4);
+  EXPECT_EQ(cache->move(*other, *target, false), 0);  // rename("other", "dir")
+  Dentry* now = cache->lookup(*root, "dir");
+  ASSERT_EQ(now, other);
+  Dentry* m = cache->lookup(*now, "missing");
+  ASSERT_EQ(m, hit);
+  EXPECT_FALSE(m->negative());
+  dput(m);
+  dput(now);
+  dput(hit);
+  dput(other);
+  dput(target);
 }

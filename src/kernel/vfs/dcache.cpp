@@ -269,6 +269,7 @@ void Dcache::remove(Dentry& d) {
     if (d.count() == 1 && (d.flags & Dentry::kHashed)) {
       gone = d.inode;  // only the caller holds it: it stays, as a negative name
       d.inode = nullptr;
+      d.seq.store(NameSeqs::kNone, std::memory_order_relaxed);
     } else {
       unhash_locked(d);
       if (d.inode) d.flags |= Dentry::kDeleted;

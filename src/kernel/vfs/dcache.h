@@ -30,6 +30,31 @@ class Dcache;
 
 constexpr size_t kNameMax = 255;  // NAME_MAX
 
+// Names a filesystem added to its directories, counted per directory (by
+// a hash of the directory's inode number: directories may share a count,
+// which costs only a cache miss). The filesystem counts, in the one place
+// it puts a name into a directory, after the name is findable and before
+// the operation returns; a negative dentry remembers its directory's count
+// from before the filesystem said the name was absent, and says "absent"
+// only while the count is unchanged. So no path that creates a name (a
+// system call, a rename, the kernel's own nodes) can be hidden by a stale
+// negative dentry, whether or not it tells the cache.
+class NameSeqs {
+ public:
+  static constexpr size_t kSlots = 64;
+  // Never a count: a negative dentry that must be asked again.
+  static constexpr uint64_t kNone = ~0ull;
+
+  uint64_t now(uint64_t dir_ino) const { return slot(dir_ino).load(std::memory_order_acquire); }
+  void added(uint64_t dir_ino) { slot(dir_ino).fetch_add(1, std::memory_order_acq_rel); }
+
+ private:
+  std::atomic<uint64_t>& slot(uint64_t ino) { return slots_[(ino * 0x9e3779b97f4a7c15ull) >> 58]; }
+  const std::atomic<uint64_t>& slot(uint64_t ino) const { return slots_[(ino * 0x9e3779b97f4a7c15ull) >> 58]; }
+  std::atomic<uint64_t> slots_[kSlots] = {};
+};
+static_assert(NameSeqs::kSlots == 64, "slot() takes the top 6 bits of the hash");
+
 struct Dentry {
   // The count, and kSlowPut: set under the cache's lock while the dentry is
   // not both hashed and on the LRU list (its last reference must take the
@@ -39,6 +64,9 @@ struct Dentry {
   Dcache* cache = nullptr;
   Dentry* parent = nullptr;  // counted; a filesystem's root is its own parent
   Inode* inode = nullptr;    // counted; nullptr: negative (the name is absent)
+  // A negative's: its directory's NameSeqs count from before the
+  // filesystem said the name was absent (kNone: not to be trusted).
+  std::atomic<uint64_t> seq{NameSeqs::kNone};
   Filesystem* fs = nullptr;
   uint32_t hash = 0;
   uint16_t len = 0;
@@ -101,7 +129,8 @@ class Dcache {
   Dentry* add(Dentry* d, Inode* inode);
   // A name was created: the negative d now names `inode` (moved in).
   void instantiate(Dentry& d, Inode* inode);
-  // A name was removed (unlink, rmdir): d becomes negative, or, while
+  // A name was removed (unlink, rmdir): d becomes negative (one asked
+  // again at its next use: the name may be back already), or, while
   // someone else holds it, leaves the hash marked deleted.
   void remove(Dentry& d);
   // d no longer says the truth (the filesystem changed behind the

@@ -110,42 +110,85 @@ ErrorOr<Dentry*> root_dentry_locked(Task& t, Mount& m) {
   return dget(fs.root_dentry);
 }
 
+// Where the filesystem's own lookup said so, negative dentries are kept
+// (FsOps::dcache_trusted, Filesystem::names_added): the count of names
+// added to dir now, which a negative child must still carry to be
+// believed. Null: negatives are not kept.
+const NameSeqs* negatives_of(Filesystem& fs) { return fs.ops->dcache_trusted ? fs.names_added : nullptr; }
+
+bool still_absent(const NameSeqs& seqs, Dentry& dir, const Dentry& d) {
+  return d.seq.load(std::memory_order_relaxed) == seqs.now(dir.inode->ino);
+}
+
+// The filesystem's answer for `name` in dir, into the cache: a positive
+// dentry, or -ENOENT (remembered as a negative where negatives are kept).
+// `neg`: a negative already cached for the name, with a reference (moves
+// in). names_lock held.
+ErrorOr<Dentry*> ask_fs(Task& t, Mount& m, Dentry& dir, std::string_view name, Dentry* neg) {
+  Dcache& cache = *dir.cache;
+  const NameSeqs* seqs = negatives_of(*m.fs);
+  // Read before asking: a name added after this read changes the count.
+  uint64_t seq = seqs ? seqs->now(dir.inode->ino) : NameSeqs::kNone;
+  Inode* n = nullptr;
+  long r = fs_lookup(t, m, dir, name, &n);
+  if (r == 0 && neg) {
+    cache.instantiate(*neg, n);
+    return neg;
+  }
+  if (r == -ENOENT && seqs) {
+    if (neg) {
+      neg->seq.store(seq, std::memory_order_relaxed);
+      dput(neg);
+      return kerr(-ENOENT);
+    }
+    if (Dentry* fresh = cache.alloc(dir, name)) {
+      fresh->seq.store(seq, std::memory_order_relaxed);
+      dput(cache.add(fresh, nullptr));
+    }
+    return kerr(-ENOENT);
+  }
+  if (neg) {
+    cache.drop(*neg);
+    dput(neg);
+  }
+  if (r < 0) return kerr(r);
+  Dentry* fresh = cache.alloc(dir, name);
+  if (!fresh) {
+    inode_put(n);
+    return kerr(-ENOMEM);
+  }
+  Dentry* d = cache.add(fresh, n);
+  if (!d->negative()) return d;
+  dput(d);  // an unlink made it negative meanwhile: gone again
+  return kerr(-ENOENT);
+}
+
 // The child `name` of dir, positive, with a reference. `locked`: the
 // caller holds the filesystem's names_lock.
 ErrorOr<Dentry*> lookup_child(Task& t, Mount& m, Dentry& dir, std::string_view name, bool locked) {
   Filesystem& fs = *m.fs;
   Dcache& cache = *dir.cache;
+  bool trusted = fs.ops->dcache_trusted;
+  const NameSeqs* seqs = negatives_of(fs);
   Dentry* d = cache.lookup(dir, name);
-  if (d && !d->negative() && (fs.ops->dcache_trusted || still_true(t, m, *d))) return d;
-  if (!locked) fs.names_lock.lock();
-  // Asked again under the lock: a rename or lookup may have finished meanwhile.
-  if (d) {
-    if (!fs.ops->dcache_trusted || d->negative()) cache.drop(*d);
-    dput(d);
-  }
-  d = fs.ops->dcache_trusted ? cache.lookup(dir, name) : nullptr;
-  long r = 0;
-  if (!d || d->negative()) {
-    dput(d);
-    d = nullptr;
-    Inode* n = nullptr;
-    r = fs_lookup(t, m, dir, name, &n);
-    if (r == 0) {
-      Dentry* fresh = cache.alloc(dir, name);
-      if (fresh) d = cache.add(fresh, n);
-      else {
-        inode_put(n);
-        r = -ENOMEM;
-      }
-    }
-  }
-  if (!locked) fs.names_lock.unlock();
-  if (r < 0) return kerr(r);
-  if (d->negative()) {
+  if (d && !d->negative() && (trusted || still_true(t, m, *d))) return d;
+  if (d && d->negative() && seqs && still_absent(*seqs, dir, *d)) {
     dput(d);
     return kerr(-ENOENT);
   }
-  return d;
+  if (!locked) fs.names_lock.lock();
+  // Asked again under the lock: a rename or lookup may have finished meanwhile.
+  if (d) {
+    if (!trusted || (d->negative() && !seqs)) cache.drop(*d);
+    dput(d);
+  }
+  d = trusted ? cache.lookup(dir, name) : nullptr;
+  ErrorOr<Dentry*> got = kerr(-ENOENT);
+  if (d && !d->negative()) got = d;
+  else if (d && seqs && still_absent(*seqs, dir, *d)) dput(d);
+  else got = ask_fs(t, m, dir, name, d);
+  if (!locked) fs.names_lock.unlock();
+  return got;
 }
 
 ErrorOr<Dentry*> walk_inner(Task& t, Mount& m, std::string_view inner, bool locked) {

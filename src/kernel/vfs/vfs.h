@@ -26,6 +26,7 @@ struct Mount;
 struct Dentry;
 struct Inode;
 struct FilePerms;
+class NameSeqs;
 
 // Returned by a filesystem operation whose walk met a symlink it must not
 // follow itself; Lookup::redirect says where to go on. Never reaches a guest.
@@ -169,6 +170,10 @@ struct Filesystem {
   // change (Linux's s_vfs_rename_mutex and i_rwsem in one).
   KMutex names_lock;
   Dentry* root_dentry = nullptr;  // made at its first walk (names_lock)
+  // Set by a dcache_trusted filesystem that counts the names it adds to
+  // its directories (dcache.h): the cache then keeps what its lookup says
+  // is absent, as negative dentries. Null: a missing name is asked anew.
+  const NameSeqs* names_added = nullptr;
 };
 
 // A mounted filesystem type: mount(2) finds it by name.

@@ -17,6 +17,7 @@
 #include "kernel/block/blockdev.h"
 #include "kernel/fs/ext4/ext2_glue.h"
 #include "kernel/lib/sync.h"
+#include "kernel/vfs/dcache.h"
 #include "kernel/task/task.h"
 
 namespace flatux::ext4 {
@@ -114,12 +115,18 @@ class Volume {
   void open_ref(uint32_t ino);
   void close_ref(uint32_t ino);
 
+  // Names added to each directory (create, mkdir, symlink, link, rename
+  // counted where they change the volume): the VFS keeps negative dentries
+  // by it.
+  const NameSeqs& names_added() const { return names_added_; }
+
   struct Stats { uint64_t gate_calls, data_hits, data_misses, dentry_hits, inode_hits; };
   Stats stats() const { return stats_; }
 
   Volume(Kernel& k, BlockDevice& dev);  // use mount()
 
  private:
+  NameSeqs names_added_;
   template <typename F> long gate(F&& f);
   void log_failure(long err, const char* what);
   Time now() const;

@@ -506,6 +506,7 @@ long ext4_mount(Kernel& k, const char* source, unsigned long flags, const char*,
   }
   fs->ops = &kExt4FsOps;
   fs->priv = v;
+  fs->names_added = &v->names_added();
   fs->dev = v->dev_number();
   fs->readonly = v->readonly();  // also when the volume refused writes (journal to recover)
   *out = fs;

@@ -32,6 +32,7 @@ ext2glue::NewNode new_node(const Cred& c, const Attr& dir, uint32_t mode, Time n
 // the new inode and the directory's new times, or forget what may be stale.
 long Volume::finish_create(uint32_t dir, const char* name, size_t len, long r, const Attr& dir_after,
                            const Attr& created) {
+  names_added_.added(dir);  // also after a failure: the name may be there
   if (r < 0) {
     forget_inode(dir);  // its times may have changed
     return failed_change(dir, name, len, r);
@@ -167,6 +168,7 @@ long Volume::link(const Cred& c, uint32_t ino, uint32_t dir, const char* name) {
     if (e == 0) e = ext2glue::touch_dir(vol_, dir, t);
     return e;
   });
+  names_added_.added(dir);
   forget_inode(ino);
   forget_inode(dir);
   if (r < 0) return failed_change(dir, name, len, r);
@@ -320,6 +322,8 @@ long Volume::rename_locked(const Cred& c, uint32_t odir, const char* oname, uint
     if (e == 0 && ndir != odir) e = ext2glue::touch_dir(vol_, ndir, t);
     return e;
   });
+  names_added_.added(ndir);
+  names_added_.added(odir);  // a failed change may have left either name
   forget_inode(odir);
   forget_inode(ndir);
   forget_inode(src);

@@ -152,6 +152,7 @@ long tmpfs_mount(Kernel& k, const char*, unsigned long, const char* data, Filesy
     return r;
   }
   fsys->priv = fs;
+  fsys->names_added = &fs->names_added;
   *out = fsys;
   return 0;
 }

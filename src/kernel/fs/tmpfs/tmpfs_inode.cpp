@@ -127,6 +127,7 @@ long tmp_add_entry(Tmpfs& fs, TmpInode* dir, const char* name, size_t len, TmpIn
     n->dentry = d;
     dir->nlink++;  // its ".."
   }
+  fs.names_added.added(dir->ino);  // negative dentries of the name are stale now
   return 0;
 }
 

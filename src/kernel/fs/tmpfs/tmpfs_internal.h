@@ -10,6 +10,7 @@
 
 #include "kernel/heap.h"
 #include "kernel/lib/sync.h"
+#include "kernel/vfs/dcache.h"
 #include "kernel/vfs/vfs.h"
 
 namespace flatux {
@@ -102,6 +103,8 @@ struct Tmpfs {
   TmpDirent** buckets = nullptr;
   size_t nbuckets = 0;
   size_t nentries = 0;
+  // Counted by tmp_add_entry, the one place a name enters a directory.
+  NameSeqs names_added;
   // Inode references held by open files; an unmounted (detached) tmpfs
   // lives on until the last one is dropped.
   uint64_t pins = 0;
