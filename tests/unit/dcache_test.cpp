@@ -306,6 +306,7 @@ TEST_F(DcacheTest, LastReleasesWithoutTheLockRaceEvictionAndRemoval) {
   stop = true;
   for (auto& t : users) t.join();
   EXPECT_LE(cache->count(), 1u + kNames);
+}
 
 TEST(NameSeqsTest, AnAddedNameChangesItsDirectorysCountAndFewOthers) {
   NameSeqs seqs;

@@ -430,7 +430,7 @@ TEST_F(Ext4Test, AWalkStartedInAFolderWhoseNumberWasReusedFindsNothing) {
     w->start_generation = dir.generation;
     w->start_at = w->path + strlen("/gone/");
     w->follow = true;
-    long r = vol->walk(root, *w);
+    long r = vol->walk(*w);
     uint32_t ino = w->ino;
     delete w;
     return r == 0 ? (long)ino : r;
