@@ -27,20 +27,7 @@
 #define RENAME_EXCHANGE (1 << 1)
 #endif
 
-static char dir[PATH_MAX];
-
-static const char* at(const char* fmt, ...) {
-  static char bufs[8][PATH_MAX];
-  static int next;
-  char* out = bufs[next++ % 8];
-  char rel[PATH_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(rel, sizeof rel, fmt, ap);
-  va_end(ap);
-  if (snprintf(out, PATH_MAX, "%s/%s", dir, rel) >= PATH_MAX) out[0] = 0;
-  return out;
-}
+#include "guest_at.h"
 
 // errno of lstat(path), 0 when it succeeds.
 static int lstat_err(const char* path) {
