@@ -44,6 +44,24 @@ TEST(StringTest, MemmoveOverlapsBothWays) {
   }
 }
 
+// Short copies take moves from both ends: every size up to past the
+// `rep movsb` threshold, at every alignment, copies exactly its bytes.
+TEST(StringTest, MemcpyCopiesEverySizeAndAlignmentExactly) {
+  auto cp = named<void* (*)(void*, const void*, size_t)>("memcpy");
+  for (size_t n = 0; n <= 80; n++) {
+    for (size_t src_off = 0; src_off < 8; src_off++) {
+      for (size_t dst_off = 0; dst_off < 8; dst_off++) {
+        unsigned char src[128], dst[128], want[128];
+        for (size_t i = 0; i < sizeof src; i++) src[i] = (unsigned char)(i * 13 + 5);
+        for (size_t i = 0; i < sizeof dst; i++) dst[i] = want[i] = (unsigned char)(0xee - i);
+        for (size_t i = 0; i < n; i++) want[dst_off + 16 + i] = src[src_off + i];
+        ASSERT_EQ(cp(dst + dst_off + 16, src + src_off, n), dst + dst_off + 16);
+        ASSERT_EQ(std::memcmp(dst, want, sizeof dst), 0) << "n=" << n << " src+" << src_off << " dst+" << dst_off;
+      }
+    }
+  }
+}
+
 TEST(StringTest, CopyFillCompare) {
   auto cp = named<void* (*)(void*, const void*, size_t)>("memcpy");
   auto fill = named<void* (*)(void*, int, size_t)>("memset");
