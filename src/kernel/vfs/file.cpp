@@ -59,7 +59,7 @@ void File::put() {
   if (host_fd >= 0) host::sys(SYS_close, host_fd);
   host_charge_put(charge);  // after the close: the host object is gone (unless mapped)
   fd_share_uncharge(heap, fd_share.load(std::memory_order_relaxed));
-  if (path) heap->free(path);
+  if (path != short_path) heap->free(path);
   dput(dentry);
   if (mount) mount->put();
   heap->destroy_obj(this);
@@ -68,7 +68,7 @@ void File::put() {
 void File::set_origin(Mount* m, const char* inner_path) {
   if (mount || !m) return;  // a file that already knows its origin (a reopened link)
   size_t len = strlen(inner_path);
-  char* copy = static_cast<char*>(heap->alloc(len + 1));
+  char* copy = len < sizeof short_path ? short_path : static_cast<char*>(heap->alloc(len + 1));
   if (!copy) return;  // the path is only a convenience for *at calls
   memcpy(copy, inner_path, len + 1);
   m->get();

@@ -83,7 +83,10 @@ struct File {
   int owner_id = 0;          // a pid, tid or process group; 0: nobody
   uint8_t owner_type = 0;    // F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP
   int owner_sig = 0;         // 0: SIGIO
-  char* path = nullptr;      // its path inside fs when opened (kernel heap string)
+  // Its path inside fs when opened: in short_path when it fits (most do;
+  // an open then allocates nothing for it), else a kernel heap string.
+  char* path = nullptr;
+  char short_path[64];
   // A directory's dentry (with `mount`, a Path), which follows renames;
   // set where the filesystem's names change only through the VFS.
   Dentry* dentry = nullptr;
