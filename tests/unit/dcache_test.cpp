@@ -13,7 +13,7 @@ using namespace flatux;
 namespace {
 
 struct TestInode : Inode {
-  int* released = nullptr;
+  std::atomic<int>* released = nullptr;  // inodes go on whichever thread drops the last reference
 };
 
 void release_test_inode(Inode* n) {
@@ -65,7 +65,8 @@ class DcacheTest : public ::testing::Test {
   Filesystem fs_obj{&ops};
   Filesystem* fs = &fs_obj;
   Dentry* root = nullptr;
-  int made = 0, released = 0;
+  int made = 0;
+  std::atomic<int> released{0};
 };
 
 }  // namespace
