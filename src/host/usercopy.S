@@ -8,10 +8,33 @@
 
 flatux_usercopy_begin:
 
-/* size_t flatux_copy_raw(void *dst, const void *src, size_t n) */
+/* size_t flatux_copy_raw(void *dst, const void *src, size_t n)
+ * Up to 256 bytes (a struct stat, a path, a sockaddr: most of a syscall's
+ * copies) in 8-byte moves, then bytes: `rep movsb`'s start-up costs more. */
 	.type flatux_copy_raw, @function
 flatux_copy_raw:
+	cmp $256, %rdx
+	ja 3f
 	mov %rdx, %rcx
+	shr $3, %rcx
+	jz 5f
+4:	mov (%rsi), %rax
+	mov %rax, (%rdi)
+	add $8, %rsi
+	add $8, %rdi
+	dec %rcx
+	jnz 4b
+5:	and $7, %edx
+	jz 7f
+6:	movzbl (%rsi), %eax
+	mov %al, (%rdi)
+	inc %rsi
+	inc %rdi
+	dec %edx
+	jnz 6b
+7:	xor %eax, %eax
+	ret
+3:	mov %rdx, %rcx
 	rep movsb
 	xor %eax, %eax
 	ret

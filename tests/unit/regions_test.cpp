@@ -73,3 +73,27 @@ TEST_F(RegionsTest, AddReplacesOverlap) {
   list->clear();
   EXPECT_EQ(list->first(), nullptr);
 }
+
+TEST_F(RegionsTest, ExtentFromAnswersRightAcrossChangesToRegionsItAskedBefore) {
+  // extent_from remembers the regions it last started in; every change
+  // must make it look again.
+  ASSERT_TRUE(list->add(1 * P, 2 * P, 3, kRegionAnon));
+  ASSERT_TRUE(list->add(4 * P, 6 * P, 3, kRegionAnon));
+  ASSERT_TRUE(list->add(8 * P, 9 * P, 3, kRegionAnon));
+  for (int round = 0; round < 3; round++) {  // again and again: answered from what it remembers
+    EXPECT_EQ(list->extent_from(1 * P + 10, 100), 100u);
+    EXPECT_EQ(list->extent_from(5 * P, 3 * P), P);
+    EXPECT_EQ(list->extent_from(8 * P + 1, 2 * P), P - 1);
+    EXPECT_EQ(list->extent_from(3 * P, 10), 0u);
+  }
+  ASSERT_TRUE(list->set_prot(5 * P, 6 * P, 1));  // 4-6 becomes 4-5 and 5-6
+  EXPECT_EQ(list->extent_from(5 * P + 1, 10), 10u);  // remembers 5-6
+  ASSERT_TRUE(list->remove(5 * P, 6 * P));           // frees it
+  EXPECT_EQ(list->extent_from(5 * P + 1, 10), 0u);
+  EXPECT_EQ(list->extent_from(5 * P, 3 * P), 0u);
+  EXPECT_EQ(list->extent_from(4 * P, 3 * P), P);
+  ASSERT_TRUE(list->add(6 * P, 8 * P, 3, kRegionAnon));
+  EXPECT_EQ(list->extent_from(6 * P, 8 * P), 3 * P);  // 6-8 and 8-9 together
+  list->clear();
+  EXPECT_EQ(list->extent_from(1 * P + 10, 100), 0u);
+}

@@ -62,6 +62,19 @@ TEST(StringTest, MemcpyCopiesEverySizeAndAlignmentExactly) {
   }
 }
 
+TEST(StringTest, MemsetFillsEverySizeAndAlignmentExactly) {
+  auto fill = named<void* (*)(void*, int, size_t)>("memset");
+  for (size_t n = 0; n <= 300; n++) {
+    for (size_t off = 0; off < 8; off++) {
+      unsigned char buf[336], want[336];
+      for (size_t i = 0; i < sizeof buf; i++) buf[i] = want[i] = (unsigned char)(0xee - i);
+      for (size_t i = 0; i < n; i++) want[off + 16 + i] = 0xa5;
+      ASSERT_EQ(fill(buf + off + 16, 0x1a5, n), buf + off + 16);  // only the low byte counts
+      ASSERT_EQ(std::memcmp(buf, want, sizeof buf), 0) << "n=" << n << " off=" << off;
+    }
+  }
+}
+
 // Callers have relied on a forward copy between overlapping buffers
 // (shifting a buffer's tail down); short copies load every byte first, so
 // they stay right in both directions.

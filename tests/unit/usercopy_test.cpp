@@ -81,6 +81,29 @@ TEST_F(UserCopyTest, StringCopyStopsAtPageEndAndLimits) {
   munmap(two, 4096);
 }
 
+TEST_F(UserCopyTest, CopiesEverySizeExactlyAndFaultsAtAnyShortSize) {
+  // Short copies take another path than long ones: both must copy exactly
+  // n bytes and stop with EFAULT where the memory ends.
+  char* two = static_cast<char*>(mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(two, MAP_FAILED);
+  munmap(two + 4096, 4096);
+  for (size_t n = 0; n <= 300; n++) {
+    unsigned char src[320], dst[336], want[336];
+    for (size_t i = 0; i < sizeof src; i++) src[i] = (unsigned char)(i * 7 + 3);
+    for (size_t i = 0; i < sizeof dst; i++) dst[i] = want[i] = 0xee;
+    memcpy(want + 8, src + 1, n);
+    ASSERT_EQ(copy_from_user(dst + 8, src + 1, n), 0);
+    ASSERT_EQ(memcmp(dst, want, sizeof dst), 0) << "n=" << n;
+    ASSERT_EQ(copy_to_user(two + 4096 - n, src, n), 0) << "n=" << n;
+    ASSERT_EQ(memcmp(two + 4096 - n, src, n), 0) << "n=" << n;
+    if (n == 0) continue;
+    // One byte past the mapping: nothing past it is touched, EFAULT.
+    ASSERT_EQ(copy_to_user(two + 4096 - n + 1, src, n), -EFAULT) << "n=" << n;
+    ASSERT_EQ(copy_from_user(dst, two + 4096 - n + 1, n), -EFAULT) << "n=" << n;
+  }
+  munmap(two, 4096);
+}
+
 // A fault in kernel code that is not a guest access is an oops: a message
 // with the faulting address, a backtrace and a clean exit.
 TEST(KernelOopsDeathTest, FaultInKernelCodeIsReported) {

@@ -88,9 +88,30 @@ void* memmove(void* dst, const void* src, size_t n) noexcept {
 }
 
 void* memset(void* dst, int c, size_t n) noexcept {
-  void* ret = dst;
-  asm volatile("rep stosb" : "+D"(dst), "+c"(n) : "a"(c) : "memory");
-  return ret;
+  // Most clears are small objects (a File, a Dentry, a name buffer) that
+  // `rep stosb`'s start-up costs more than: up to 256 bytes, 8-byte stores
+  // (the last ones may overlap earlier ones), from both ends.
+  auto* d = static_cast<unsigned char*>(dst);
+  if (n > 256) {
+    asm volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(c) : "memory");
+    return dst;
+  }
+  uint64_t v = 0x0101010101010101ull * (unsigned char)c;
+  if (n >= 16) {
+    // 32 bytes a step; this file is built without loop-to-call
+    // distribution, so the loop stays a loop.
+    for (size_t i = 0; i + 32 <= n; i += 32)
+      store8(d + i, v), store8(d + i + 8, v), store8(d + i + 16, v), store8(d + i + 24, v);
+    store8(d + n - 16, v), store8(d + n - 8, v);
+    if (n & 16) store8(d + (n & ~size_t{31}), v), store8(d + (n & ~size_t{31}) + 8, v);
+  } else if (n >= 8) {
+    store8(d, v), store8(d + n - 8, v);
+  } else if (n >= 4) {
+    store4(d, (uint32_t)v), store4(d + n - 4, (uint32_t)v);
+  } else if (n > 0) {
+    d[0] = (unsigned char)c, d[n / 2] = (unsigned char)c, d[n - 1] = (unsigned char)c;
+  }
+  return dst;
 }
 
 int memcmp(const void* a, const void* b, size_t n) noexcept {

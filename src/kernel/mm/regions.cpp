@@ -34,7 +34,7 @@ void RegionList::drop(Region* r) {
 }
 
 bool RegionList::split_at(uintptr_t addr) {
-  last_ = nullptr;
+  forget_recent();
   for (Region* r = head_; r; r = r->next) {
     if (r->start < addr && addr < r->end) {
       Region* tail = heap_->make<Region>(*r);
@@ -52,7 +52,7 @@ bool RegionList::split_at(uintptr_t addr) {
 }
 
 bool RegionList::remove(uintptr_t start, uintptr_t end) {
-  last_ = nullptr;
+  forget_recent();
   if (!split_at(start) || !split_at(end)) return false;
   Region** link = &head_;
   while (Region* r = *link) {
@@ -68,7 +68,7 @@ bool RegionList::remove(uintptr_t start, uintptr_t end) {
 
 bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags,
                      const RegionAttrs& attrs) {
-  last_ = nullptr;
+  forget_recent();
   if (start >= end || !remove(start, end)) return false;
   Region* n = heap_->make<Region>(Region{start, end, prot, kind, flags, nullptr, attrs});
   if (!n) return false;
@@ -131,9 +131,13 @@ const Region* RegionList::find(uintptr_t addr) const {
 }
 
 size_t RegionList::extent_from(uintptr_t addr, size_t max) const {
-  const Region* r = last_ && last_->start <= addr && addr < last_->end ? last_ : find(addr);
-  if (!r) return 0;
-  last_ = r;
+  const Region* r = nullptr;
+  for (const Region* c : recent_)
+    if (c && c->start <= addr && addr < c->end) r = c;
+  if (!r) {
+    if (!(r = find(addr))) return 0;
+    recent_[recent_next_++ % kRecent] = r;
+  }
   uintptr_t end = addr + max < addr ? UINTPTR_MAX : addr + max;
   uintptr_t pos = r->end;
   for (r = r->next; pos < end && r && r->start == pos; r = r->next) pos = r->end;
@@ -166,7 +170,7 @@ bool RegionList::copy_from(const RegionList& src) {
 }
 
 void RegionList::clear() {
-  last_ = nullptr;
+  forget_recent();
   while (Region* r = head_) {
     head_ = r->next;
     drop(r);

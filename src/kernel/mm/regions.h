@@ -86,9 +86,15 @@ class RegionList {
   Heap* heap_;
   Region* head_ = nullptr;
   int count_ = 0;
-  // The region extent_from() last started in: user copies mostly hit one
-  // place (the stack, a buffer) many times. Dropped by every change.
-  mutable const Region* last_ = nullptr;
+  // The regions extent_from() last started in: a call's user copies go
+  // to a few places again and again (a path in the program's data, a
+  // result on its stack, a buffer on its heap). Dropped by every change.
+  static constexpr unsigned kRecent = 4;
+  mutable const Region* recent_[kRecent] = {};
+  mutable unsigned recent_next_ = 0;
+  void forget_recent() {
+    for (const Region*& c : recent_) c = nullptr;
+  }
 };
 
 }  // namespace flatux
