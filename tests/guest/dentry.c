@@ -181,6 +181,14 @@ static void cwd_removed_listing(void) {
   }
   long n = syscall(SYS_getdents64, early, ents, sizeof ents);
   CHECK(n < 0 && errno == ENOENT, "getdents64 through an earlier descriptor: %ld (%s)", n, strerror(errno));
+  fd = open(".", O_PATH | O_DIRECTORY);
+  CHECK(fd >= 0, "open('.', O_PATH) of the removed cwd: %s", strerror(errno));
+  if (fd >= 0) {
+    CHECK(fstat(fd, &st) == 0 && st.st_ino == before.st_ino && st.st_nlink == 0, "O_PATH '.': nlink %lu",
+          (unsigned long)st.st_nlink);
+    CHECK_ERR(fstatat(fd, "decoy", &st, 0), ENOENT);
+    close(fd);
+  }
   close(early);
   CHECK_ERR(open(".", O_RDWR), EISDIR);
   CHECK_ERR(open(".", O_RDONLY | O_CREAT, 0644), EISDIR);

@@ -197,9 +197,9 @@ Path removed_folder_named(Task& t, int dirfd, const char* path) {
   return path_get(p);
 }
 
-// Opens the removed folder p for reading, through the filesystem's
-// open_dentry (no path leads to it any more). It keeps its dentry, so the
-// *at calls start in it and getdents knows it is gone.
+// Opens the removed folder p for reading (or as O_PATH), through the
+// filesystem's open_dentry (no path leads to it any more). It keeps its
+// dentry, so the *at calls start in it and getdents knows it is gone.
 long open_removed_folder(Task& t, const Path& p, int flags, File** out) {
   if ((flags & O_CREAT) || (flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
   Filesystem& fs = *p.mnt->fs;
@@ -229,12 +229,10 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
     *out = root;
     return 0;
   }
-  if (!(flags & O_PATH)) {
-    if (Path gone = removed_folder_named(t, dirfd, path)) {
-      long r = open_removed_folder(t, gone, flags, out);
-      path_put(gone);
-      return r;
-    }
+  if (Path gone = removed_folder_named(t, dirfd, path)) {
+    long r = open_removed_folder(t, gone, flags, out);
+    path_put(gone);
+    return r;
   }
   if (trailing_slash(path)) {
     if (flags & O_CREAT) return -EISDIR;
