@@ -5,7 +5,7 @@
 // their source, and openat2's RESOLVE_* flags confine a walk.
 //
 // Usage: dentry CASE [--tmpfs] DIR
-//   CASE  cwd_rename | fd_rename | rmdir_cwd | rename_race | dotdot_moved |
+//   CASE  cwd_rename | fd_rename | rmdir_cwd | cwd_removed_listing | rename_race | dotdot_moved |
 //         bind_rename | openat2 | proc_links | rename_over_dir |
 //         chroot_rename | mount_rename_race | chroot_proc_links |
 //         chroot_removed | chroot_removed_listing | rmdir_mkdir | symlink_over | rename_cached |
@@ -152,6 +152,49 @@ static void rmdir_cwd(void) {
   CHECK(!exists(at("gone/z")), "a create in the removed cwd landed in its namesake");
   CHECK_ERR(raw_getcwd(buf, sizeof buf), ENOENT);
   REQUIRE(chdir("/") == 0);
+}
+
+// A removed cwd read as a folder: "." still opens it (nlink 0, its own
+// inode, not the namesake made since), it lists nothing (getdents:
+// ENOENT, also through a descriptor opened before the removal), it is
+// not opened for writing (EISDIR), and nothing is found or made through it.
+static void cwd_removed_listing(void) {
+  REQUIRE(mkdir(at("gone"), 0755) == 0);
+  REQUIRE(chdir(at("gone")) == 0);
+  struct stat before, st;
+  REQUIRE(stat(".", &before) == 0);
+  int early = open(".", O_RDONLY | O_DIRECTORY);
+  REQUIRE(early >= 0);
+  REQUIRE(rmdir(at("gone")) == 0);
+  REQUIRE(mkdir(at("gone"), 0755) == 0 && make_file(AT_FDCWD, at("gone/decoy")) == 0);
+  char ents[4096];
+  int fd = open(".", O_RDONLY | O_DIRECTORY);
+  CHECK(fd >= 0, "open('.') of the removed cwd: %s", strerror(errno));
+  if (fd >= 0) {
+    CHECK(fstat(fd, &st) == 0 && st.st_ino == before.st_ino && st.st_nlink == 0,
+          "open('.') is not the removed cwd: nlink %lu", (unsigned long)st.st_nlink);
+    long n = syscall(SYS_getdents64, fd, ents, sizeof ents);
+    CHECK(n < 0 && errno == ENOENT, "getdents64 of the removed cwd: %ld (%s)", n, strerror(errno));
+    CHECK_ERR(openat(fd, "made", O_CREAT | O_WRONLY, 0644), ENOENT);
+    CHECK_ERR(fstatat(fd, "decoy", &st, 0), ENOENT);
+    close(fd);
+  }
+  long n = syscall(SYS_getdents64, early, ents, sizeof ents);
+  CHECK(n < 0 && errno == ENOENT, "getdents64 through an earlier descriptor: %ld (%s)", n, strerror(errno));
+  fd = open(".", O_PATH | O_DIRECTORY);
+  CHECK(fd >= 0, "open('.', O_PATH) of the removed cwd: %s", strerror(errno));
+  if (fd >= 0) {
+    CHECK(fstat(fd, &st) == 0 && st.st_ino == before.st_ino && st.st_nlink == 0, "O_PATH '.': nlink %lu",
+          (unsigned long)st.st_nlink);
+    CHECK_ERR(fstatat(fd, "decoy", &st, 0), ENOENT);
+    close(fd);
+  }
+  close(early);
+  CHECK_ERR(open(".", O_RDWR), EISDIR);
+  CHECK_ERR(open(".", O_RDONLY | O_CREAT, 0644), EISDIR);
+  REQUIRE(chdir("/") == 0);
+  CHECK(!exists(at("gone/made")), "a create in the removed cwd landed in its namesake");
+  REQUIRE(unlink(at("gone/decoy")) == 0 && rmdir(at("gone")) == 0);
 }
 
 // A thread renames p/a to p/b and back while 8 threads walk through it by
@@ -919,6 +962,7 @@ int main(int argc, char** argv) {
   if (!strcmp(what, "cwd_rename")) cwd_rename();
   else if (!strcmp(what, "fd_rename")) fd_rename();
   else if (!strcmp(what, "rmdir_cwd")) rmdir_cwd();
+  else if (!strcmp(what, "cwd_removed_listing")) cwd_removed_listing();
   else if (!strcmp(what, "rename_race")) rename_race();
   else if (!strcmp(what, "dotdot_moved")) dotdot_moved();
   else if (!strcmp(what, "bind_rename")) bind_rename();

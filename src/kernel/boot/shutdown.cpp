@@ -45,7 +45,7 @@ void signal_init(Kernel& k, int sig) {
   si.si_signo = sig;
   si.si_code = SI_KERNEL;
   Guard g(k.tasks_lock);
-  if (k.init && k.init->state == ProcState::kRunning) send_signal(*k.init, nullptr, sig, si);
+  if (k.init && k.init->state == ProcState::kRunning) send_signal(*k.init, nullptr, sig, si, kFromOutside);
 }
 
 }  // namespace

@@ -252,7 +252,7 @@ long send_one(Task& t, Sock& s, KIov& iov, uint64_t name, uint64_t namelen, uint
   long r = p && p->netlink ? netlink_sendmsg(t, s.f->host_fd, km, flags)
                            : restartable(isys(t, SYS_sendmsg, s.f->host_fd, &km, flags | MSG_NOSIGNAL));
   if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
-    send_signal(*t.proc, &t, SIGPIPE, user_siginfo(t, SIGPIPE, SI_USER));
+    send_signal(*t.proc, &t, SIGPIPE, user_siginfo(t, SIGPIPE, SI_USER), sent_by(*t.proc));
   return r;
 }
 

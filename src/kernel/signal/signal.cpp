@@ -75,6 +75,7 @@ SigQueued* sigq_alloc(Process& to, bool over_limit_ok) {
   }
   q->next = nullptr;
   q->charged_to = count;
+  q->by_other = false;
   return q;
 }
 
@@ -101,10 +102,14 @@ void sigq_push(SigPending& p, int sig, SigQueued* q, bool front) {
 
 void sigq_clear(Heap* h, SigPending& p) { drop_from(h, p, ~0ull); }
 
-void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info) {
+bool dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info) {
   SigQueued*& head = p.head[sig - 1];
+  // A bare instance was queued over the limit by kill(), whose sender is
+  // not known any more: counted as another process's.
+  bool by_other = true;
   if (SigQueued* q = head) {
     *info = q->info;
+    by_other = q->by_other;
     head = q->next;
     if (!head) p.tail[sig - 1] = nullptr;
     sigq_free(h, q);
@@ -113,6 +118,7 @@ void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info) {
     info->si_signo = sig;
   }
   if (!head) p.set &= ~sigbit(sig);
+  return by_other;
 }
 
 namespace {
@@ -135,6 +141,21 @@ bool kills(Process& p, const Task& t, int sig) {
 bool ignored(Process& p, int sig) {
   uint64_t h = p.sighand->action[sig - 1].handler;
   return h == (uint64_t)SIG_IGN || (h == (uint64_t)SIG_DFL && sig_default_ignore(sig));
+}
+
+bool is_guest_init(const Process& p) { return &p == p.kernel->init; }
+
+// Linux's SIGNAL_UNKILLABLE: the guest's init takes from the other
+// processes only the signals it has a handler for (or ignores anyway), so
+// no child can kill or stop it, whatever route the signal takes (kill,
+// sigqueue, a file owner, an exit signal). What init brings on itself
+// (raise, abort, a broken pipe, its timers, its faults) and what the host
+// or the terminal's user sends still acts as it would natively: `flatux
+// run` keeps a program's own signal behaviour and its exit status.
+// (siglock held)
+bool shielded(Process& p, int sig, SigSender from) {
+  return from.pid != 0 && from.pid != p.pid && is_guest_init(p) &&
+         p.sighand->action[sig - 1].handler == (uint64_t)SIG_DFL;
 }
 
 // SIGCONT and stop signals cancel each other when sent; SIGCONT resumes a
@@ -200,7 +221,7 @@ siginfo_t user_siginfo(Task& t, int sig, int code) {
   return si;
 }
 
-long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task** deferred) {
+long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, SigSender from, Task** deferred) {
   if (sig == 0) return 0;
   if (sig < 0 || sig > kNSig) return -EINVAL;  // (clone's exit signal may be any byte)
   Task* wake = nullptr;
@@ -208,9 +229,15 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task*
   {
     Guard g(p.siglock);
     if (p.state != ProcState::kRunning) return 0;
+    // A dropped SIGKILL does not resume a stopped init either; other
+    // signals act on stops first, as Linux's prepare_signal.
+    if (sig == SIGKILL && shielded(p, sig, from)) return 0;
     prepare(p, sig);
     Task* probe = target ? target : p.threads;
+    // A blocked signal is kept: its action may change before it is
+    // taken (handle_signals drops it then if init still has no handler).
     bool blocked = probe && ((probe->sigmask | probe->real_blocked) & sigbit(sig));
+    if (!blocked && shielded(p, sig, from)) return 0;
     if (sig != SIGKILL && !blocked && ignored(p, sig)) return 0;
     SigPending& q = target ? target->pending : p.shared_pending;
     if (!is_rt(sig) && (q.set & sigbit(sig))) return 0;  // standard signals coalesce
@@ -222,6 +249,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task*
     if (SigQueued* e = sigq_alloc(p, over_limit_ok)) {
       e->info = info;
       e->info.si_signo = sig;
+      e->by_other = from.pid != 0 && from.pid != p.pid;
       sigq_push(q, sig, e, false);
     } else if (is_rt(sig) && info.si_code != SI_USER) {
       return -EAGAIN;
@@ -264,11 +292,11 @@ void kick_pinned(Task* t) {
   t->pins.fetch_sub(1);
 }
 
-int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info) {
+int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info, SigSender from) {
   int n = 0;
   for (Task* x : k.live_tasks()) {
     if (!x || !first_thread_of_process(*x) || x->proc->pgid != pgrp || x->proc->state != ProcState::kRunning) continue;
-    send_signal(*x->proc, nullptr, sig, info);
+    send_signal(*x->proc, nullptr, sig, info, from);
     n++;
   }
   return n;
@@ -324,6 +352,7 @@ void handle_signals(Task& t, long syscall_nr) {
     siginfo_t info;
     int sig;
     GuestSigaction act;
+    bool by_other;
     {
       Guard lk(p.siglock);
       sig = pick(t.pending.set & ~t.sigmask);
@@ -341,7 +370,7 @@ void handle_signals(Task& t, long syscall_nr) {
         if (!t.notify.load()) break;
         continue;
       }
-      dequeue_signal_locked(t.kernel->heap, *from, sig, &info);
+      by_other = dequeue_signal_locked(t.kernel->heap, *from, sig, &info);
       act = p.sighand->action[sig - 1];
       if (act.handler > (uint64_t)SIG_IGN && (act.flags & SA_RESETHAND))
         p.sighand->action[sig - 1].handler = (uint64_t)SIG_DFL;
@@ -350,6 +379,9 @@ void handle_signals(Task& t, long syscall_nr) {
     if (act.handler == (uint64_t)SIG_IGN) continue;
     if (act.handler == (uint64_t)SIG_DFL) {
       if (sig_default_ignore(sig)) continue;
+      // Queued while blocked (or handled): init drops it now, as Linux's
+      // get_signal does for an unkillable init.
+      if (by_other && is_guest_init(p)) continue;
       if (sig_default_stop(sig)) {
         do_group_stop(t, sig);
         continue;

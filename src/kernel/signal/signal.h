@@ -16,16 +16,23 @@ constexpr long ERESTART_RESTARTBLOCK = 516;
 
 // Queues `sig` for process p (target == nullptr) or for one of its threads,
 // and makes a thread that can take it look at it. Returns 0 or -errno.
+// `from` says whose doing it is: the guest's init drops, as Linux's
+// SIGNAL_UNKILLABLE init does, a signal another guest process sends it
+// while its action is the default one (SIGKILL and SIGSTOP included).
 // With `deferred`, a single thread to wake is not kicked but handed back,
 // pinned, for kick_pinned() once the caller has let go of tasks_lock (the
 // woken thread often wants it at once).
-long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, Task** deferred = nullptr);
+long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, SigSender from,
+                 Task** deferred = nullptr);
+// The sender a process's own action makes (a syscall of its task).
+inline SigSender sent_by(const Process& p) { return SigSender{p.pid}; }
+constexpr SigSender kFromOutside{};  // the host, the terminal, the kernel itself
 // Kicks and unpins a task send_signal handed back (nullptr: nothing).
 void kick_pinned(Task* t);
 
 // Sends to every live process of group `pgrp` (tasks_lock held); returns
 // how many there were.
-int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info);
+int send_signal_pgrp_locked(Kernel& k, int pgrp, int sig, const siginfo_t& info, SigSender from);
 
 // A siginfo for kill()-style sends from task t (SI_USER, or `code`).
 siginfo_t user_siginfo(Task& t, int sig, int code);
@@ -49,8 +56,9 @@ bool fatal_signal_pending(Task& t);
 // Is `sig` deliverable to t now (pending and unblocked)? (siglock held)
 bool has_deliverable_locked(Task& t);
 
-// Takes the first queued instance of `sig` out of p (siglock held).
-void dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info);
+// Takes the first queued instance of `sig` out of p (siglock held). Returns
+// whether another guest process sent it (SigQueued::by_other).
+bool dequeue_signal_locked(Heap* h, SigPending& p, int sig, siginfo_t* info);
 
 // Queued-signal entries, counted against the receiving process's user's
 // RLIMIT_SIGPENDING. sigq_alloc returns nullptr over the limit (unless

@@ -52,7 +52,7 @@ long send_to_pid(Task& t, int pid, int sig, const siginfo_t& si) {
     // delivery is success (Linux's kill of a group); else the last error
     // (EAGAIN: a real-time signal over RLIMIT_SIGPENDING).
     for (int i = 0; i < n; i++) {
-      long r = send_signal(*targets[i], nullptr, sig, si, n == 1 ? &kick : nullptr);
+      long r = send_signal(*targets[i], nullptr, sig, si, sent_by(*t.proc), n == 1 ? &kick : nullptr);
       if (r < 0) err = r;
       else sent = true;
     }
@@ -70,7 +70,7 @@ long send_to_thread(Task& t, int tgid, int tid, int sig, const siginfo_t& si) {
     Task* target = find_task_locked(k, tid);
     if (!target || (tgid > 0 && target->proc->pid != tgid) || target->proc->state != ProcState::kRunning)
       return -ESRCH;
-    r = send_signal(*target->proc, target, sig, si, &kick);
+    r = send_signal(*target->proc, target, sig, si, sent_by(*t.proc), &kick);
   }
   kick_pinned(kick);
   return r;

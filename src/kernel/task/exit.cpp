@@ -96,7 +96,7 @@ void notify_parent(Process& p, int code, int status) {
   si.si_pid = p.pid;
   si.si_uid = p.creds.uid;
   si.si_status = status;
-  send_signal(*parent, nullptr, sig, si);
+  send_signal(*parent, nullptr, sig, si, sent_by(p));
 }
 
 // The last thread has gone: the process becomes a zombie (or vanishes).

@@ -188,7 +188,7 @@ long sys_pidfd_send_signal(Task& t, SyscallArgs a) {
   if (p->state != ProcState::kRunning) return 0;  // a zombie takes (and drops) any signal
   if (!have_info) si = user_siginfo(t, sig, scope == kSignalThread ? SI_TKILL : SI_USER);
   if (scope == kSignalProcessGroup) {
-    send_signal_pgrp_locked(k, p->pgid, sig, si);
+    send_signal_pgrp_locked(k, p->pgid, sig, si, sent_by(*t.proc));
     return 0;
   }
   Task* thread = nullptr;
@@ -196,7 +196,7 @@ long sys_pidfd_send_signal(Task& t, SyscallArgs a) {
     thread = find_task_locked(k, p->pid);
     if (!thread || thread->proc != p) return -ESRCH;
   }
-  return send_signal(*p, thread, sig, si);
+  return send_signal(*p, thread, sig, si, sent_by(*t.proc));
 }
 
 long sys_pidfd_getfd(Task& t, SyscallArgs a) {

@@ -172,7 +172,7 @@ void forward_host_signal(Kernel& k, int sig) {
   int pgid = k.init->pgid;
   for (Task* t : k.live_tasks())
     if (t && first_thread_of_process(*t) && t->proc->pgid == pgid && t->proc->state == ProcState::kRunning)
-      send_signal(*t->proc, nullptr, sig, si);
+      send_signal(*t->proc, nullptr, sig, si, kFromOutside);
 }
 
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,

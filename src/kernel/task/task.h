@@ -46,12 +46,22 @@ struct SigHand {
   GuestSigaction action[kNSig]{};
 };
 
+// Whose doing a signal is: the guest process that sent it (kill and its
+// kin, a file owner it set, its exit signal), or nobody (pid 0): the host,
+// the terminal's user, or the kernel on the receiver's own account (its
+// faults, timers, broken pipes). The guest's init ignores what another
+// process sends it without a handler for it (signal.cpp, send_signal).
+struct SigSender {
+  int pid = 0;  // the sending process's pid (tgid); 0: not a guest process
+};
+
 // A queued signal with its siginfo. Standard signals coalesce (at most one
 // queued each); real-time signals queue every instance in order.
 struct SigQueued {
   siginfo_t info;
   SigQueued* next;
   std::atomic<uint32_t>* charged_to;  // its user's RLIMIT_SIGPENDING count
+  bool by_other = false;              // another guest process sent it
 };
 
 // Pending signals: the set, and a FIFO per signal number, so that queueing

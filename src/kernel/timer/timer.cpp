@@ -62,7 +62,7 @@ void fire(Kernel& k, KTimer& t) {
     target = find_task_locked(k, t.target_tid);
     if (target && target->proc != t.proc) target = nullptr;
   }
-  send_signal(*t.proc, target, t.sig, si);
+  send_signal(*t.proc, target, t.sig, si, sent_by(*t.proc));
 }
 
 // When to look at a CPU timer again: CPU time cannot run faster than wall

@@ -273,7 +273,7 @@ void tty_receive(Tty& tty, const char* data, size_t n) {
       sig = receive_one(tty, (unsigned char)data[i]);
       pgrp = tty.pgrp;
     }
-    if (sig && pgrp > 0) kill_pgrp(*tty.kernel, pgrp, sig);
+    if (sig && pgrp > 0) kill_pgrp(*tty.kernel, pgrp, sig, kFromOutside);
   }
   tty.in_seq.fetch_add(1, std::memory_order_release);
   futex_wake(&tty.in_seq, 1 << 30);

@@ -430,7 +430,7 @@ long master_ioctl(Task& t, File& f, unsigned cmd, uint64_t arg) {
         Guard g(p.slave.lock);
         pgrp = p.slave.pgrp;
       }
-      if (pgrp > 0) kill_pgrp(*t.kernel, pgrp, (int)arg);
+      if (pgrp > 0) kill_pgrp(*t.kernel, pgrp, (int)arg, sent_by(*t.proc));
       return 0;
     }
     case FIONREAD: {

@@ -19,6 +19,7 @@ struct Task;
 struct File;
 struct Process;
 struct Tty;
+struct SigSender;
 
 // What a terminal's device does with output, and what it wants to hear of.
 struct TtyDriver {
@@ -96,9 +97,10 @@ void tty_write_kernel(Tty& tty, const char* s, size_t n);
 // The device's window size changed: SIGWINCH to the foreground group.
 void tty_set_winsize(Tty& tty, const struct winsize& ws);
 
-// Signals every process of group `pgrp` (SI_KERNEL, as the tty layer does).
-void kill_pgrp(Kernel& k, int pgrp, int sig);
-void kill_pgrp_locked(Kernel& k, int pgrp, int sig);  // tasks_lock held
+// Signals every process of group `pgrp` (SI_KERNEL, as the tty layer
+// does) on `from`'s account (kFromOutside: the terminal's own doing).
+void kill_pgrp(Kernel& k, int pgrp, int sig, SigSender from);
+void kill_pgrp_locked(Kernel& k, int pgrp, int sig, SigSender from);  // tasks_lock held
 
 // The device has gone (a pty's master closed): the session loses its
 // controlling terminal, its leader gets SIGHUP and SIGCONT, and every open

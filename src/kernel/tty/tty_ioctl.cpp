@@ -137,8 +137,8 @@ long drop_ctty(Task& t, Tty& tty) {
     tty.session = tty.pgrp = 0;
   }
   if (fg > 0) {
-    kill_pgrp(k, fg, SIGHUP);
-    kill_pgrp(k, fg, SIGCONT);
+    kill_pgrp(k, fg, SIGHUP, sent_by(*t.proc));
+    kill_pgrp(k, fg, SIGCONT, sent_by(*t.proc));
   }
   return 0;
 }
@@ -156,17 +156,17 @@ long flush(Task& t, Tty& tty, uint64_t arg) {
 
 }  // namespace
 
-void kill_pgrp_locked(Kernel& k, int pgrp, int sig) {
+void kill_pgrp_locked(Kernel& k, int pgrp, int sig, SigSender from) {
   siginfo_t si;
   memset(&si, 0, sizeof si);
   si.si_signo = sig;
   si.si_code = SI_KERNEL;
-  send_signal_pgrp_locked(k, pgrp, sig, si);
+  send_signal_pgrp_locked(k, pgrp, sig, si, from);
 }
 
-void kill_pgrp(Kernel& k, int pgrp, int sig) {
+void kill_pgrp(Kernel& k, int pgrp, int sig, SigSender from) {
   Guard g(k.tasks_lock);
-  kill_pgrp_locked(k, pgrp, sig);
+  kill_pgrp_locked(k, pgrp, sig, from);
 }
 
 long tty_job_control(Task& t, Tty& tty, int sig) {
@@ -181,7 +181,7 @@ long tty_job_control(Task& t, Tty& tty, int sig) {
     if (sig_ignored_or_blocked(t, sig)) return sig == SIGTTIN ? -EIO : 0;
     if (pgrp_orphaned_locked(k, pgid)) return -EIO;
   }
-  kill_pgrp(k, pgid, sig);
+  kill_pgrp(k, pgid, sig, sent_by(*t.proc));
   return -ERESTARTSYS;
 }
 
@@ -205,9 +205,9 @@ void tty_hangup(Tty& tty) {
       x->proc->ctty = nullptr;
       if (x->proc->pid != sid || x->proc->state != ProcState::kRunning) continue;
       si.si_signo = SIGHUP;
-      send_signal(*x->proc, nullptr, SIGHUP, si);
+      send_signal(*x->proc, nullptr, SIGHUP, si, kFromOutside);
       si.si_signo = SIGCONT;
-      send_signal(*x->proc, nullptr, SIGCONT, si);
+      send_signal(*x->proc, nullptr, SIGCONT, si, kFromOutside);
     }
   }
   tty.in_seq.fetch_add(1);
@@ -228,7 +228,7 @@ void tty_session_leader_exit_locked(Process& leader) {
   for (Task* x : k.live_tasks())
     if (x && x->proc->sid == leader.sid && x->proc->ctty == tty) x->proc->ctty = nullptr;
   leader.ctty = nullptr;
-  if (fg > 0) kill_pgrp_locked(k, fg, SIGHUP);
+  if (fg > 0) kill_pgrp_locked(k, fg, SIGHUP, sent_by(leader));
 }
 
 void tty_set_winsize(Tty& tty, const struct winsize& ws) {
@@ -239,7 +239,7 @@ void tty_set_winsize(Tty& tty, const struct winsize& ws) {
     tty.ws = ws;
     fg = tty.pgrp;
   }
-  if (fg > 0) kill_pgrp(*tty.kernel, fg, SIGWINCH);
+  if (fg > 0) kill_pgrp(*tty.kernel, fg, SIGWINCH, kFromOutside);
 }
 
 long tty_ioctl(Task& t, Tty& tty, File&, unsigned cmd, uint64_t arg) {

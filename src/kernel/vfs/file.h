@@ -83,6 +83,7 @@ struct File {
   int owner_id = 0;          // a pid, tid or process group; 0: nobody
   uint8_t owner_type = 0;    // F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP
   int owner_sig = 0;         // 0: SIGIO
+  int owner_set_by = 0;      // the pid of the process that named the owner: the signal's sender
   // Its path inside fs when opened: in short_path when it fits (most do;
   // an open then allocates nothing for it), else a kernel heap string.
   char* path = nullptr;

@@ -29,6 +29,7 @@ long set_owner(Task& t, File& f, int type, int id) {
   if (id && !owner_exists_locked(k, type, id)) return -ESRCH;
   f.owner_type = (uint8_t)type;
   f.owner_id = id;
+  f.owner_set_by = t.proc->pid;
   return 0;
 }
 
@@ -70,6 +71,7 @@ long fcntl_owner(Task& t, File& f, int cmd, uint64_t arg) {
 void fown_set_caller(Task& t, File& f) {
   f.owner_type = F_OWNER_PID;
   f.owner_id = t.proc->pid;
+  f.owner_set_by = t.proc->pid;
 }
 
 void send_sigio(Task& t, File& f, int fd, int reason, long band) {
@@ -85,16 +87,19 @@ void send_sigio(Task& t, File& f, int fd, int reason, long band) {
   } else {
     si.si_code = SI_KERNEL;
   }
+  // Sent on behalf of whoever chose the owner (Linux checks that one's
+  // right to signal it), not of the process whose action set it off.
+  SigSender from{f.owner_set_by};
   Kernel& k = *t.kernel;
   Guard g(k.tasks_lock);
   if (f.owner_type == F_OWNER_TID) {
-    if (Task* x = find_task_locked(k, f.owner_id)) send_signal(*x->proc, x, sig, si);
+    if (Task* x = find_task_locked(k, f.owner_id)) send_signal(*x->proc, x, sig, si, from);
   } else if (f.owner_type == F_OWNER_PID) {
-    if (Process* p = find_process_locked(k, f.owner_id)) send_signal(*p, nullptr, sig, si);
+    if (Process* p = find_process_locked(k, f.owner_id)) send_signal(*p, nullptr, sig, si, from);
   } else {
     for (Task* x : k.live_tasks())
       if (x && first_thread_of_process(*x) && x->proc->pgid == f.owner_id && x->proc->state == ProcState::kRunning)
-        send_signal(*x->proc, nullptr, sig, si);
+        send_signal(*x->proc, nullptr, sig, si, from);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/lib/error_or.h"
+#include "kernel/vfs/fdref.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/perm.h"
@@ -148,12 +149,24 @@ void attach_dentry(Task& t, Lookup& lk, File& f, int flags) {
 
 bool root_only(const char* path);
 bool dot_components_only(const char* path);
+bool dots_only(const char* path);
 File* removed_root_file(Task& t);
 
 bool cwd_is_root(Task& t) {
   FsContext& fc = *t.proc->fs;
   Guard g(fc.lock);
   return fc.root && fc.cwd && fc.cwd.dentry == fc.root.dentry && fc.cwd.mnt == fc.root.mnt;
+}
+
+// Whether the folder a walk from dirfd starts in is the process's root
+// (the cwd for AT_FDCWD, else the open folder), where ".." stays.
+bool starts_at_root(Task& t, int dirfd) {
+  if (dirfd == AT_FDCWD) return cwd_is_root(t);
+  FdRef f(t, (uint64_t)(unsigned)dirfd);
+  if (!f) return false;
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  return fc.root && (&*f == fc.root_file || (f->dentry == fc.root.dentry && f->mount == fc.root.mnt));
 }
 
 // A removed chroot directory stays the process's root, as on Linux: "/",
@@ -164,8 +177,49 @@ bool cwd_is_root(Task& t) {
 // so the one chroot opened serves. nullptr where this is not the case.
 File* removed_root_opened(Task& t, int dirfd, const char* path, int flags) {
   if ((flags & (O_PATH | O_CREAT)) != O_PATH) return nullptr;
-  bool names_root = root_only(path) || (dirfd == AT_FDCWD && dot_components_only(path) && cwd_is_root(t));
+  bool names_root = root_only(path) || (dot_components_only(path) && starts_at_root(t, dirfd));
   return names_root ? removed_root_file(t) : nullptr;
+}
+
+// The removed folder `path` names, with references: the process's root
+// ("/", or dots from a cwd that is it) or its cwd ("." from AT_FDCWD),
+// once its name was removed. An empty Path otherwise.
+Path removed_folder_named(Task& t, int dirfd, const char* path) {
+  bool names_root = root_only(path) || (dot_components_only(path) && starts_at_root(t, dirfd));
+  bool names_cwd = dirfd == AT_FDCWD && path[0] == '.' && dots_only(path);
+  FsContext& fc = *t.proc->fs;
+  Guard g(fc.lock);
+  const Path& p = names_root ? fc.root : fc.cwd;
+  if ((!names_root && !names_cwd) || !p) return {};
+  char guest[kPathMax];
+  bool deleted = false;
+  if (guest_path_of(p, guest, sizeof guest, &deleted) < 0 || !deleted) return {};
+  return path_get(p);
+}
+
+// Opens the removed folder p for reading (or as O_PATH), through the
+// filesystem's open_dentry (no path leads to it any more). It keeps its
+// dentry, so the *at calls start in it and getdents knows it is gone.
+long open_removed_folder(Task& t, const Path& p, int flags, File** out) {
+  if ((flags & O_CREAT) || (flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
+  Filesystem& fs = *p.mnt->fs;
+  if (!fs.ops->open_dentry) return -ENOENT;
+  TRY_LONG(fs.ops->open_dentry(t, fs, *p.mnt, *p.dentry, flags, out));
+  File& f = **out;
+  struct stat st;
+  long e = 0;
+  if (!fs.ops->open_checks_access) e = f.ops->stat ? f.ops->stat(t, f, &st) : -ENOENT;
+  if (e == 0 && !fs.ops->open_checks_access) e = may_open(t, st, flags);
+  char inner[kPathMax];
+  if (e == 0 && p.dentry->cache->path_in_fs(p.dentry, inner, sizeof inner) < 0) e = -ENOENT;
+  if (e < 0) {
+    f.put();
+    *out = nullptr;
+    return e;
+  }
+  f.set_origin(p.mnt, inner);
+  f.dentry = dget(p.dentry);
+  return 0;
 }
 
 }  // namespace
@@ -174,6 +228,11 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
   if (File* root = removed_root_opened(t, dirfd, path, flags)) {
     *out = root;
     return 0;
+  }
+  if (Path gone = removed_folder_named(t, dirfd, path)) {
+    long r = open_removed_folder(t, gone, flags, out);
+    path_put(gone);
+    return r;
   }
   if (trailing_slash(path)) {
     if (flags & O_CREAT) return -EISDIR;
@@ -267,7 +326,7 @@ long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* ou
   if (dirfd == AT_FDCWD && path[0] == '.' && dots_only(path)) {
     if (File* cwd = fs_removed_cwd_file(t)) return stat_open(t, cwd, out);
   }
-  if (root_only(path) || (dirfd == AT_FDCWD && dot_components_only(path) && cwd_is_root(t))) {
+  if (root_only(path) || (dot_components_only(path) && starts_at_root(t, dirfd))) {
     if (File* root = removed_root_file(t)) return stat_open(t, root, out);
   }
   bool dir_only = trailing_slash(path);

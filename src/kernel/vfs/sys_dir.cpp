@@ -7,7 +7,9 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/syscalls.h"
+#include "kernel/vfs/dcache.h"
 #include "kernel/vfs/fdref.h"
+#include "kernel/vfs/inode.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/path_ops.h"
 
@@ -45,6 +47,8 @@ long sys_getdents64(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   if (!f || (f->flags & O_PATH)) return -EBADF;
   if (!f->ops->getdents64) return -ENOTDIR;
+  // A removed folder lists nothing: ENOENT, as Linux's IS_DEADDIR.
+  if (f->dentry && f->dentry->inode && f->dentry->inode->dead.load(std::memory_order_acquire)) return -ENOENT;
   return f->ops->getdents64(t, *f, (void*)a[1], a[2]);
 }
 

@@ -17,7 +17,7 @@ constexpr size_t kMaxRw = 0x7ffff000;  // Linux's MAX_RW_COUNT
 
 // Writing to a pipe or socket nobody reads: SIGPIPE to the writing thread.
 long check_epipe_of(Task& t, long r) {
-  if (r == -EPIPE) send_signal(*t.proc, &t, SIGPIPE, user_siginfo(t, SIGPIPE, SI_USER));
+  if (r == -EPIPE) send_signal(*t.proc, &t, SIGPIPE, user_siginfo(t, SIGPIPE, SI_USER), sent_by(*t.proc));
   return r;
 }
 

@@ -127,6 +127,12 @@ struct FsOps {
   // is no such name. Null: the generic answer from `stat` on the name's
   // path (namei.cpp).
   long (*lookup)(Task&, Filesystem&, Mount& m, Dentry& dir, std::string_view name, Inode** out) = nullptr;
+  // Opens the inode the dentry d (of this filesystem, reached through m)
+  // holds, not a path: a folder whose name was removed (a chroot or a
+  // cwd) has none any more. A read-only open (no O_CREAT or O_TRUNC); the
+  // filesystem checks access if it says open_checks_access. Null: such a
+  // folder opens only as O_PATH.
+  long (*open_dentry)(Task&, Filesystem&, Mount& m, Dentry& d, int flags, File** out) = nullptr;
   // Whether the cached positive dentry d still names what it named, for a
   // filesystem that is not dcache_trusted. Null: the generic check, a stat
   // of d's path compared by type and inode number (namei.cpp).

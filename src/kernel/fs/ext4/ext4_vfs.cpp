@@ -302,6 +302,35 @@ const FileOps kExt4FileOps = {
 
 // ---- paths
 
+// The open file of inode `ino` (`created` by this open: no access check).
+long open_ino(Task& t, Filesystem& fs, uint32_t ino, bool created, int flags, File** out) {
+  Volume& v = vol_of(fs);
+  ext2glue::Attr a;
+  long r = v.getattr(ino, &a);
+  if (r < 0) return r;
+  int acc = flags & O_ACCMODE;
+  if (S_ISLNK(a.mode) && !(flags & O_PATH)) return -ELOOP;  // O_NOFOLLOW met a link
+  if ((flags & O_DIRECTORY) && !S_ISDIR(a.mode)) return -ENOTDIR;
+  if (!(flags & O_PATH)) {
+    if (!created && (r = may_open(creds_of(t), perms_of(a), flags)) < 0) return r;
+    if (S_ISCHR(a.mode) || S_ISBLK(a.mode) || S_ISFIFO(a.mode) || S_ISSOCK(a.mode)) return -ENXIO;
+    if ((flags & O_TRUNC) && acc != O_RDONLY && S_ISREG(a.mode) && a.size) {
+      Attr trunc;
+      trunc.mask = kAttrSize;
+      if ((r = apply_setattr(v, ino, trunc)) < 0) return r;
+    }
+  }
+  File* f = file_alloc(t.kernel->heap, &kExt4FileOps, (uint32_t)flags & ~(O_CLOEXEC | O_CREAT | O_EXCL | O_TRUNC), -1);
+  if (!f) return -ENOMEM;
+  f->fs = &fs;
+  f->priv_word = ino;
+  // A regular file or a directory: always ready.
+  f->poll_kind = (flags & O_PATH) ? File::PollKind::kAsk : File::PollKind::kAlwaysReady;
+  v.open_ref(ino);
+  *out = f;
+  return 0;
+}
+
 long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
   if ((flags & __O_TMPFILE) == __O_TMPFILE) return -EOPNOTSUPP;
   Volume& v = vol_of(fs);
@@ -322,30 +351,17 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
       return -EEXIST;
     }
   }
+  return open_ino(t, fs, w.ino, created, flags, out);
+}
+
+long fs_open_dentry(Task& t, Filesystem& fs, Mount&, Dentry& d, int flags, File** out) {
+  if (!d.inode) return -ENOENT;
+  // Still the inode the dentry named, not a later file given its number.
   ext2glue::Attr a;
-  long r = v.getattr(w.ino, &a);
-  if (r < 0) return r;
-  int acc = flags & O_ACCMODE;
-  if (S_ISLNK(a.mode) && !(flags & O_PATH)) return -ELOOP;  // O_NOFOLLOW met a link
-  if ((flags & O_DIRECTORY) && !S_ISDIR(a.mode)) return -ENOTDIR;
-  if (!(flags & O_PATH)) {
-    if (!created && (r = may_open(creds_of(t), perms_of(a), flags)) < 0) return r;
-    if (S_ISCHR(a.mode) || S_ISBLK(a.mode) || S_ISFIFO(a.mode) || S_ISSOCK(a.mode)) return -ENXIO;
-    if ((flags & O_TRUNC) && acc != O_RDONLY && S_ISREG(a.mode) && a.size) {
-      Attr trunc;
-      trunc.mask = kAttrSize;
-      if ((r = apply_setattr(v, w.ino, trunc)) < 0) return r;
-    }
-  }
-  File* f = file_alloc(t.kernel->heap, &kExt4FileOps, (uint32_t)flags & ~(O_CLOEXEC | O_CREAT | O_EXCL | O_TRUNC), -1);
-  if (!f) return -ENOMEM;
-  f->fs = &fs;
-  f->priv_word = w.ino;
-  // A regular file or a directory: always ready.
-  f->poll_kind = (flags & O_PATH) ? File::PollKind::kAsk : File::PollKind::kAlwaysReady;
-  v.open_ref(w.ino);
-  *out = f;
-  return 0;
+  uint32_t ino = (uint32_t)d.inode->ino;
+  if (vol_of(fs).getattr(ino, &a) < 0 || (d.inode->generation && a.generation != d.inode->generation))
+    return -ENOENT;
+  return open_ino(t, fs, ino, false, flags, out);
 }
 
 long fs_stat(Task& t, Filesystem& fs, Lookup& lk, struct stat* out) {
@@ -475,6 +491,7 @@ const FsOps kExt4FsOps = {
     .link_file = fs_link_file,
     .dir_path = nullptr,
     .sync = fs_sync,
+    .open_dentry = fs_open_dentry,
     .dir_perms = fs_dir_perms,
     .dcache_trusted = true,
     .inode_generation = fs_inode_generation,

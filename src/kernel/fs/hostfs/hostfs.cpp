@@ -316,6 +316,18 @@ long open_creating(Task& t, HostFs& h, Lookup& lk, int flags, int mode, bool* ma
 
 // The host checks the host user's rights; a guest user's own are the
 // VFS's (perm.h), on what fs_stat shows the guest.
+// The open file of host descriptor fd (which moves in).
+long file_of_host_fd(Filesystem& fs, long fd, int flags, File** out) {
+  File* f = file_alloc(hostfs_of(fs).heap, &kHostFileOps, (uint32_t)flags & ~O_CLOEXEC, (int)fd);
+  if (!f) {
+    host::sys(SYS_close, fd);
+    return -ENOMEM;
+  }
+  f->fs = &fs;
+  *out = f;
+  return 0;
+}
+
 long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
   HostFs& h = hostfs_of(fs);
   bool made = false;
@@ -329,14 +341,23 @@ long fs_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** ou
   }
   if (fd < 0) return fd;
   if (made) adopt_new_file(h, (int)fd, (uint32_t)mode, creds_of(t).fsuid, creds_of(t).fsgid);
-  File* f = file_alloc(h.heap, &kHostFileOps, (uint32_t)flags & ~O_CLOEXEC, (int)fd);
-  if (!f) {
-    host::sys(SYS_close, fd);
-    return -ENOMEM;
-  }
-  f->fs = &fs;
-  *out = f;
-  return 0;
+  return file_of_host_fd(fs, fd, flags, out);
+}
+
+// A removed folder (FsOps::open_dentry) reopened from its dentry's own
+// descriptor: one removed on the host too (no links left) is nowhere a
+// host process could have moved it, so its descriptor serves even where
+// it no longer lies inside the root.
+long fs_open_dentry(Task&, Filesystem& fs, Mount&, Dentry& d, int flags, File** out) {
+  HostFs& h = hostfs_of(fs);
+  int dir = hostfs_dentry_fd(h, &d);
+  HostInode* n = d.fs == &fs ? hostfs_inode(d.inode) : nullptr;
+  struct stat st;
+  if (dir < 0 && n && n->fd >= 0 && host::sys(SYS_fstat, n->fd, &st) == 0 && st.st_nlink == 0) dir = n->fd;
+  if (dir < 0) return -ENOENT;
+  long fd = hostfs_open_beneath(h, dir, ".", (uint64_t)(flags & ~(O_CREAT | O_TRUNC | O_EXCL)), 0);
+  if (fd < 0) return fd;
+  return file_of_host_fd(fs, fd, flags, out);
 }
 
 // stat of a name in a cached folder: one fstatat, no descriptor of the
@@ -574,6 +595,7 @@ const FsOps kHostFsOps = {
     .dir_path = fs_dir_path,
     .xattr = fs_xattr,
     .lookup = hostfs_lookup,
+    .open_dentry = fs_open_dentry,
     .revalidate = hostfs_revalidate,
     .dir_perms = hostfs_dir_perms,
 };

@@ -22,15 +22,13 @@ namespace {
 Tmpfs& tmpfs_of(Filesystem& fs) { return *static_cast<Tmpfs*>(fs.priv); }
 TmpInode& inode_of(File& f) { return *static_cast<TmpInode*>(f.priv); }
 
-long fs_open(Task& t, Filesystem& fsys, Lookup& lk, int flags, int mode, File** out) {
+// The open file of n (whose reference moves in), opened through `m`.
+long open_node(Task& t, Filesystem& fsys, const Mount* m, TmpInode* n, int flags, File** out) {
   Tmpfs& fs = tmpfs_of(fsys);
-  TmpInode* n = nullptr;
-  long r = tmp_open_inode(t, fs, lk, flags, (uint32_t)mode, &n);
-  if (r < 0) return r;
   bool special = S_ISFIFO(n->mode) || S_ISCHR(n->mode) || S_ISBLK(n->mode) || S_ISSOCK(n->mode);
   if (special && !(flags & O_PATH)) {
     bool device = S_ISCHR(n->mode) || S_ISBLK(n->mode);
-    r = (device && lk.mount && (lk.mount->flags & MS_NODEV)) ? -EACCES : tmpfs_open_special(t, *n, flags, out);
+    long r = (device && m && (m->flags & MS_NODEV)) ? -EACCES : tmpfs_open_special(t, *n, flags, out);
     tmpfs_release_inode(*n);
     return r;
   }
@@ -44,10 +42,22 @@ long fs_open(Task& t, Filesystem& fsys, Lookup& lk, int flags, int mode, File** 
   f->priv = n;
   // A regular file or a directory: always ready.
   f->poll_kind = (flags & O_PATH) ? File::PollKind::kAsk : File::PollKind::kAlwaysReady;
-  if (lk.mount && (lk.mount->flags & MS_NOATIME)) f->priv_word |= kTmpFileNoAtime;
-  if (lk.mount && (lk.mount->flags & MS_STRICTATIME)) f->priv_word |= kTmpFileStrictAtime;
+  if (m && (m->flags & MS_NOATIME)) f->priv_word |= kTmpFileNoAtime;
+  if (m && (m->flags & MS_STRICTATIME)) f->priv_word |= kTmpFileStrictAtime;
   *out = f;
   return 0;
+}
+
+long fs_open(Task& t, Filesystem& fsys, Lookup& lk, int flags, int mode, File** out) {
+  TmpInode* n = nullptr;
+  long r = tmp_open_inode(t, tmpfs_of(fsys), lk, flags, (uint32_t)mode, &n);
+  return r < 0 ? r : open_node(t, fsys, lk.mount, n, flags, out);
+}
+
+long fs_open_dentry(Task& t, Filesystem& fsys, Mount& m, Dentry& d, int flags, File** out) {
+  TmpInode* n = nullptr;
+  long r = tmp_open_dentry_inode(t, tmpfs_of(fsys), d, flags, &n);
+  return r < 0 ? r : open_node(t, fsys, &m, n, flags, out);
 }
 
 long fs_lookup(Task& t, Filesystem& fs, Mount&, Dentry& dir, std::string_view name, Inode** out) {
@@ -135,6 +145,7 @@ const FsOps kTmpFsOps = {
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
     .lookup = fs_lookup,
+    .open_dentry = fs_open_dentry,
     .dir_perms = fs_dir_perms,
     .dcache_trusted = true,
     .open_checks_access = true,

@@ -174,6 +174,9 @@ long tmp_rename(Task& t, Tmpfs& fs, Lookup& old_p, Lookup& new_p, unsigned flags
 long tmp_setattr_path(Task& t, Tmpfs& fs, Lookup& p, const Attr& a);
 // Opens (and with O_CREAT/O_TMPFILE creates); *out holds a reference.
 long tmp_open_inode(Task& t, Tmpfs& fs, Lookup& p, int flags, uint32_t mode, TmpInode** out);
+// The inode the dentry d holds, checked for a read-only open by `flags`,
+// with a reference (FsOps::open_dentry: a removed folder has no path).
+long tmp_open_dentry_inode(Task& t, Tmpfs& fs, const Dentry& d, int flags, TmpInode** out);
 // Callers hold fs.lock for these.
 long tmp_link_inode(Task& t, Tmpfs& fs, TmpInode* n, Lookup& new_p);
 long tmp_setattr(Tmpfs& fs, TmpInode& n, const Attr& a);

@@ -361,6 +361,17 @@ long tmp_setattr_path(Task& t, Tmpfs& fs, Lookup& p, const Attr& a) {
   return tmp_setattr(fs, *w.inode, a);
 }
 
+long tmp_open_dentry_inode(Task& t, Tmpfs& fs, const Dentry& d, int flags, TmpInode** out) {
+  Guard g(fs.lock);
+  TmpInode* n = tmp_dentry_node(fs, d);
+  if (!n) return -ENOENT;
+  if ((flags & O_DIRECTORY) && !S_ISDIR(n->mode)) return -ENOTDIR;
+  if (long e = may_open(creds_of(t), perms_of(*n), flags)) return e;
+  tmp_get(n);
+  *out = n;
+  return 0;
+}
+
 long tmp_open_inode(Task& t, Tmpfs& fs, Lookup& p, int flags, uint32_t mode, TmpInode** out) {
   // Linux (since 6.4) refuses the pair outright rather than create a file.
   if ((flags & O_CREAT) && (flags & O_DIRECTORY) && (flags & __O_TMPFILE) != __O_TMPFILE) return -EINVAL;
