@@ -80,9 +80,13 @@ struct Ext4Walker {
       return true;
     }, &l);
     if (l.resume) vol->readdir(ino, l.resume, [](void*, const ext2glue::DirEntry&) { return true; }, nullptr);
+    ext2glue::Attr dir;
+    bool have_dir = vol->getattr(ino, &dir) == 0;
     for (auto& [kid, name] : l.kids) {
       if (name == "." || name == "..") continue;
       if (depth == 0) walk_name("/" + name);  // the name-based path as well
+      ext2glue::Attr found;
+      if (have_dir) vol->lookup(ino, dir.generation, name.data(), name.size(), &found);  // the dentry cache's way
       visit(kid, depth + 1);
     }
   }

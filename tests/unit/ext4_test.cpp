@@ -21,14 +21,19 @@
 
 #include "kernel/block/ubd.h"
 #include "../fuzz/ext4_walk.h"
+#include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/kernel.h"
+#include "kernel/task/task.h"
+#include "kernel/vfs/namei.h"
 
 using namespace flatux;
 using ext4::Cred;
 using ext4::Volume;
-using ext4::Walk;
 
 namespace {
+
+// The volume's walk (flatux::Walk is the VFS's).
+using Walk = ext4::Walk;
 
 std::string run(const std::string& cmd, bool with_stderr = true) {
   std::string out;
@@ -607,6 +612,151 @@ TEST_F(Ext4Test, HugeSymlinkSizeIsCorruptionNotAnAllocation) {
   EXPECT_EQ(vol->readlink(fast, buf, sizeof buf, &n), -EUCLEAN);
   uint64_t grown = fuzz::shared_memory_kb() - before;
   EXPECT_LT(grown, 16u * 1024) << "the kernel heap grew by " << grown << " KiB for two damaged symlinks";
+}
+
+// The volume mounted at /ext4 in the kernel's namespace, and a task (root)
+// whose lookups go through the dentry cache as a walk's do.
+class Ext4DentryTest : public Ext4Test {
+ protected:
+  void mount_in_vfs() {
+    ASSERT_EQ(ubd_attach(*k, 0, image.c_str(), false), 0);
+    ASSERT_EQ(ext4_mount_device(*k, "/dev/ubda", "/ext4", 0), 0);
+    mnt = k->vfs->find_exact("/ext4");
+    ASSERT_NE(mnt, nullptr);
+    v = static_cast<Volume*>(mnt->fs->priv);
+    proc.creds = Creds{};
+    task.proc = &proc;
+    task.kernel = k;
+  }
+  void TearDown() override {
+    if (mnt) {
+      EXPECT_EQ(k->vfs->umount(mnt, true), 0);
+      mnt->put();  // the last reference: the volume is written back and freed
+    }
+    Ext4Test::TearDown();
+  }
+  ErrorOr<Dentry*> dentry(const char* inner) { return dentry_of(task, *mnt, inner); }
+  // The child `name` of dir as a walk ending in dir asks for it.
+  ErrorOr<Dentry*> child(Dentry* dir, const char* path, const char* name) {
+    Lookup lk(path, false, mnt);
+    lk.dir = dir;
+    lk.name = name;
+    return dentry_of(task, lk);
+  }
+  uint64_t name_lookups() { return v->stats().name_lookups; }
+
+  Mount* mnt = nullptr;
+  Volume* v = nullptr;
+  Process proc{};
+  Task task{};
+};
+
+// A name missing from the dentry cache is asked of its folder alone: one
+// lookup in that directory, not a walk from the volume's root; a missing
+// name answers ENOENT and is kept as a negative dentry until a name is
+// added to the folder.
+TEST_F(Ext4DentryTest, ADeepNameIsOneLookupInItsFolder) {
+  ASSERT_EQ(system(("mkdir -p " + tree + "/a/b/c/d/e").c_str()), 0);
+  write_file(tree + "/a/b/c/d/e/deep.txt", "deep\n");
+  make_image();
+  mount_in_vfs();
+  auto e = dentry("/a/b/c/d/e");
+  ASSERT_FALSE(e.is_error()) << e.error();
+  uint64_t before = name_lookups();
+  auto f = dentry("/a/b/c/d/e/deep.txt");
+  ASSERT_FALSE(f.is_error()) << f.error();
+  EXPECT_EQ(name_lookups() - before, 1u) << "the folders above were asked again";
+  Inode& n = *f.value()->inode;
+  ext2glue::Attr a;
+  ASSERT_EQ(v->getattr((uint32_t)n.ino, &a), 0);
+  EXPECT_EQ(a.size, 5u);  // deep.txt itself
+  EXPECT_EQ(n.mode, a.mode);
+  EXPECT_TRUE(S_ISREG(n.mode));
+  EXPECT_EQ(n.uid, a.uid);
+  EXPECT_EQ(n.gid, a.gid);
+  EXPECT_EQ(n.generation, a.generation);
+  ext2glue::Attr ea;
+  ASSERT_EQ(v->getattr((uint32_t)e.value()->inode->ino, &ea), 0);
+  EXPECT_EQ(e.value()->inode->generation, ea.generation);
+  dput(f.value());
+
+  before = name_lookups();
+  auto miss = dentry("/a/b/c/d/e/nothing");
+  ASSERT_TRUE(miss.is_error());
+  EXPECT_EQ(miss.error(), -ENOENT);
+  EXPECT_EQ(name_lookups() - before, 1u);
+  Dentry* neg = k->dcache->lookup(*e.value(), "nothing");
+  ASSERT_NE(neg, nullptr);
+  EXPECT_TRUE(neg->negative());
+  dput(neg);
+  before = name_lookups();
+  EXPECT_EQ(dentry("/a/b/c/d/e/nothing").error(), -ENOENT);
+  EXPECT_EQ(dentry("/a/b/c/d/e/nothing/x").error(), -ENOENT);  // a walk failing mid-path
+  EXPECT_EQ(name_lookups(), before) << "the negative dentry did not answer";
+
+  // Made behind the cache's back (the volume counts the names it adds):
+  // the negative is not believed any more.
+  ext2glue::Attr made;
+  ASSERT_EQ(v->create(root, (uint32_t)e.value()->inode->ino, "nothing", S_IFREG | 0600, 0, &made), 0);
+  auto now = dentry("/a/b/c/d/e/nothing");
+  ASSERT_FALSE(now.is_error()) << now.error();
+  EXPECT_EQ(now.value()->inode->ino, made.ino);
+  EXPECT_EQ(now.value()->inode->mode, S_IFREG | 0600u);
+  dput(now.value());
+  dput(e.value());
+}
+
+// A cached folder removed and its number given to a new folder (here of
+// the same name, behind the cache's back): a lookup in the old folder's
+// dentry finds nothing, though the path now leads to a folder holding
+// the name.
+TEST_F(Ext4DentryTest, AFolderWhoseNumberWasReusedAnswersNothing) {
+  make_image();
+  mount_in_vfs();
+  ext2glue::Attr gone, again, f;
+  ASSERT_EQ(v->mkdir(root, 2, "gone", 0755, &gone), 0);
+  auto d = dentry("/gone");
+  ASSERT_FALSE(d.is_error()) << d.error();
+  EXPECT_EQ(d.value()->inode->generation, gone.generation);
+  ASSERT_EQ(v->unlink(root, 2, "gone", true), 0);
+  ASSERT_EQ(v->mkdir(root, 2, "gone", 0755, &again), 0);
+  ASSERT_EQ(again.ino, gone.ino);  // the lowest free number comes back
+  ASSERT_NE(again.generation, gone.generation);
+  ASSERT_EQ(v->create(root, again.ino, "file", S_IFREG | 0644, 0, &f), 0);
+  auto stale = child(d.value(), "/gone/file", "file");
+  ASSERT_TRUE(stale.is_error()) << "the old folder's dentry found the new folder's file";
+  EXPECT_EQ(stale.error(), -ENOENT);
+  Inode* n = nullptr;
+  EXPECT_EQ(mnt->fs->ops->lookup(task, *mnt->fs, *mnt, *d.value(), "file", &n), -ENOENT);
+  dput(d.value());
+}
+
+// Damage in a directory block is an error from the lookup, never a crash.
+TEST_F(Ext4DentryTest, ALookupInADamagedFolderIsAnError) {
+  make_image("-O metadata_csum");
+  std::string out = debugfs("blocks /etc");
+  long etc_block = strtol(out.c_str(), nullptr, 10);
+  long bs = 4096;
+  std::string st = debugfs("stats");
+  size_t p = st.find("Block size:");
+  if (p != std::string::npos) bs = strtol(st.c_str() + p + 11, nullptr, 10);
+  ASSERT_GT(etc_block, 0);
+  int fd = open(image.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  for (int i = 0; i < 8; i++) {
+    unsigned char c;
+    pread(fd, &c, 1, etc_block * bs + 24 + i);
+    c ^= 0x5a;
+    pwrite(fd, &c, 1, etc_block * bs + 24 + i);
+  }
+  close(fd);
+  mount_in_vfs();
+  auto h = dentry("/etc/hostname");
+  ASSERT_TRUE(h.is_error());
+  EXPECT_TRUE(h.error() == -EUCLEAN || h.error() == -EBADMSG || h.error() == -EIO) << h.error();
+  auto hello = dentry("/hello.txt");  // the rest still works
+  ASSERT_FALSE(hello.is_error()) << hello.error();
+  dput(hello.value());
 }
 
 }  // namespace

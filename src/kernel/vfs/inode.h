@@ -1,7 +1,8 @@
 // Inodes: a filesystem's object for one file, as the dentry cache holds it.
 // A filesystem derives its own inode type from this base (or uses the
-// generic one the VFS makes from a stat, fs_inode.h) and keeps the fields
-// here current; the permission policy (perm.h) can read them.
+// generic one, plain_inode in namei.h, which the VFS also makes from a
+// stat) and keeps the fields here current; the permission policy (perm.h)
+// can read them.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -30,6 +30,23 @@ long stat_inner(Task& t, Mount& m, const char* inner, struct stat* st) {
   return r == kRedirect ? -ENOENT : r;
 }
 
+}  // namespace
+
+ErrorOr<Inode*> plain_inode(Task& t, Filesystem& fs, uint64_t ino, const FilePerms& p, uint32_t generation) {
+  StatInode* n = t.kernel->heap->make<StatInode>();
+  if (!n) return kerr(-ENOMEM);
+  n->fs = &fs;
+  n->release = release_stat_inode;
+  n->ino = ino;
+  n->mode = p.mode;
+  n->uid = p.uid;
+  n->gid = p.gid;
+  n->generation = generation;
+  return static_cast<Inode*>(n);
+}
+
+namespace {
+
 long child_path(Dentry& dir, std::string_view name, char* out, size_t n) {
   long len = dir.cache->path_in_fs(&dir, out, n);
   if (len < 0) return len;
@@ -42,16 +59,8 @@ long child_path(Dentry& dir, std::string_view name, char* out, size_t n) {
 }
 
 ErrorOr<Inode*> inode_from_stat(Task& t, Filesystem& fs, const struct stat& st) {
-  StatInode* n = t.kernel->heap->make<StatInode>();
-  if (!n) return kerr(-ENOMEM);
-  n->fs = &fs;
-  n->release = release_stat_inode;
-  n->ino = st.st_ino;
-  n->mode = st.st_mode;
-  n->uid = st.st_uid;
-  n->gid = st.st_gid;
-  if (fs.ops->inode_generation) n->generation = fs.ops->inode_generation(fs, st.st_ino);
-  return static_cast<Inode*>(n);
+  uint32_t gen = fs.ops->inode_generation ? fs.ops->inode_generation(fs, st.st_ino) : 0;
+  return plain_inode(t, fs, st.st_ino, FilePerms{st.st_mode, st.st_uid, st.st_gid}, gen);
 }
 
 // The generic FsOps::lookup: the filesystem's stat of the name's path.

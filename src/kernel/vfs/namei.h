@@ -152,6 +152,11 @@ ErrorOr<Dentry*> dentry_of(Task& t, Mount& m, std::string_view inner);
 // walk gave one).
 ErrorOr<Dentry*> dentry_of(Task& t, Lookup& lk);
 
+// An inode known by its number, type, bits, owner and generation alone,
+// which the heap frees at its last reference: for a filesystem whose
+// lookup has no object of its own to hand the dentry cache.
+ErrorOr<Inode*> plain_inode(Task& t, Filesystem& fs, uint64_t ino, const FilePerms& p, uint32_t generation);
+
 // The Path of an open file: its dentry, or the one of the path it was
 // opened by (as the filesystem now names it). -ENOTDIR for a file not
 // opened by path.

@@ -185,6 +185,7 @@ Dentry* Volume::cached_name(uint32_t dir, const char* name, size_t len) {
 }
 
 long Volume::lookup_name(uint32_t dir, const char* name, size_t len, uint32_t* ino) {
+  stats_.name_lookups++;
   Dentry* d = cached_name(dir, name, len);
   long err = 0;
   Inode* di = d ? nullptr : inode(dir, &err);
@@ -275,18 +276,37 @@ void Volume::forget_name(uint32_t dir, const char* name, size_t len) {
 
 // ---- the walk
 
+// Whether directory `ino` is still the folder with that generation: one
+// removed since the VFS's walk passed it (its number perhaps another
+// file's by now) holds nothing.
+long Volume::live_dir(uint32_t ino, uint32_t generation) {
+  long err = 0;
+  Inode* d = inode(ino, &err);
+  if (!d) return err;
+  if (d->a.nlink == 0 || d->a.generation != generation || !S_ISDIR(d->a.mode)) return -ENOENT;
+  return 0;
+}
+
+long Volume::lookup(uint32_t dir, uint32_t generation, const char* name, size_t len, Attr* out) {
+  Guard g(lock_);
+  if (long r = live_dir(dir, generation)) return r;
+  if (len > 255) return -ENAMETOOLONG;
+  uint32_t child = 0;
+  if (long r = lookup_name(dir, name, len, &child)) return r;
+  long err = 0;
+  Inode* in = inode(child, &err);
+  if (!in) return err;
+  *out = in->a;
+  return 0;
+}
+
 long Volume::walk(Walk& w) {
   Guard g(lock_);
   uint32_t cur = w.start_ino ? w.start_ino : kRootIno;
   const char* p = w.start_ino ? w.start_at : w.path;
   w.ino = w.parent = 0;
   if (w.start_ino) {
-    // A folder removed since the VFS's walk passed it (its number perhaps
-    // another file's by now): nothing is there.
-    long err = 0;
-    Inode* start = inode(cur, &err);
-    if (!start) return err;
-    if (start->a.nlink == 0 || start->a.generation != w.start_generation || !S_ISDIR(start->a.mode)) return -ENOENT;
+    if (long r = live_dir(cur, w.start_generation)) return r;
   }
   w.name[0] = 0;
   while (*p == '/') p++;

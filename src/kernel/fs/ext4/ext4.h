@@ -80,6 +80,11 @@ class Volume {
   // Search permission on the folders passed is not checked here: the
   // VFS's walk checked every folder of the path before the operation.
   long walk(Walk& w);
+  // The inode `name` (one component) names in directory `dir`, whose
+  // i_generation must still be `generation` (a number freed and given to
+  // a newer folder answers -ENOENT): one lookup in that directory, no
+  // walk. -ENOENT for a missing name.
+  long lookup(uint32_t dir, uint32_t generation, const char* name, size_t len, Attr* out);
   long getattr(uint32_t ino, Attr* out);
   long readlink(uint32_t ino, char* buf, size_t cap, size_t* len);
 
@@ -120,7 +125,9 @@ class Volume {
   // by it.
   const NameSeqs& names_added() const { return names_added_; }
 
-  struct Stats { uint64_t gate_calls, data_hits, data_misses, dentry_hits, inode_hits; };
+  // name_lookups: names looked up in a directory (from the cache or the
+  // image), one per component a walk or lookup passes.
+  struct Stats { uint64_t gate_calls, data_hits, data_misses, dentry_hits, inode_hits, name_lookups; };
   Stats stats() const { return stats_; }
 
   Volume(Kernel& k, BlockDevice& dev);  // use mount()
@@ -132,6 +139,7 @@ class Volume {
   Time now() const;
 
   Inode* inode(uint32_t ino, long* err);     // cached, read in on a miss
+  long live_dir(uint32_t ino, uint32_t generation);
   Inode* cache_inode(const Attr& a);
   void forget_inode(uint32_t ino);
   void update_inode(const Attr& a);

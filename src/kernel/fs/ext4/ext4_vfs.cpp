@@ -23,6 +23,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/printk.h"
 #include "kernel/vfs/dcache.h"
+#include "kernel/vfs/namei.h"
 #include "kernel/vfs/new_fs.h"
 #include "kernel/vfs/perm.h"
 
@@ -465,6 +466,20 @@ uint32_t fs_inode_generation(Filesystem& fs, uint64_t ino) {
   return vol_of(fs).getattr((uint32_t)ino, &a) == 0 ? a.generation : 0;
 }
 
+// `name` in the folder of dentry `dir`: one lookup in that directory (a
+// dentry's inode number and generation are the volume's), none in the
+// folders above it.
+long fs_lookup(Task& t, Filesystem& fs, Mount&, Dentry& dir, std::string_view name, Inode** out) {
+  if (!dir.inode) return -ENOENT;
+  ext2glue::Attr a;
+  long r = vol_of(fs).lookup((uint32_t)dir.inode->ino, dir.inode->generation, name.data(), name.size(), &a);
+  if (r < 0) return r;
+  auto n = plain_inode(t, fs, a.ino, perms_of(a), a.generation);
+  if (n.is_error()) return n.error();
+  *out = n.value();
+  return 0;
+}
+
 // The folder's bits and owner from the volume's inode cache (a dentry's
 // inode number is the volume's; its Inode fields are as at lookup).
 FilePerms fs_dir_perms(Task&, Filesystem& fs, Mount&, Dentry& d) {
@@ -491,6 +506,7 @@ const FsOps kExt4FsOps = {
     .link_file = fs_link_file,
     .dir_path = nullptr,
     .sync = fs_sync,
+    .lookup = fs_lookup,
     .open_dentry = fs_open_dentry,
     .dir_perms = fs_dir_perms,
     .dcache_trusted = true,
