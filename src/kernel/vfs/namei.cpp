@@ -254,6 +254,34 @@ ErrorOr<Dentry*> dentry_of(Task& t, Mount& m, std::string_view inner) {
   return walk_inner(t, m, inner, false);
 }
 
+ErrorOr<Dentry*> mount_point_dentry(Task& t, Mount& m, std::string_view inner) {
+  auto root = walk_inner(t, m, "/", false);
+  if (root.is_error()) return root;
+  Dentry* cur = root.value();
+  size_t i = 0;
+  while (i < inner.size()) {
+    while (i < inner.size() && inner[i] == '/') i++;
+    size_t s = i;
+    while (i < inner.size() && inner[i] != '/') i++;
+    std::string_view name(inner.data() + s, i - s);
+    if (name.empty()) continue;
+    auto r = lookup_child(t, m, *cur, name, false);
+    Dentry* next = nullptr;
+    if (!r.is_error()) {
+      next = r.value();
+    } else if (r.error() == -ENOENT) {
+      // Added negative with no count (NameSeqs::kNone): the filesystem
+      // is asked again whenever anything but the mount looks at it.
+      Dcache& cache = *cur->cache;
+      if (Dentry* fresh = cache.alloc(*cur, name)) next = cache.add(fresh, nullptr);
+    }
+    dput(cur);
+    if (!next) return kerr(r.is_error() && r.error() != -ENOENT ? r.error() : -ENOMEM);
+    cur = next;
+  }
+  return cur;
+}
+
 ErrorOr<Dentry*> dentry_of(Task& t, Lookup& lk) {
   if (lk.dir && !lk.name.empty()) return lookup_child(t, *lk.mount, *lk.dir, lk.name, false);
   return dentry_of(t, *lk.mount, lk.path);
@@ -457,9 +485,12 @@ void fs_drop_dentries(Filesystem& fs) {
 // leads to the root of what is mounted there, ".." goes to the parent
 // dentry, or from a mount's root to the dentry it is mounted on, and stops
 // at the process root; symlinks are read and their targets walked in
-// place of the link. The walk keeps the canonical guest path of where it
-// stands: mounts are found by their mount point's guest path, which the
-// mount table keeps true across renames (Vfs::follow_rename).
+// place of the link. A mount is found by (the mount the walk is on, the
+// dentry it stands on), as Linux's __lookup_mnt: a folder none of whose
+// children is a mount point costs one test (Dentry::mounted_children).
+// The walk keeps the canonical guest path of where it stands, for
+// operations and /proc; until a new mount's point is pinned
+// (Vfs::pin_points, at the next walk), mounts are matched by that path.
 
 namespace flatux {
 namespace {
@@ -656,6 +687,12 @@ long step_up(Walk& w) {
       parent->put();
       return -EXDEV;
     }
+    // The dentry it is mounted on, held by the mount (which the walk holds).
+    Dentry* point = w.mnt->point.load(std::memory_order_acquire);
+    if (point) {
+      set_place(w, parent, dget(point));
+      continue;
+    }
     char inner[kPathMax];
     long r = inner_at(*parent, guest_of(w), {}, inner, sizeof inner);
     auto d = r < 0 ? ErrorOr<Dentry*>(kerr(r)) : dentry_of(w.t, *parent, inner);
@@ -683,10 +720,21 @@ long append(Walk& w, std::string_view name) {
 // nullptr when nothing is mounted there.
 Mount* mounted_below(Walk& w, std::string_view name) {
   if (w.mnt->children.load(std::memory_order_relaxed) == 0) return nullptr;
-  if (!w.t.kernel->vfs->may_be_mount_point(name)) return nullptr;
+  Vfs& vfs = *w.t.kernel->vfs;
+  if (vfs.points_pinned()) {
+    if (w.dentry->mounted_children.load(std::memory_order_relaxed) == 0) return nullptr;
+    // The cached child as it is, unchecked: a mount point stays hashed
+    // (Dcache::drop), and a name the folder lacks may hold one.
+    Dentry* d = w.dentry->cache->lookup(*w.dentry, name);
+    if (!d) return nullptr;
+    Mount* top = __atomic_load_n(&d->mounts, __ATOMIC_RELAXED) ? vfs.mounted_on(w.mnt, d) : nullptr;
+    dput(d);
+    return top;
+  }
+  if (!vfs.may_be_mount_point(name)) return nullptr;
   size_t keep = w.glen;
   if (append(w, name) < 0) return nullptr;
-  Mount* top = w.t.kernel->vfs->mounted_at(w.mnt, guest_of(w));
+  Mount* top = vfs.mounted_at(w.mnt, guest_of(w));
   w.glen = keep;
   w.guest[keep] = 0;
   return top;
@@ -818,6 +866,7 @@ long prepend_start_link(Walk& w, const char* path, char* out, size_t n) {
 }  // namespace
 
 long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk) {
+  if (w.t.kernel->vfs->pins_pending()) w.t.kernel->vfs->pin_points(w.t);
   TRY_LONG(start(w, dirfd, path, from_top));
   // Root searches every folder: one test here, none per component.
   bool check_search = !searches_every_dir(creds_of(w.t));
