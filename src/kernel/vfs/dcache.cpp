@@ -210,6 +210,15 @@ uint32_t Dcache::cached_mode(Dentry& dir, std::string_view name) {
   return d && d->inode ? d->inode->mode : 0;
 }
 
+bool Dcache::mounted(Dentry& dir, std::string_view name) {
+  if (!nbuckets_ || dir.mounted_children.load(std::memory_order_relaxed) == 0) return false;
+  uint32_t hash;
+  size_t b = bucket_of(&dir, name, &hash);
+  Guard g(lock_);
+  Dentry* d = find_locked(&dir, name, hash, b);
+  return d && d->mounts;
+}
+
 Dentry* Dcache::alloc(Dentry& dir, std::string_view name) {
   if (name.empty() || name.size() > kNameMax) return nullptr;
   Dentry* d = heap_->make<Dentry>();

@@ -128,6 +128,8 @@ class Dcache {
   // The type and permission bits of the cached child `name` of dir, or 0
   // when the cache holds no positive one (no reference taken).
   uint32_t cached_mode(Dentry& dir, std::string_view name);
+  // Whether a mount stands on the cached child `name` of dir.
+  bool mounted(Dentry& dir, std::string_view name);
   // A new child of dir (negative, not yet findable), with a reference.
   Dentry* alloc(Dentry& dir, std::string_view name);
   // Makes d (from alloc) findable, naming `inode` (nullptr: known absent);
