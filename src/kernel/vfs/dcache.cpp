@@ -289,7 +289,7 @@ void Dcache::remove(Dentry& d) {
 
 void Dcache::drop(Dentry& d) {
   Guard g(lock_);
-  if (d.mounts) return;
+  if (d.mounts || d.mounted_children.load(std::memory_order_relaxed)) return;
   unhash_locked(d);
   if (d.inode) d.flags |= Dentry::kDeleted;
 }

@@ -145,8 +145,9 @@ class Dcache {
   void remove(Dentry& d);
   // d no longer says the truth (the filesystem changed behind the
   // cache): out of the hash, marked deleted when it named something. A
-  // mount point stays (Linux keeps a mounted dentry): the mount on it is
-  // found by the dentry, not by what the filesystem names now.
+  // mount point stays (Linux keeps a mounted dentry), and so does the
+  // folder holding one: the mount on it is found by the dentry, not by
+  // what the filesystem names now.
   void drop(Dentry& d);
   // rename: d takes target's parent and name; target leaves the hash
   // (deleted when it named something). With `exchange`, they swap.

@@ -169,7 +169,7 @@ void Vfs::remove_locked(Mount* m) {
 }
 
 // m leaves the table: its mount point is no longer one (the dentry's
-// reference goes with m's last, in Mount::put).
+// reference goes once the table lock is let go: umount).
 void Vfs::unpin_locked(Mount* m) {
   if (!m->parent) return;
   if (Dentry* d = m->point.load(std::memory_order_relaxed)) {
@@ -497,7 +497,10 @@ long Vfs::umount(Mount* m, bool lazy) {
     for (int i = 0; i < n; i++) remove_locked(victims[i]);
   }
   // The table's references, dropped outside the lock: the last one may
-  // write a filesystem back.
+  // write a filesystem back. The mount points go first: a detached mount
+  // kept by an open file must not keep a dentry of its parent's
+  // filesystem, which may go before it.
+  for (int i = 0; i < n; i++) dput(victims[i]->point.exchange(nullptr));
   for (int i = 0; i < n; i++) victims[i]->put();
   return 0;
 }
@@ -662,6 +665,14 @@ Mount* Vfs::mounted_on(const Mount* parent, const Dentry* point) {
   }
   if (top) top->get();
   return top;
+}
+
+Path Vfs::mount_point_of(const Mount& m) {
+  Guard g(lock_);
+  Dentry* d = m.point.load(std::memory_order_relaxed);
+  if (!m.attached || !m.parent || !d) return Path{};
+  m.parent->get();
+  return Path{m.parent, dget(d)};
 }
 
 Mount* Vfs::parent_of(const Mount& m) {

@@ -687,10 +687,11 @@ long step_up(Walk& w) {
       parent->put();
       return -EXDEV;
     }
-    // The dentry it is mounted on, held by the mount (which the walk holds).
-    Dentry* point = w.mnt->point.load(std::memory_order_acquire);
+    // The dentry it is mounted on, pinned by the mount.
+    Path point = w.t.kernel->vfs->mount_point_of(*w.mnt);
     if (point) {
-      set_place(w, parent, dget(point));
+      parent->put();
+      set_place(w, point.mnt, point.dentry);
       continue;
     }
     char inner[kPathMax];

@@ -226,8 +226,8 @@ struct Mount {
   uint32_t op = 0;            // the table operation that created it (new mounts receive nothing)
   std::atomic<int> children{0};          // attached mounts whose parent it is
   std::atomic<Dentry*> mnt_root{nullptr};  // the dentry of `root`, made at the first walk into it
-  // The dentry it is mounted on, in the parent's filesystem (counted, and
-  // marked with Dcache::mount_on while attached): set by Vfs::pin_points
+  // The dentry it is mounted on, in the parent's filesystem (counted
+  // while attached, and marked with Dcache::mount_on): set by Vfs::pin_points
   // soon after the mount is made; a walk finds the mount by (parent,
   // point). nullptr: a root, or not pinned yet.
   std::atomic<Dentry*> point{nullptr};
@@ -335,6 +335,9 @@ class Vfs {
   // a host folder without one, gets a dentry that exists only as a mount
   // point). Not under the table lock or any names_lock: it walks.
   void pin_points(Task& t);
+  // Where m is mounted, as (parent mount, pinned mount point), both
+  // counted; empty for a root, a detached mount or one not pinned yet.
+  Path mount_point_of(const Mount& m);
   // The mount `m` is mounted on, with a reference; nullptr for a root or
   // a detached mount.
   Mount* parent_of(const Mount& m);
