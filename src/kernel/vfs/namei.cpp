@@ -191,6 +191,15 @@ ErrorOr<Dentry*> lookup_child(Task& t, Mount& m, Dentry& dir, std::string_view n
   return got;
 }
 
+// The component of an inner path at i (after any slashes), i moved past
+// it; "" at the end.
+std::string_view next_component(std::string_view inner, size_t& i) {
+  while (i < inner.size() && inner[i] == '/') i++;
+  size_t s = i;
+  while (i < inner.size() && inner[i] != '/') i++;
+  return inner.substr(s, i - s);
+}
+
 ErrorOr<Dentry*> walk_inner(Task& t, Mount& m, std::string_view inner, bool locked) {
   // Made once, kept until the filesystem goes: read without the lock.
   Dentry* made = __atomic_load_n(&m.fs->root_dentry, __ATOMIC_ACQUIRE);
@@ -207,10 +216,7 @@ ErrorOr<Dentry*> walk_inner(Task& t, Mount& m, std::string_view inner, bool lock
   Dentry* cur = root.value();
   size_t i = 0;
   while (i < inner.size()) {
-    while (i < inner.size() && inner[i] == '/') i++;
-    size_t s = i;
-    while (i < inner.size() && inner[i] != '/') i++;
-    std::string_view name(inner.data() + s, i - s);
+    std::string_view name = next_component(inner, i);
     if (name.empty() || name == ".") continue;
     Dentry* next;
     if (name == "..") {
@@ -236,10 +242,7 @@ Dentry* peek_inner(Filesystem& fs, std::string_view inner) {
   Dentry* cur = dget(fs.root_dentry);
   size_t i = 0;
   while (cur && i < inner.size()) {
-    while (i < inner.size() && inner[i] == '/') i++;
-    size_t s = i;
-    while (i < inner.size() && inner[i] != '/') i++;
-    std::string_view name(inner.data() + s, i - s);
+    std::string_view name = next_component(inner, i);
     if (name.empty() || name == ".") continue;
     Dentry* next = name == ".." ? cur->cache->get_parent(*cur) : cur->cache->lookup(*cur, name);
     dput(cur);
@@ -260,10 +263,7 @@ ErrorOr<Dentry*> mount_point_dentry(Task& t, Mount& m, std::string_view inner) {
   Dentry* cur = root.value();
   size_t i = 0;
   while (i < inner.size()) {
-    while (i < inner.size() && inner[i] == '/') i++;
-    size_t s = i;
-    while (i < inner.size() && inner[i] != '/') i++;
-    std::string_view name(inner.data() + s, i - s);
+    std::string_view name = next_component(inner, i);
     if (name.empty()) continue;
     auto r = lookup_child(t, m, *cur, name, false);
     Dentry* next = nullptr;
