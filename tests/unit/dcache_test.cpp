@@ -389,3 +389,46 @@ TEST_F(DcacheTest, NegativesUnderAFolderRenamedOverFollowTheOldFolder) {
   dput(other);
   dput(target);
 }
+
+TEST_F(DcacheTest, AMountPointIsCountedInItsFolderFollowsRenamesAndSurvivesDrop) {
+  Dentry* a = child(root, "a", 2);
+  Dentry* m = child(a, "m", 3);
+  Dentry* other = child(root, "other", 4);
+  Dentry* none = child(a, "none", 0);  // a name the folder lacks, mounted on too
+  EXPECT_FALSE(cache->mounted(*a, "m"));
+  cache->mount_on(*m);
+  cache->mount_on(*m);  // a second mount (a peer's copy) on the same dentry
+  cache->mount_on(*none);
+  EXPECT_EQ(a->mounted_children.load(), 2);
+  EXPECT_TRUE(cache->mounted(*a, "m"));
+  EXPECT_TRUE(cache->mounted(*a, "none"));
+  EXPECT_FALSE(cache->mounted(*root, "a"));
+  // What the filesystem says meanwhile does not unhash a mount point,
+  // nor the folder holding one.
+  cache->drop(*m);
+  cache->drop(*none);
+  cache->drop(*a);
+  Dentry* found = cache->lookup(*a, "m");
+  EXPECT_EQ(found, m);
+  dput(found);
+  found = cache->lookup(*root, "a");
+  EXPECT_EQ(found, a);
+  dput(found);
+  // A rename takes the count to the new folder.
+  Dentry* target = child(other, "moved", 0);
+  ASSERT_EQ(cache->move(*m, *target, false), 0);
+  EXPECT_EQ(a->mounted_children.load(), 1);
+  EXPECT_EQ(other->mounted_children.load(), 1);
+  EXPECT_TRUE(cache->mounted(*other, "moved"));
+  cache->unmount_from(*m);
+  EXPECT_EQ(other->mounted_children.load(), 1);
+  cache->unmount_from(*m);
+  EXPECT_EQ(other->mounted_children.load(), 0);
+  cache->unmount_from(*none);
+  EXPECT_EQ(a->mounted_children.load(), 0);
+  dput(target);
+  dput(none);
+  dput(m);
+  dput(other);
+  dput(a);
+}

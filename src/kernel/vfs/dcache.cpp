@@ -210,6 +210,15 @@ uint32_t Dcache::cached_mode(Dentry& dir, std::string_view name) {
   return d && d->inode ? d->inode->mode : 0;
 }
 
+bool Dcache::mounted(Dentry& dir, std::string_view name) {
+  if (!nbuckets_ || dir.mounted_children.load(std::memory_order_relaxed) == 0) return false;
+  uint32_t hash;
+  size_t b = bucket_of(&dir, name, &hash);
+  Guard g(lock_);
+  Dentry* d = find_locked(&dir, name, hash, b);
+  return d && d->mounts;
+}
+
 Dentry* Dcache::alloc(Dentry& dir, std::string_view name) {
   if (name.empty() || name.size() > kNameMax) return nullptr;
   Dentry* d = heap_->make<Dentry>();
@@ -280,6 +289,7 @@ void Dcache::remove(Dentry& d) {
 
 void Dcache::drop(Dentry& d) {
   Guard g(lock_);
+  if (d.mounts || d.mounted_children.load(std::memory_order_relaxed)) return;
   unhash_locked(d);
   if (d.inode) d.flags |= Dentry::kDeleted;
 }
@@ -315,6 +325,8 @@ long Dcache::move(Dentry& d, Dentry& target, bool exchange) {
       d.name = d.inline_name;
     }
     d.len = probe.len;
+    if (d.mounts) move_mounted_locked(dparent, target.parent);
+    if (exchange && target.mounts) move_mounted_locked(target.parent, dparent);
     d.parent = target.parent;
     d.flags &= ~Dentry::kDeleted;
     if (exchange) {
@@ -330,6 +342,23 @@ long Dcache::move(Dentry& d, Dentry& target, bool exchange) {
   }
   dput(put_parent);
   return 0;
+}
+
+// A child with mounts on it moved from one folder to another.
+void Dcache::move_mounted_locked(Dentry* from, Dentry* to) {
+  if (from == to) return;
+  from->mounted_children.fetch_sub(1, std::memory_order_relaxed);
+  to->mounted_children.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Dcache::mount_on(Dentry& d) {
+  Guard g(lock_);
+  if (d.mounts++ == 0 && d.parent != &d) d.parent->mounted_children.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Dcache::unmount_from(Dentry& d) {
+  Guard g(lock_);
+  if (--d.mounts == 0 && d.parent != &d) d.parent->mounted_children.fetch_sub(1, std::memory_order_relaxed);
 }
 
 bool Dcache::is_subdir(Dentry* d, Dentry* ancestor) {

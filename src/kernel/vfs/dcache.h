@@ -71,6 +71,14 @@ struct Dentry {
   uint32_t hash = 0;
   uint16_t len = 0;
   uint16_t flags = 0;
+  // Mounts standing on it (Dcache::mount_on; under the lock): it stays
+  // hashed while they do, whatever the filesystem says meanwhile.
+  uint16_t mounts = 0;
+  // Its children with mounts on them: the walk reads it without the lock,
+  // one test per folder it passes; while it is 0 no name in the folder is
+  // a mount point (Linux tests DCACHE_MOUNTED on the child instead, which
+  // it has looked up already).
+  std::atomic<uint16_t> mounted_children{0};
   Dentry* hash_next = nullptr;
   Dentry* lru_prev = nullptr;
   Dentry* lru_next = nullptr;
@@ -120,6 +128,8 @@ class Dcache {
   // The type and permission bits of the cached child `name` of dir, or 0
   // when the cache holds no positive one (no reference taken).
   uint32_t cached_mode(Dentry& dir, std::string_view name);
+  // Whether a mount stands on the cached child `name` of dir.
+  bool mounted(Dentry& dir, std::string_view name);
   // A new child of dir (negative, not yet findable), with a reference.
   Dentry* alloc(Dentry& dir, std::string_view name);
   // Makes d (from alloc) findable, naming `inode` (nullptr: known absent);
@@ -134,12 +144,18 @@ class Dcache {
   // someone else holds it, leaves the hash marked deleted.
   void remove(Dentry& d);
   // d no longer says the truth (the filesystem changed behind the
-  // cache): out of the hash, marked deleted when it named something.
+  // cache): out of the hash, marked deleted when it named something. A
+  // mount point stays (Linux keeps a mounted dentry), and so does the
+  // folder holding one: the mount on it is found by the dentry, not by
+  // what the filesystem names now.
   void drop(Dentry& d);
   // rename: d takes target's parent and name; target leaves the hash
   // (deleted when it named something). With `exchange`, they swap.
   // Returns -ENOMEM (nothing changed) when a long name finds no memory.
   long move(Dentry& d, Dentry& target, bool exchange);
+  // A mount now stands on d (a Mount::point), or no longer does.
+  void mount_on(Dentry& d);
+  void unmount_from(Dentry& d);
   // Every unused dentry of fs goes (the filesystem is going away).
   void shrink_fs(Filesystem* fs);
 
@@ -174,6 +190,7 @@ class Dcache {
   void unhash_locked(Dentry& d);
   void lru_add_locked(Dentry& d);
   void lru_del_locked(Dentry& d);
+  void move_mounted_locked(Dentry* from, Dentry* to);
   void sync_put_locked(Dentry& d);
   bool set_name_locked(Dentry& d, std::string_view name);
   void forget_locked(Dentry& d);   // out of the counts

@@ -94,6 +94,7 @@ void Mount::put() {
   // The last reference of a detached mount: nothing can reach it any more.
   // Its filesystem goes when no other mount shows it.
   dput(mnt_root.exchange(nullptr));
+  dput(point.exchange(nullptr));
   if (fs->mounts.fetch_sub(1, std::memory_order_acq_rel) == 1 && type && type->unmount) {
     fs_drop_dentries(*fs);
     type->unmount(*fs);
@@ -144,7 +145,11 @@ long Vfs::attach_locked(Mount* m, Mount* parent) {
   m->parent_id = parent ? parent->id : m->id;
   m->op = op_;
   mounts_[nmounts_++] = m;
-  if (parent) parent->children.fetch_add(1, std::memory_order_relaxed);
+  if (parent) {
+    parent->children.fetch_add(1, std::memory_order_relaxed);
+    unpinned_.fetch_add(1, std::memory_order_relaxed);
+    to_pin_.fetch_add(1, std::memory_order_release);
+  }
   update_walk_hints_locked();
   return 0;
 }
@@ -158,8 +163,64 @@ void Vfs::remove_locked(Mount* m) {
   }
   m->attached = false;
   if (m->parent) m->parent->children.fetch_sub(1, std::memory_order_relaxed);
+  unpin_locked(m);
   update_walk_hints_locked();
   leave_group_locked(m);
+}
+
+// m leaves the table: its mount point is no longer one (the dentry's
+// reference goes once the table lock is let go: umount).
+void Vfs::unpin_locked(Mount* m) {
+  if (!m->parent) return;
+  if (Dentry* d = m->point.load(std::memory_order_relaxed)) {
+    d->cache->unmount_from(*d);
+    return;
+  }
+  unpinned_.fetch_sub(1, std::memory_order_release);
+  if (!m->pin_tried) to_pin_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool Vfs::pin_locked(Mount* m, const Mount* parent, Dentry* d, bool stacked) {
+  if (!m->attached || m->parent != parent || m->point.load(std::memory_order_relaxed)) return false;
+  d->cache->mount_on(*d);
+  m->stacked = stacked;
+  m->point.store(d, std::memory_order_release);
+  update_walk_hints_locked();
+  unpinned_.fetch_sub(1, std::memory_order_release);
+  return true;
+}
+
+void Vfs::pin_points(Task& t) {
+  while (pins_pending()) {
+    Mount* m = nullptr;
+    Mount* parent = nullptr;
+    char inner[kPathMax];
+    bool named = false, stacked = false;
+    {
+      Guard g(lock_);
+      for (int i = 0; i < nmounts_ && !m; i++)
+        if (mounts_[i]->parent && !mounts_[i]->pin_tried) m = mounts_[i];
+      if (!m) return;
+      m->pin_tried = true;
+      to_pin_.fetch_sub(1, std::memory_order_relaxed);
+      parent = m->parent;
+      named = inner_of(*parent, path_of(*m), inner, sizeof inner);
+      stacked = path_of(*m) == path_of(*parent);
+      m->get();
+      parent->get();
+    }
+    // A mount that finds no dentry stays unpinned: walks then match
+    // mount points by path, as they did before any was pinned.
+    auto d = named ? mount_point_dentry(t, *parent, inner) : ErrorOr<Dentry*>(kerr(-ENAMETOOLONG));
+    Dentry* unused = nullptr;
+    if (!d.is_error()) {
+      Guard g(lock_);
+      if (!pin_locked(m, parent, d.value(), stacked)) unused = d.value();
+    }
+    dput(unused);
+    parent->put();
+    m->put();
+  }
 }
 
 // From the root down: at each mount, the child whose mount point is the
@@ -360,6 +421,7 @@ long Vfs::bind(const char* guest_path, Mount& src, const char* fs_root, const ch
 
 // Frees a mount that never made it into the table.
 long Vfs::discard(Mount* m, long err) {
+  dput(m->point.exchange(nullptr));
   m->fs->mounts.fetch_sub(1);
   heap_->destroy_obj(m);
   return err;
@@ -374,6 +436,7 @@ void Vfs::rollback_locked() {
     for (int j = i; j + 1 < nmounts_; j++) mounts_[j] = mounts_[j + 1];
     nmounts_--;
     if (m->parent) m->parent->children.fetch_sub(1, std::memory_order_relaxed);
+    unpin_locked(m);
     discard(m, 0);
     update_walk_hints_locked();
   }
@@ -434,7 +497,10 @@ long Vfs::umount(Mount* m, bool lazy) {
     for (int i = 0; i < n; i++) remove_locked(victims[i]);
   }
   // The table's references, dropped outside the lock: the last one may
-  // write a filesystem back.
+  // write a filesystem back. The mount points go first: a detached mount
+  // kept by an open file must not keep a dentry of its parent's
+  // filesystem, which may go before it.
+  for (int i = 0; i < n; i++) dput(victims[i]->point.exchange(nullptr));
   for (int i = 0; i < n; i++) victims[i]->put();
   return 0;
 }
@@ -494,7 +560,8 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
     if (!place(*x, fs, from, old_at, sizeof old_at) || !place(*x, fs, to, new_at, sizeof new_at)) continue;
     for (int j = 0; j < nmounts_; j++) {
       Mount* y = mounts_[j];
-      if (moved[j] || !descends_locked(y, x)) continue;
+      // A pinned mount point follows its dentry (follow_points_locked).
+      if (moved[j] || y->point.load(std::memory_order_relaxed) || !descends_locked(y, x)) continue;
       if (!renamed(path_of(*y), old_at, new_at, exchange, path, sizeof path)) continue;
       y->change_place([&] {
         y->len = strlen(path);
@@ -503,7 +570,6 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
       moved[j] = true;
     }
   }
-  update_walk_hints_locked();
   // Bind mounts of the renamed folder or one below it show it still.
   for (int i = 0; i < nmounts_; i++) {
     Mount* x = mounts_[i];
@@ -512,6 +578,27 @@ void Vfs::follow_rename(const Filesystem* fs, std::string_view from, std::string
     x->change_place([&] {
       x->root_len = strlen(path);
       memcpy(x->root, path, x->root_len + 1);
+    });
+  }
+  follow_points_locked();
+  update_walk_hints_locked();
+}
+
+// Each pinned mount's mount point as a guest path: where its parent shows
+// the dentry now (Linux's d_path), parents first (table order). A mount
+// point moved out of what its parent shows keeps its last path.
+void Vfs::follow_points_locked() {
+  char inner[kPathMax], at[kPathMax];
+  for (int i = 0; i < nmounts_; i++) {
+    Mount* y = mounts_[i];
+    Dentry* d = y->point.load(std::memory_order_relaxed);
+    if (!d || !y->parent) continue;
+    long len = d->cache->path_in_fs(d, inner, sizeof inner);
+    if (len < 0 || !place(*y->parent, d->fs, std::string_view(inner, (size_t)len), at, sizeof at)) continue;
+    if (path_of(*y) == std::string_view(at)) continue;
+    y->change_place([&] {
+      y->len = strlen(at);
+      memcpy(y->path, at, y->len + 1);
     });
   }
 }
@@ -529,7 +616,8 @@ void Vfs::update_walk_hints_locked() {
   for (int i = 0; i < nmounts_; i++) {
     std::string_view p = path_of(*mounts_[i]);
     bits |= name_bit(tail(p, p.rfind('/') + 1));
-    points_[i] = {mounts_[i]->parent, mounts_[i], point_hash(p)};
+    Mount* m = mounts_[i];
+    points_[i] = {m->parent, m, point_hash(p), m->stacked, m->point.load(std::memory_order_relaxed)};
   }
   point_names_.store(bits, std::memory_order_relaxed);
   top_root_ = visible_locked("/");
@@ -560,6 +648,31 @@ Mount* Vfs::mounted_at(const Mount* parent, std::string_view at) {
   }
   if (top) top->get();
   return top;
+}
+
+Mount* Vfs::mounted_on(const Mount* parent, const Dentry* point) {
+  Guard g(lock_);
+  Mount* top = nullptr;
+  for (int i = 0; i < nmounts_; i++)
+    if (points_[i].parent == parent && points_[i].point == point) top = points_[i].mount;  // among equals the latest
+  // Mounts stacked on it stand on its root.
+  while (top && top->children.load(std::memory_order_relaxed) > 0) {
+    Mount* next = nullptr;
+    for (int i = 0; i < nmounts_; i++)
+      if (points_[i].parent == top && points_[i].stacked) next = points_[i].mount;
+    if (!next) break;
+    top = next;
+  }
+  if (top) top->get();
+  return top;
+}
+
+Path Vfs::mount_point_of(const Mount& m) {
+  Guard g(lock_);
+  Dentry* d = m.point.load(std::memory_order_relaxed);
+  if (!m.attached || !m.parent || !d) return Path{};
+  m.parent->get();
+  return Path{m.parent, dget(d)};
 }
 
 Mount* Vfs::parent_of(const Mount& m) {

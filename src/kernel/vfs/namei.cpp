@@ -200,6 +200,15 @@ ErrorOr<Dentry*> lookup_child(Task& t, Mount& m, Dentry& dir, std::string_view n
   return got;
 }
 
+// The component of an inner path at i (after any slashes), i moved past
+// it; "" at the end.
+std::string_view next_component(std::string_view inner, size_t& i) {
+  while (i < inner.size() && inner[i] == '/') i++;
+  size_t s = i;
+  while (i < inner.size() && inner[i] != '/') i++;
+  return inner.substr(s, i - s);
+}
+
 ErrorOr<Dentry*> walk_inner(Task& t, Mount& m, std::string_view inner, bool locked) {
   // Made once, kept until the filesystem goes: read without the lock.
   Dentry* made = __atomic_load_n(&m.fs->root_dentry, __ATOMIC_ACQUIRE);
@@ -216,10 +225,7 @@ ErrorOr<Dentry*> walk_inner(Task& t, Mount& m, std::string_view inner, bool lock
   Dentry* cur = root.value();
   size_t i = 0;
   while (i < inner.size()) {
-    while (i < inner.size() && inner[i] == '/') i++;
-    size_t s = i;
-    while (i < inner.size() && inner[i] != '/') i++;
-    std::string_view name(inner.data() + s, i - s);
+    std::string_view name = next_component(inner, i);
     if (name.empty() || name == ".") continue;
     Dentry* next;
     if (name == "..") {
@@ -245,10 +251,7 @@ Dentry* peek_inner(Filesystem& fs, std::string_view inner) {
   Dentry* cur = dget(fs.root_dentry);
   size_t i = 0;
   while (cur && i < inner.size()) {
-    while (i < inner.size() && inner[i] == '/') i++;
-    size_t s = i;
-    while (i < inner.size() && inner[i] != '/') i++;
-    std::string_view name(inner.data() + s, i - s);
+    std::string_view name = next_component(inner, i);
     if (name.empty() || name == ".") continue;
     Dentry* next = name == ".." ? cur->cache->get_parent(*cur) : cur->cache->lookup(*cur, name);
     dput(cur);
@@ -261,6 +264,31 @@ Dentry* peek_inner(Filesystem& fs, std::string_view inner) {
 
 ErrorOr<Dentry*> dentry_of(Task& t, Mount& m, std::string_view inner) {
   return walk_inner(t, m, inner, false);
+}
+
+ErrorOr<Dentry*> mount_point_dentry(Task& t, Mount& m, std::string_view inner) {
+  auto root = walk_inner(t, m, "/", false);
+  if (root.is_error()) return root;
+  Dentry* cur = root.value();
+  size_t i = 0;
+  while (i < inner.size()) {
+    std::string_view name = next_component(inner, i);
+    if (name.empty()) continue;
+    auto r = lookup_child(t, m, *cur, name, false);
+    Dentry* next = nullptr;
+    if (!r.is_error()) {
+      next = r.value();
+    } else if (r.error() == -ENOENT) {
+      // Added negative with no count (NameSeqs::kNone): the filesystem
+      // is asked again whenever anything but the mount looks at it.
+      Dcache& cache = *cur->cache;
+      if (Dentry* fresh = cache.alloc(*cur, name)) next = cache.add(fresh, nullptr);
+    }
+    dput(cur);
+    if (!next) return kerr(r.is_error() && r.error() != -ENOENT ? r.error() : -ENOMEM);
+    cur = next;
+  }
+  return cur;
 }
 
 ErrorOr<Dentry*> dentry_of(Task& t, Lookup& lk) {
@@ -466,9 +494,12 @@ void fs_drop_dentries(Filesystem& fs) {
 // leads to the root of what is mounted there, ".." goes to the parent
 // dentry, or from a mount's root to the dentry it is mounted on, and stops
 // at the process root; symlinks are read and their targets walked in
-// place of the link. The walk keeps the canonical guest path of where it
-// stands: mounts are found by their mount point's guest path, which the
-// mount table keeps true across renames (Vfs::follow_rename).
+// place of the link. A mount is found by (the mount the walk is on, the
+// dentry it stands on), as Linux's __lookup_mnt: a folder none of whose
+// children is a mount point costs one test (Dentry::mounted_children).
+// The walk keeps the canonical guest path of where it stands, for
+// operations and /proc; until a new mount's point is pinned
+// (Vfs::pin_points, at the next walk), mounts are matched by that path.
 
 namespace flatux {
 namespace {
@@ -665,6 +696,13 @@ long step_up(Walk& w) {
       parent->put();
       return -EXDEV;
     }
+    // The dentry it is mounted on, pinned by the mount.
+    Path point = w.t.kernel->vfs->mount_point_of(*w.mnt);
+    if (point) {
+      parent->put();
+      set_place(w, point.mnt, point.dentry);
+      continue;
+    }
     char inner[kPathMax];
     long r = inner_at(*parent, guest_of(w), {}, inner, sizeof inner);
     auto d = r < 0 ? ErrorOr<Dentry*>(kerr(r)) : dentry_of(w.t, *parent, inner);
@@ -692,10 +730,21 @@ long append(Walk& w, std::string_view name) {
 // nullptr when nothing is mounted there.
 Mount* mounted_below(Walk& w, std::string_view name) {
   if (w.mnt->children.load(std::memory_order_relaxed) == 0) return nullptr;
-  if (!w.t.kernel->vfs->may_be_mount_point(name)) return nullptr;
+  Vfs& vfs = *w.t.kernel->vfs;
+  if (vfs.points_pinned()) {
+    if (w.dentry->mounted_children.load(std::memory_order_relaxed) == 0) return nullptr;
+    // The cached child as it is, unchecked: a mount point stays hashed
+    // (Dcache::drop), and a name the folder lacks may hold one.
+    Dentry* d = w.dentry->cache->lookup(*w.dentry, name);
+    if (!d) return nullptr;
+    Mount* top = __atomic_load_n(&d->mounts, __ATOMIC_RELAXED) ? vfs.mounted_on(w.mnt, d) : nullptr;
+    dput(d);
+    return top;
+  }
+  if (!vfs.may_be_mount_point(name)) return nullptr;
   size_t keep = w.glen;
   if (append(w, name) < 0) return nullptr;
-  Mount* top = w.t.kernel->vfs->mounted_at(w.mnt, guest_of(w));
+  Mount* top = vfs.mounted_at(w.mnt, guest_of(w));
   w.glen = keep;
   w.guest[keep] = 0;
   return top;
@@ -827,6 +876,7 @@ long prepend_start_link(Walk& w, const char* path, char* out, size_t n) {
 }  // namespace
 
 long walk_path(Walk& w, int dirfd, const char* path, bool follow, bool from_top, Lookup& lk) {
+  if (w.t.kernel->vfs->pins_pending()) w.t.kernel->vfs->pin_points(w.t);
   TRY_LONG(start(w, dirfd, path, from_top));
   // Root searches every folder: one test here, none per component.
   bool check_search = !searches_every_dir(creds_of(w.t));

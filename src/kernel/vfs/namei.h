@@ -157,6 +157,13 @@ ErrorOr<Dentry*> dentry_of(Task& t, Lookup& lk);
 // lookup has no object of its own to hand the dentry cache.
 ErrorOr<Inode*> plain_inode(Task& t, Filesystem& fs, uint64_t ino, const FilePerms& p, uint32_t generation);
 
+// The dentry a mount on `inner` (a normalised path inside m's
+// filesystem) stands on, with a reference: what the filesystem has there,
+// or for a name it lacks (the kernel's /proc on a host folder without
+// one), a negative dentry that exists only as a mount point, asked again
+// at any other use.
+ErrorOr<Dentry*> mount_point_dentry(Task& t, Mount& m, std::string_view inner);
+
 // The Path of an open file: its dentry, or the one of the path it was
 // opened by (as the filesystem now names it). -ENOTDIR for a file not
 // opened by path.

@@ -21,6 +21,15 @@ namespace {
 
 bool is_mount_root(const Lookup& lk) { return lk.mount->is_root(lk.path); }
 
+// Whether a mount stands on the name at lk, whichever mount it was
+// reached through (a bind mount of its folder shows no mount there):
+// rmdir and rename leave it alone, as Linux's is_local_mountpoint.
+bool is_mount_point(const Lookup& lk) {
+  return lk.dir && !lk.name.empty() && lk.dir->cache->mounted(*lk.dir, lk.name);
+}
+
+bool busy(const Lookup& lk) { return is_mount_root(lk) || is_mount_point(lk); }
+
 // Stats the directory holding lk's last component. A symlink on the way
 // redirects lk itself (the name appended to the parent's target).
 long stat_parent(Task& t, Lookup& lk, struct stat* st) {
@@ -112,7 +121,7 @@ long claimed(Task& t, Lookup& lk, long r) {
 
 // The checks before the name at lk is removed or renamed.
 long may_remove(Task& t, Lookup& lk) {
-  if (is_mount_root(lk)) return -EBUSY;
+  if (busy(lk)) return -EBUSY;
   if (lk.mount->readonly()) {
     struct stat st;
     Filesystem& fs = *lk.mount->fs;
@@ -258,7 +267,7 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
   if (flags & RENAME_WHITEOUT) return -EINVAL;  // overlayfs's business
   return walk2(t, olddirfd, oldpath, false, newdirfd, newpath, [&](Lookup& a, Lookup& b) -> long {
     Filesystem& fs = *a.mount->fs;
-    if (is_mount_root(a) || is_mount_root(b)) return -EBUSY;
+    if (busy(a) || busy(b)) return -EBUSY;
     if (a.mount->readonly()) return may_remove(t, a);
     if (a.mount != b.mount) return -EXDEV;
     long r = may_rename_at(t, a, b, flags);

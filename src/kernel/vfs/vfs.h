@@ -232,6 +232,13 @@ struct Mount {
   uint32_t op = 0;            // the table operation that created it (new mounts receive nothing)
   std::atomic<int> children{0};          // attached mounts whose parent it is
   std::atomic<Dentry*> mnt_root{nullptr};  // the dentry of `root`, made at the first walk into it
+  // The dentry it is mounted on, in the parent's filesystem (counted
+  // while attached, and marked with Dcache::mount_on): set by Vfs::pin_points
+  // soon after the mount is made; a walk finds the mount by (parent,
+  // point). nullptr: a root, or not pinned yet.
+  std::atomic<Dentry*> point{nullptr};
+  bool pin_tried = false;     // pin_points has taken it up (table lock)
+  bool stacked = false;       // mounted on its parent's root (the same mount point)
 
   bool readonly() const;
   unsigned long flags_now() const { return flags.load(std::memory_order_relaxed); }
@@ -318,7 +325,25 @@ class Vfs {
   Mount* find_exact(const char* norm);
   // The mount a walk enters at guest path `at` below `parent` (the
   // topmost of those stacked there), with a reference; nullptr if none.
+  // The walk's way while some mount point is not pinned (points_pinned).
   Mount* mounted_at(const Mount* parent, std::string_view at);
+  // The mount a walk enters on the dentry `point` reached through
+  // `parent` (the topmost of those stacked there), with a reference;
+  // nullptr if none.
+  Mount* mounted_on(const Mount* parent, const Dentry* point);
+  // Whether every attached mount but the roots holds its mount point's
+  // dentry, so the walk may find mounts by dentry alone.
+  bool points_pinned() const { return unpinned_.load(std::memory_order_acquire) == 0; }
+  // Whether a mount waits for pin_points.
+  bool pins_pending() const { return to_pin_.load(std::memory_order_acquire) != 0; }
+  // Gives every new mount its mount point's dentry, looked up in the
+  // parent's filesystem as t (a name the folder lacks, such as /proc on
+  // a host folder without one, gets a dentry that exists only as a mount
+  // point). Not under the table lock or any names_lock: it walks.
+  void pin_points(Task& t);
+  // Where m is mounted, as (parent mount, pinned mount point), both
+  // counted; empty for a root, a detached mount or one not pinned yet.
+  Path mount_point_of(const Mount& m);
   // The mount `m` is mounted on, with a reference; nullptr for a root or
   // a detached mount.
   Mount* parent_of(const Mount& m);
@@ -374,6 +399,9 @@ class Vfs {
   Mount* clone_mount(const Mount& src, const char* guest_path, const char* fs_root, long* err);
   long attach_locked(Mount* m, Mount* parent);
   void remove_locked(Mount* m);
+  void unpin_locked(Mount* m);
+  bool pin_locked(Mount* m, const Mount* parent, Dentry* d, bool stacked);
+  void follow_points_locked();
   Mount* visible_locked(const char* norm);
   bool descends_locked(const Mount* m, const Mount* ancestor) const;
   bool has_children_locked(const Mount* m) const;
@@ -404,7 +432,13 @@ class Vfs {
     const Mount* parent;
     Mount* mount;
     uint32_t hash;
+    bool stacked;
+    const Dentry* point;
   };
+  // Attached mounts with a parent and without a point; of those, the ones
+  // pin_points has not taken up yet.
+  std::atomic<int> unpinned_{0};
+  std::atomic<int> to_pin_{0};
   PointKey points_[kMaxMounts]{};
   Mount* top_root_ = nullptr;  // the topmost mount on "/"
   std::atomic<Mount*> bare_root_{nullptr};
