@@ -206,7 +206,7 @@ std::string_view next_component(std::string_view inner, size_t& i) {
   while (i < inner.size() && inner[i] == '/') i++;
   size_t s = i;
   while (i < inner.size() && inner[i] != '/') i++;
-  return inner.substr(s, i - s);
+  return std::string_view(inner.data() + s, i - s);  // not substr: it may throw
 }
 
 ErrorOr<Dentry*> walk_inner(Task& t, Mount& m, std::string_view inner, bool locked) {
