@@ -18,37 +18,20 @@
 
 #define GUEST_MOUNT_SCRATCH
 #include "guest_check.h"
+#include "guest_at.h"
 
-static char scratch[PATH_MAX];
 
-static const char* at(const char* rel) {
-  static char bufs[4][PATH_MAX];
-  static int next;
-  char* out = bufs[next++ % 4];
-  snprintf(out, PATH_MAX, "%s/%s", scratch, rel);
-  return out;
-}
+static void make_dir(const char* rel) { REQUIRE(mkdir(at("%s", rel), 0755) == 0, "mkdir %s: %s", rel, strerror(errno)); }
 
-static void make_dir(const char* rel) { REQUIRE(mkdir(at(rel), 0755) == 0, "mkdir %s: %s", rel, strerror(errno)); }
-
-static void touch(const char* rel) {
-  int fd = open(at(rel), O_WRONLY | O_CREAT, 0644);
-  REQUIRE(fd >= 0, "%s: %s", rel, strerror(errno));
-  close(fd);
-}
-
-static int exists(const char* rel) {
-  struct stat st;
-  return stat(at(rel), &st) == 0;
-}
+static void touch(const char* rel) { REQUIRE(touch_at(rel) == 0, "%s: %s", rel, strerror(errno)); }
 
 static void mount_tmpfs(const char* rel) {
-  REQUIRE(mount("none", at(rel), "tmpfs", 0, "size=1m") == 0, "mount %s: %s", rel, strerror(errno));
+  REQUIRE(mount("none", at("%s", rel), "tmpfs", 0, "size=1m") == 0, "mount %s: %s", rel, strerror(errno));
 }
 
 // How many mounts /proc/self/mountinfo shows at `rel`.
 static int mounts_at(const char* rel) {
-  const char* point = at(rel);
+  const char* point = at("%s", rel);
   FILE* f = fopen("/proc/self/mountinfo", "r");
   REQUIRE(f);
   char line[4096];
@@ -74,8 +57,8 @@ static void test_hidden_namesake(void) {
   mount_tmpfs("a/b");
   touch("a/b/mark");
   CHECK_OK(renameat(lower, "b", lower, "c"));
-  CHECK(exists("a/b/mark"), "the mount stays on the upper folder b");
-  CHECK(!exists("a/c"), "the renamed folder is still hidden");
+  CHECK(exists_at("a/b/mark"), "the mount stays on the upper folder b");
+  CHECK(!exists_at("a/c"), "the renamed folder is still hidden");
   CHECK(mounts_at("a/b") == 1, "mounts at a/b");
   CHECK(mounts_at("a/c") == 0, "mounts at a/c");
   struct stat st;
@@ -95,15 +78,15 @@ static void test_renamed_above(void) {
   CHECK_OK(rename(at("d"), at("e")));
   make_dir("d");
   make_dir("d/m");
-  CHECK(!exists("d/m/mark"), "the new folder shows no mount");
-  CHECK(exists("e/m/mark"), "the mount followed its folder");
+  CHECK(!exists_at("d/m/mark"), "the new folder shows no mount");
+  CHECK(exists_at("e/m/mark"), "the mount followed its folder");
   CHECK(mounts_at("d/m") == 0, "mounts at d/m");
   CHECK(mounts_at("e/m") == 1, "mounts at e/m");
   // And back: the mount point's path follows every rename.
   CHECK_OK(rmdir(at("d/m")));
   CHECK_OK(rmdir(at("d")));
   CHECK_OK(rename(at("e"), at("d")));
-  CHECK(exists("d/m/mark"));
+  CHECK(exists_at("d/m/mark"));
   CHECK(mounts_at("d/m") == 1, "mounts at d/m");
   CHECK_OK(umount(at("d/m")));
 }
@@ -118,12 +101,12 @@ static void test_busy_through_bind(void) {
   mount_tmpfs("p/q");
   touch("p/q/mark");
   REQUIRE(mount(at("p"), at("bp"), NULL, MS_BIND, NULL) == 0, "bind: %s", strerror(errno));
-  CHECK(!exists("bp/q/mark"), "a bind mount does not bring the mount below along");
+  CHECK(!exists_at("bp/q/mark"), "a bind mount does not bring the mount below along");
   CHECK_ERR(rmdir(at("bp/q")), EBUSY);
   CHECK_ERR(rename(at("bp/q"), at("bp/r")), EBUSY);
   make_dir("bp/r");
   CHECK_ERR(rename(at("bp/r"), at("bp/q")), EBUSY);
-  CHECK(exists("p/q/mark"), "the mount stands where it did");
+  CHECK(exists_at("p/q/mark"), "the mount stands where it did");
   CHECK_OK(umount(at("bp")));
   CHECK_OK(umount(at("p/q")));
 }
@@ -131,12 +114,12 @@ static void test_busy_through_bind(void) {
 int main(int argc, char** argv) {
   guest_name = "mountpoint";
   REQUIRE(argc == 2, "usage: mountpoint SCRATCH_DIR");
-  guest_mount_scratch(argv[1], scratch, "size=4m");
+  guest_mount_scratch(argv[1], dir, "size=4m");
 
   test_hidden_namesake();
   test_renamed_above();
   test_busy_through_bind();
 
-  CHECK_OK(umount(scratch));
+  CHECK_OK(umount(dir));
   return guest_finish();
 }

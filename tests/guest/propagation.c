@@ -16,31 +16,14 @@
 
 #define GUEST_MOUNT_SCRATCH
 #include "guest_check.h"
+#include "guest_at.h"
 
-static char scratch[PATH_MAX];
-
-static const char* at(const char* rel) {
-  static char bufs[4][PATH_MAX];
-  static int next;
-  char* out = bufs[next++ % 4];
-  snprintf(out, PATH_MAX, "%s/%s", scratch, rel);
-  return out;
-}
 
 static void make_dirs(const char* const* rels) {
-  for (; *rels; rels++) REQUIRE(mkdir(at(*rels), 0755) == 0, "mkdir %s: %s", *rels, strerror(errno));
+  for (; *rels; rels++) REQUIRE(mkdir(at("%s", *rels), 0755) == 0, "mkdir %s: %s", *rels, strerror(errno));
 }
 
-static void touch(const char* rel) {
-  int fd = open(at(rel), O_WRONLY | O_CREAT, 0644);
-  REQUIRE(fd >= 0, "%s: %s", rel, strerror(errno));
-  close(fd);
-}
-
-static int exists(const char* rel) {
-  struct stat st;
-  return stat(at(rel), &st) == 0;
-}
+static void touch(const char* rel) { REQUIRE(touch_at(rel) == 0, "%s: %s", rel, strerror(errno)); }
 
 // The optional fields of the topmost mount at `rel`: shared:N, master:N
 // (0 when absent) and unbindable. 0 when no mount is there.
@@ -49,7 +32,7 @@ struct Tags {
 };
 
 static int tags_of(const char* rel, struct Tags* out) {
-  const char* point = at(rel);
+  const char* point = at("%s", rel);
   FILE* f = fopen("/proc/self/mountinfo", "r");
   if (!f) return 0;
   char line[4096];
@@ -74,8 +57,8 @@ static int tags_of(const char* rel, struct Tags* out) {
   return found;
 }
 
-static int bind(const char* from, const char* to) { return mount(at(from), at(to), NULL, MS_BIND, NULL); }
-static int change(const char* rel, unsigned long flags) { return mount("none", at(rel), NULL, flags, NULL); }
+static int bind(const char* from, const char* to) { return mount(at("%s", from), at("%s", to), NULL, MS_BIND, NULL); }
+static int change(const char* rel, unsigned long flags) { return mount("none", at("%s", rel), NULL, flags, NULL); }
 
 // busybox's testsuite "mount bind+rshared": two self-bound rshared
 // folders, the second bound on the first, then a third folder bound on the
@@ -92,15 +75,15 @@ static void test_rshared(void) {
   CHECK_OK(change("s2", MS_SHARED | MS_REC));
   CHECK_OK(bind("s2", "s1"));
   CHECK_OK(bind("dir", "s2"));
-  CHECK(exists("s2/a") && exists("s2/b"));
-  CHECK(exists("s1/a") && exists("s1/b"), "the bind on s2 did not propagate to its peer on s1");
+  CHECK(exists_at("s2/a") && exists_at("s2/b"));
+  CHECK(exists_at("s1/a") && exists_at("s1/b"), "the bind on s2 did not propagate to its peer on s1");
   struct Tags t1, t2;
   REQUIRE(tags_of("s1", &t1) && tags_of("s2", &t2));
   CHECK(t1.shared > 0 && t1.shared == t2.shared && !t1.master, "s1 shared:%d s2 shared:%d", t1.shared,
         t2.shared);
   // Unmounting the copy on s1 takes the one on s2 along (its peer).
   CHECK_OK(umount(at("s1")));
-  CHECK(!exists("s2/a") && !exists("s1/a"));
+  CHECK(!exists_at("s2/a") && !exists_at("s1/a"));
   CHECK_OK(umount(at("s2")));
   CHECK_OK(umount(at("s1")));
   CHECK_OK(umount(at("s1")));
@@ -117,16 +100,16 @@ static void test_private_and_slave(void) {
   CHECK_OK(mkdir(at("p1/x"), 0755));
   CHECK_OK(mount("none", at("p1/x"), "tmpfs", 0, "size=1m"));
   touch("p1/x/seen");
-  CHECK(exists("p2/x/seen"), "no copy in the peer");
+  CHECK(exists_at("p2/x/seen"), "no copy in the peer");
   CHECK_OK(umount(at("p2/x")));  // an unmount propagates too
-  CHECK(!exists("p1/x/seen"));
+  CHECK(!exists_at("p1/x/seen"));
   CHECK_OK(change("p2", MS_PRIVATE));
   struct Tags t;
   REQUIRE(tags_of("p2", &t));
   CHECK(!t.shared && !t.master);
   CHECK_OK(mount("none", at("p1/x"), "tmpfs", 0, "size=1m"));
   touch("p1/x/seen");
-  CHECK(!exists("p2/x/seen"), "a private mount received a mount");
+  CHECK(!exists_at("p2/x/seen"), "a private mount received a mount");
   CHECK_OK(umount(at("p1/x")));
   CHECK_OK(umount(at("p2")));
   CHECK_OK(umount(at("p1")));
@@ -143,16 +126,16 @@ static void test_private_and_slave(void) {
   CHECK_OK(mkdir(at("m1/y"), 0755));
   CHECK_OK(mount("none", at("m1/x"), "tmpfs", 0, "size=1m"));
   touch("m1/x/seen");
-  CHECK(exists("m2/x/seen"), "the slave did not receive");
+  CHECK(exists_at("m2/x/seen"), "the slave did not receive");
   struct Tags tx;
   REQUIRE(tags_of("m2/x", &tx));
   CHECK(tx.master > 0 && !tx.shared, "copy in the slave: shared:%d master:%d", tx.shared, tx.master);
   CHECK_OK(mount("none", at("m2/y"), "tmpfs", 0, "size=1m"));
   touch("m2/y/seen");
-  CHECK(!exists("m1/y/seen"), "the slave sent a mount to its master");
+  CHECK(!exists_at("m1/y/seen"), "the slave sent a mount to its master");
   CHECK_OK(umount(at("m2/y")));
   CHECK_OK(umount(at("m1/x")));
-  CHECK(!exists("m2/x/seen"), "the unmount did not reach the slave");
+  CHECK(!exists_at("m2/x/seen"), "the unmount did not reach the slave");
   CHECK_OK(umount(at("m2")));
   CHECK_OK(umount(at("m1")));
 }
@@ -168,7 +151,7 @@ static void test_unbindable_and_errors(void) {
   CHECK(t.unbindable && !t.shared);
   CHECK_ERR(bind("u1", "u2"), EINVAL);
   // A recursive bind of the folder above leaves the unbindable one out.
-  CHECK_OK(mount(scratch, at("u2"), NULL, MS_BIND | MS_REC, NULL));
+  CHECK_OK(mount(dir, at("u2"), NULL, MS_BIND | MS_REC, NULL));
   CHECK(!tags_of("u2/u1", &t), "the unbindable mount came along");
   CHECK_OK(umount2(at("u2"), MNT_DETACH));
   CHECK_ERR(change("u1", MS_SHARED | MS_PRIVATE), EINVAL);
@@ -182,12 +165,12 @@ static void test_unbindable_and_errors(void) {
 int main(int argc, char** argv) {
   guest_name = "propagation";
   REQUIRE(argc == 2, "usage: propagation SCRATCH_DIR");
-  guest_mount_scratch(argv[1], scratch, "size=4m");
+  guest_mount_scratch(argv[1], dir, "size=4m");
 
   test_rshared();
   test_private_and_slave();
   test_unbindable_and_errors();
 
-  CHECK_OK(umount(scratch));
+  CHECK_OK(umount(dir));
   return guest_finish();
 }
