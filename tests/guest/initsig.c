@@ -198,6 +198,18 @@ static void exit_signals(void) {
   printf("children with exit signal 32 and SIGTERM: init survived their exits\n");
 }
 
+// Linux refuses CLONE_PARENT from init: the sibling would have no parent
+// to reap it (copy_process's SIGNAL_UNKILLABLE check).
+static void clone_parent_refused(void) {
+  errno = 0;
+  long pid = syscall(SYS_clone, (unsigned long)(CLONE_PARENT | SIGCHLD), 0, 0, 0, 0);
+  if (pid == 0) syscall(SYS_exit_group, 0);
+  CHECK(pid == -1 && errno == EINVAL, "clone(CLONE_PARENT) from init: %ld (%s), want EINVAL", pid,
+        strerror(errno));
+  if (pid > 0) waitpid((pid_t)pid, NULL, __WALL);
+  else printf("clone(CLONE_PARENT) from init: EINVAL\n");
+}
+
 static void send_term(void) { CHECK_OK(syscall(SYS_kill, 1, SIGTERM)); }
 
 static int run_as_init(int fault) {
@@ -226,6 +238,7 @@ static int run_as_init(int fault) {
   blocked_then_unblocked();
   file_owner();
   exit_signals();
+  clone_parent_refused();
   return guest_finish();
 }
 

@@ -112,6 +112,9 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
   if ((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) return -EINVAL;
   if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return -EINVAL;
   if ((flags & CLONE_THREAD) && !(flags & CLONE_VM)) return -EINVAL;
+  // init has no parent to share: the sibling would have nobody to reap it
+  // (Linux refuses it for the namespace's init too).
+  if ((flags & CLONE_PARENT) && t.proc == t.kernel->init) return -EINVAL;
   bool fork = !(flags & CLONE_VM);
   Kernel& k = *t.kernel;
   Task* child;
