@@ -214,6 +214,7 @@ Mm* mm_fork(Heap* heap, Mm& parent) {
     mm_forget(heap, mm);
     return nullptr;
   }
+  shm_forget_unmapped(*mm);  // but not those the child does not get (MADV_DONTFORK)
   return mm;
 }
 

@@ -81,18 +81,26 @@ bool RegionList::add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, 
   return true;
 }
 
-bool RegionList::set_prot(uintptr_t start, uintptr_t end, int prot) {
+template <typename F>
+bool RegionList::change_range(uintptr_t start, uintptr_t end, F&& f) {
   if (!split_at(start) || !split_at(end)) return false;
   for (Region* r = head_; r; r = r->next)
-    if (r->start >= start && r->end <= end) r->prot = prot;
+    if (r->start >= start && r->end <= end) f(*r);
   return true;
 }
 
+bool RegionList::set_prot(uintptr_t start, uintptr_t end, int prot) {
+  return change_range(start, end, [prot](Region& r) { r.prot = prot; });
+}
+
 bool RegionList::set_locked(uintptr_t start, uintptr_t end, bool locked) {
-  if (!split_at(start) || !split_at(end)) return false;
-  for (Region* r = head_; r; r = r->next)
-    if (r->start >= start && r->end <= end) r->attrs.locked = locked;
-  return true;
+  return change_range(start, end, [locked](Region& r) { r.attrs.locked = locked; });
+}
+
+bool RegionList::set_flag(uintptr_t start, uintptr_t end, uint8_t flag, bool on) {
+  return change_range(start, end, [flag, on](Region& r) {
+    r.flags = on ? uint8_t(r.flags | flag) : uint8_t(r.flags & ~flag);
+  });
 }
 
 size_t RegionList::locked_bytes() const {
@@ -153,6 +161,7 @@ size_t RegionList::total_bytes() const {
 bool RegionList::copy_from(const RegionList& src) {
   Region** tail = &head_;
   for (const Region* r = src.head_; r; r = r->next) {
+    if (r->flags & kRegionDontFork) continue;
     uint8_t flags = r->flags | ((r->flags & kRegionShared) ? kRegionUncharged : 0);
     RegionAttrs attrs = r->attrs;
     attrs.locked = false;  // a forked child's memory is not locked (Linux)

@@ -38,8 +38,11 @@ struct RegionAttrs {
 };
 
 // Region flags: a MAP_SHARED mapping; a mapping charged to another Mm
-// (a forked child's view of its parent's shared memory, see mm_fork).
-constexpr uint8_t kRegionShared = 1, kRegionUncharged = 2;
+// (a forked child's view of its parent's shared memory, see mm_fork); a
+// mapping a fork child does not get (MADV_DONTFORK, Linux's VM_DONTCOPY:
+// the host leaves it out of the child's copy, so the child's list must
+// too, or it would claim a range the host hands out again).
+constexpr uint8_t kRegionShared = 1, kRegionUncharged = 2, kRegionDontFork = 4;
 
 struct Region {
   uintptr_t start, end;  // page aligned, [start, end)
@@ -56,15 +59,18 @@ class RegionList {
   // Adds [start, end); overlapping parts of existing regions are replaced.
   bool add(uintptr_t start, uintptr_t end, int prot, RegionKind kind, uint8_t flags = 0,
            const RegionAttrs& attrs = {});
-  // Makes this (empty) list a copy of `src`; shared regions of the copy
-  // get kRegionUncharged, and no region is locked (mlock is not
-  // inherited). False when out of memory (the list is cleared).
+  // Makes this (empty) list a fork child's copy of `src`: regions marked
+  // kRegionDontFork are left out, shared regions of the copy get
+  // kRegionUncharged, and no region is locked (mlock is not inherited).
+  // False when out of memory (the list is cleared).
   bool copy_from(const RegionList& src);
   // Forgets [start, end) (splitting regions as needed). Returns false only
   // if memory for a split could not be allocated.
   bool remove(uintptr_t start, uintptr_t end);
   bool set_prot(uintptr_t start, uintptr_t end, int prot);
   bool set_locked(uintptr_t start, uintptr_t end, bool locked);
+  // Sets or clears region flags `flag` over [start, end).
+  bool set_flag(uintptr_t start, uintptr_t end, uint8_t flag, bool on);
   size_t locked_bytes() const;
   int count() const { return count_; }
   // Would removing or changing [start, end) split a region in two (one
@@ -82,6 +88,9 @@ class RegionList {
 
  private:
   bool split_at(uintptr_t addr);
+  // Splits at start and end, then applies f to each region inside.
+  template <typename F>
+  bool change_range(uintptr_t start, uintptr_t end, F&& f);
   void drop(Region* r);
   Heap* heap_;
   Region* head_ = nullptr;

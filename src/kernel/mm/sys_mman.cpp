@@ -288,7 +288,7 @@ long sys_madvise(Task& t, SyscallArgs a) {
     case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL: case MADV_WILLNEED:
     case MADV_DONTNEED: case MADV_FREE: case MADV_DONTFORK: case MADV_DOFORK:
     case MADV_HUGEPAGE: case MADV_NOHUGEPAGE: case MADV_DONTDUMP: case MADV_DODUMP:
-    case MADV_COLD: case MADV_PAGEOUT:
+    case MADV_COLD: case MADV_PAGEOUT: case MADV_WIPEONFORK: case MADV_KEEPONFORK:
       break;
     default:
       return -EINVAL;
@@ -296,7 +296,16 @@ long sys_madvise(Task& t, SyscallArgs a) {
   Mm& mm = *t.proc->mm;
   Guard g(mm.lock);
   if (!mm.regions.covers(a[0], a[0] + len)) return -ENOMEM;
-  return host::sys(SYS_madvise, a[0], len, a[2]);
+  int advice = (int)a[2];
+  bool fork_flag = advice == MADV_DONTFORK || advice == MADV_DOFORK;
+  if (fork_flag && mm_too_many_maps(mm, mm_splits_for(mm, a[0], a[0] + len))) return -ENOMEM;
+  long r = host::sys(SYS_madvise, a[0], len, advice);
+  // A fork child's copy leaves DONTFORK memory out (the host's fork does
+  // the same with the host mapping): the region list must know.
+  if (r == 0 && fork_flag && !mm.regions.set_flag(a[0], a[0] + len, kRegionDontFork, advice == MADV_DONTFORK))
+    r = -ENOMEM;
+  if (r == 0 && fork_flag) mm_recharge(mm);
+  return r;
 }
 
 // Shared writable mappings are host mappings of host descriptors (hostfs

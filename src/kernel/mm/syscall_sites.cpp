@@ -500,8 +500,17 @@ bool syscall_sites_fork(const Mm& parent, Mm& child) {
   child.sites = to;  // from here on, release() frees whatever was copied
   if (from->n) {
     if (!(to->v = static_cast<SiteEntry*>(h->alloc(from->n * sizeof(SiteEntry))))) return false;
-    memcpy(to->v, from->v, from->n * sizeof(SiteEntry));
-    to->n = to->cap = from->n;
+    to->cap = from->n;
+    // A site in memory the child does not get (MADV_DONTFORK) is not the
+    // child's; its stub slot stays taken until the child's Mm goes. Both
+    // lists are sorted by address, so one pass walks them together.
+    const Region* r = parent.regions.first();
+    for (size_t i = 0; i < from->n; i++) {
+      uintptr_t addr = from->v[i].addr;
+      while (r && r->end <= addr) r = r->next;
+      if (r && r->start <= addr && (r->flags & kRegionDontFork)) continue;
+      to->v[to->n++] = from->v[i];
+    }
   }
   StubArea** tail = &to->areas;
   for (const StubArea* a = from->areas; a; a = a->next) {
