@@ -97,3 +97,20 @@ TEST_F(RegionsTest, ExtentFromAnswersRightAcrossChangesToRegionsItAskedBefore) {
   list->clear();
   EXPECT_EQ(list->extent_from(1 * P + 10, 100), 0u);
 }
+
+TEST_F(RegionsTest, AForkCopyLeavesOutWhatIsMarkedDontFork) {
+  list->add(10 * P, 20 * P, 3, kRegionAnon);
+  list->add(30 * P, 32 * P, 3, kRegionAnon, kRegionShared);
+  ASSERT_TRUE(list->set_flag(12 * P, 14 * P, kRegionDontFork, true));
+  EXPECT_EQ(count(), 4);  // 10-12, 12-14 (marked), 14-20, 30-32
+  ASSERT_TRUE(list->set_flag(13 * P, 14 * P, kRegionDontFork, false));
+  RegionList* copy = heap->make<RegionList>(heap);
+  ASSERT_TRUE(copy->copy_from(*list));
+  EXPECT_TRUE(copy->covers(10 * P, 12 * P));
+  EXPECT_FALSE(copy->overlaps(12 * P, 13 * P));
+  EXPECT_TRUE(copy->covers(13 * P, 20 * P));
+  EXPECT_EQ(copy->find(30 * P)->flags, kRegionShared | kRegionUncharged);
+  EXPECT_TRUE(list->covers(10 * P, 20 * P));  // the parent keeps all of it
+  copy->clear();
+  heap->destroy_obj(copy);
+}
