@@ -31,7 +31,7 @@
 namespace flatux {
 namespace {
 
-// A folder root gets its own /dev; the host's whole root keeps the host's
+// A folder root gets its own /dev (with a tmpfs on /dev/shm); the host's whole root keeps the host's
 // /dev (with its shm and the rest), but the terminals are the kernel's:
 // its devpts on /dev/pts, and /dev/ptmx and /dev/tty bound from devpts
 // and devfs (the host's would reach the host's ptys and terminal).
@@ -41,8 +41,10 @@ long mount_run_dev(Kernel& k, Filesystem* dev, const KernelConfig& cfg) {
   long r = devpts_create(k.heap, &pts);
   if (r < 0) return r;
   if (!whole_host) {
-    if ((r = k.vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs")) < 0) return r;
-    return k.vfs->mount("/dev/pts", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts");
+    if ((r = k.vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs")) < 0 ||
+        (r = k.vfs->mount("/dev/pts", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts")) < 0)
+      return r;
+    return devfs_mount_shm(k);
   }
   if ((r = k.vfs->mount("/dev/pts", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts")) < 0 ||
       (r = k.vfs->mount("/dev/ptmx", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts", "/ptmx")) < 0)

@@ -98,8 +98,9 @@ long mount_system_filesystems(Kernel& k, const char** why) {
       k.vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs") < 0 ||
       k.vfs->mount("/dev/pts", pts, &kDevPtsType, MS_NOSUID | MS_NOEXEC, "devpts") < 0 ||
       k.vfs->mount("/proc", proc, &kProcFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "proc") < 0 ||
-      k.vfs->mount("/sys", sys, &kSysFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "sysfs") < 0) {
-    *why = "cannot mount devtmpfs, devpts, proc and sysfs";
+      k.vfs->mount("/sys", sys, &kSysFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "sysfs") < 0 ||
+      devfs_mount_shm(k) < 0) {
+    *why = "cannot mount devtmpfs, devpts, /dev/shm, proc and sysfs";
     return -ENOMEM;
   }
   printk(k, "<6>devtmpfs: mounted");

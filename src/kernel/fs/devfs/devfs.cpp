@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/stat.h>
+#include <sys/mount.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 
@@ -17,6 +18,7 @@
 #include "kernel/printk_kmsg.h"
 #include "kernel/tty/console.h"
 #include "kernel/tty/pty.h"
+#include "kernel/vfs/new_fs.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/synth.h"
 
@@ -52,6 +54,7 @@ constexpr DevNode kNodes[] = {
     {"loop-control", nullptr, nullptr, loop_control_open, kLoopControlRdev, 0600},
     {"ptmx", nullptr, nullptr, ptmx_open, kPtmxRdev, 0666},
     {"pts", nullptr, nullptr, nullptr, 0, 0755, true},
+    {"shm", nullptr, nullptr, nullptr, 0, 01777, true},
     {"fd", nullptr, "/proc/self/fd"},     {"stdin", nullptr, "/proc/self/fd/0"},
     {"stdout", nullptr, "/proc/self/fd/1"}, {"stderr", nullptr, "/proc/self/fd/2"},
 };
@@ -102,7 +105,7 @@ long dev_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   long r = resolve(lk, &n, &root);
   if (r) return r;
   if (root || n->dir) {
-    synth_stat(out, S_IFDIR | 0755, root ? 1 : 2 + (n - kNodes), 0, kDevfsDev);
+    synth_stat(out, S_IFDIR | (root ? 0755 : n->perm), root ? 1 : 2 + (n - kNodes), 0, kDevfsDev);
     return 0;
   }
   if (n->target) {
@@ -259,6 +262,10 @@ long devfs_create(Heap* heap, Filesystem** out) {
   fs->dev = kDevfsDev;
   *out = fs;
   return 0;
+}
+
+long devfs_mount_shm(Kernel& k) {
+  return mount_new_fs(k, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 }
 
 namespace {

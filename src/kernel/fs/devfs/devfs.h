@@ -12,6 +12,10 @@ namespace flatux {
 extern const FsType kDevFsType;  // mount(2) type "devtmpfs"
 
 long devfs_create(Heap* heap, Filesystem** out);
+// Mounts a tmpfs on the devtmpfs' /dev/shm (mode 1777, nosuid, nodev), as
+// systemd and initramfs scripts do: POSIX shared memory and semaphores
+// (shm_open, sem_open) live there.
+long devfs_mount_shm(Kernel& k);
 
 // Opens the character device numbered `rdev` (a device node on another
 // filesystem, such as tmpfs); ENXIO for a number with no driver here.
