@@ -4,6 +4,7 @@
 #include <linux/errno.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
@@ -13,10 +14,30 @@
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/hostfs/internal.h"
 #include "kernel/fs/memfd/memfd.h"
+#include "kernel/lib/kfmt.h"
 #include "kernel/signal/signal.h"
 
 namespace flatux {
 namespace {
+
+constexpr long kPipeFsMagic = 0x50495045, kSockFsMagic = 0x534F434B;
+
+// A pipe, a socket or a memfd: an object of the host's that no folder
+// names, so its owner and mode reach no file of the host's.
+bool host_object_is_anonymous(int fd, const struct stat& st) {
+  if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+    struct statfs sf;
+    if (host::sys(SYS_fstatfs, fd, &sf) < 0) return false;
+    return sf.f_type == (S_ISFIFO(st.st_mode) ? kPipeFsMagic : kSockFsMagic);
+  }
+  if (!S_ISREG(st.st_mode) || st.st_nlink != 0 || host::sys(SYS_fcntl, fd, F_GET_SEALS) < 0) return false;
+  // An unlinked tmpfs file answers the same; a memfd's link says so.
+  char link[32], target[16];
+  KFmt lf(link, sizeof link);
+  lf.str("/proc/self/fd/").dec(fd);
+  long n = host::sys(SYS_readlinkat, AT_FDCWD, lf.c_str(), target, sizeof target);
+  return n >= 7 && memcmp(target, "/memfd:", 7) == 0;
+}
 
 long file_read(Task& t, File& f, void* buf, size_t n) {
   if (!access_ok(buf, n)) return -EFAULT;
@@ -87,9 +108,12 @@ long file_setattr(Task&, File& f, const Attr& a) {
       // A folder's cached inode reads its new mode and owner at the next walk.
       if (HostInode* n = f.dentry ? hostfs_inode(f.dentry->inode) : nullptr)
         n->checked_at.store(0, std::memory_order_relaxed);
-    } else {  // a pipe, a socket, a stdio stream: the host's own
-      // A host device (devfs's null and kin) is the host's, not the guest's.
-      if (S_ISCHR(host.st_mode) || S_ISBLK(host.st_mode)) return -EPERM;
+    } else {  // a pipe, a socket, a memfd, a stream handed over from the host
+      // Only an object no host folder names may change: a stdio stream,
+      // a descriptor a host peer passed in, a host device (devfs's null
+      // and kin) or a guest's file passed through SCM_RIGHTS is a host
+      // file whose owner and mode are not the guest's to set.
+      if (!host_object_is_anonymous(f.host_fd, host)) return -EPERM;
       if (a.mask & (kAttrUid | kAttrGid))
         r = host::sys(SYS_fchown, f.host_fd, (a.mask & kAttrUid) ? a.uid : -1u, (a.mask & kAttrGid) ? a.gid : -1u);
       if (r == 0 && (a.mask & kAttrMode)) r = host::sys(SYS_fchmod, f.host_fd, a.mode & 0777);
