@@ -116,6 +116,19 @@ static long syscall_on(uintptr_t sp, long nr, long a0, long a1) {
   return ret;
 }
 
+// A non-canonical RSP: Linux kernels differ on returning to one (some
+// serve the call, 6.18 kills the caller with SIGSEGV on the way back), so
+// it is tried in a child, which must either get its pid or die of SIGSEGV;
+// the caller goes on either way.
+static int non_canonical_syscall_ends_well(uintptr_t sp) {
+  pid_t child = fork();
+  if (child < 0) return 0;
+  if (child == 0) _exit(syscall_on(sp, SYS_getpid, 0, 0) == getpid() ? 0 : 1);
+  int status;
+  if (waitpid(child, &status, 0) != child) return 0;
+  return (WIFEXITED(status) && WEXITSTATUS(status) == 0) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+}
+
 static void syscalls_on_bad_stacks(void) {
   printf("a syscall works whatever the stack pointer holds:\n");
   long pid = getpid();
@@ -124,6 +137,10 @@ static void syscalls_on_bad_stacks(void) {
     int n = kernel_place ? nkstacks : 1;
     for (int k = 0; k < n; k++) {
       uintptr_t sp = place_address(place, k);
+      if (place == kNonCanonical) {
+        CHECK(non_canonical_syscall_ends_well(sp), "a syscall with RSP=%#lx", (unsigned long)sp);
+        continue;
+      }
       long r = syscall_on(sp, SYS_getpid, 0, 0);
       CHECK(r == pid, "getpid with RSP=%#lx (%s) returned %ld", (unsigned long)sp,
             place_names[place], r);
