@@ -5,6 +5,7 @@
 #include <linux/poll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "kernel/task/isys.h"
 #include "kernel/mm/usercopy.h"
@@ -47,16 +48,40 @@ long kmsg_read(Task& t, File& f, void* buf, size_t n) {
   }
 }
 
-long kmsg_write(Task& t, File&, const void* buf, size_t n) {
-  char text[LogRecord::kTextMax + 16];
-  size_t take = n < sizeof text ? n : sizeof text;
-  if (copy_from_user(text, buf, take) < 0) return -EFAULT;
-  std::string_view msg(text, take);
+// One write is one record (what does not fit is cut), with an optional
+// "<N>" prefix for its level and facility.
+void kmsg_record(Task& t, std::string_view msg) {
   int level = kDefaultMessageLoglevel, facility = 0;
   msg = log_take_level(msg, &level, &facility);
   if (facility == 0) facility = 1;  // the kernel facility is not for userspace
   printk_record(*t.kernel, level, facility, msg);
+}
+
+constexpr size_t kKmsgWriteMax = LogRecord::kTextMax + 16;
+
+long kmsg_write(Task& t, File&, const void* buf, size_t n) {
+  char text[kKmsgWriteMax];
+  size_t take = n < sizeof text ? n : sizeof text;
+  if (copy_from_user(text, buf, take) < 0) return -EFAULT;
+  kmsg_record(t, std::string_view(text, take));
   return (long)n;
+}
+
+// writev is one record too, as Linux's devkmsg_write_iter: systemd and
+// syslog write the prefix, the identifier and the text as separate pieces.
+long kmsg_writev(Task& t, File&, const iovec* iov, int cnt, int64_t, int flags) {
+  if (flags) return -EOPNOTSUPP;
+  char text[kKmsgWriteMax];
+  size_t take = 0, total = 0;
+  for (int i = 0; i < cnt; i++) {
+    size_t n = iov[i].iov_len;
+    size_t room = sizeof text - take, part = n < room ? n : room;
+    if (part && copy_from_user(text + take, iov[i].iov_base, part) < 0) return -EFAULT;
+    take += part;
+    total += n;
+  }
+  kmsg_record(t, std::string_view(text, take));
+  return (long)total;
 }
 
 long kmsg_lseek(Task& t, File& f, int64_t off, int whence) {
@@ -90,7 +115,7 @@ long kmsg_stat(Task&, File&, struct stat* st) {
 const FileOps kKmsgOps = {
     .read = kmsg_read, .write = kmsg_write, .pread = nullptr, .pwrite = nullptr, .lseek = kmsg_lseek,
     .stat = kmsg_stat, .getdents64 = nullptr, .ioctl = nullptr, .statfs = nullptr, .release = nullptr,
-    .poll = kmsg_poll,
+    .poll = kmsg_poll, .writev = kmsg_writev,
 };
 
 }  // namespace

@@ -6,11 +6,14 @@
 // calls that change state are checked too.
 #include "guest_check.h"
 
+#include <fcntl.h>
+
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define MAGIC1 0xfee1deadu
@@ -47,11 +50,19 @@ static void test_syslog(int own_log) {
   REQUIRE(k != NULL, "open /dev/kmsg: %s", strerror(errno));
   fputs("<5>kernel_admin marker\n", k);
   fclose(k);
+  // One writev is one record, as systemd writes its messages in pieces.
+  int kfd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+  REQUIRE(kfd >= 0, "open /dev/kmsg: %s", strerror(errno));
+  struct iovec pieces[] = {{(void*)"<6>", 3}, {(void*)"kernel_admin[1]: ", 17}, {(void*)"one record", 10},
+                           {(void*)"\n", 1}};
+  CHECK(writev(kfd, pieces, 4) == 31);
+  close(kfd);
   static char buf[1 << 17];
   long n = sys_syslog(3, buf, sizeof buf - 1);
   REQUIRE(n > 0, "READ_ALL gave %ld", n);
   buf[n] = 0;
   CHECK(strstr(buf, "<13>") && strstr(buf, "kernel_admin marker\n"), "READ_ALL: %s", buf);
+  CHECK(strstr(buf, "<14>") && strstr(buf, "kernel_admin[1]: one record\n"), "writev's pieces: %s", buf);
   long small = sys_syslog(3, buf, 8);
   CHECK(small >= 0 && small <= 8);
   CHECK(sys_syslog(5 /*CLEAR*/, NULL, 0) == 0);
