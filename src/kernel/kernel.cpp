@@ -24,6 +24,7 @@
 #include "kernel/tty/pty.h"
 #include "kernel/vfs/dcache.h"
 #include "kernel/vfs/dnotify.h"
+#include "kernel/vfs/inotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
@@ -100,8 +101,9 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->ipc = ipc_namespace_create(heap);
   k->ptys = pty_table_create(heap);
   k->dnotify = dnotify_create(heap);
+  k->inotify = inotify_create(heap);
   if (!k->hproc0 || !k->hproc0->maps || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->dcache || !k->locks || !k->timers || !k->net ||
-      !k->log || !k->ptys || !k->dnotify) {
+      !k->log || !k->ptys || !k->dnotify || !k->inotify) {
     heap->destroy();
     return nullptr;
   }

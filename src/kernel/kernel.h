@@ -28,6 +28,7 @@ struct Console;
 struct BlockDevices;
 struct PtyTable;
 struct Dnotify;
+struct Inotify;
 struct HostCharge;
 struct PidReservations;
 struct SiteSurvey;
@@ -145,6 +146,7 @@ struct Kernel {
   Console* console = nullptr;  // the in-kernel console (boot mode on a terminal)
   PtyTable* ptys = nullptr;    // pseudo-terminals (kernel/tty/pty.h)
   Dnotify* dnotify = nullptr;  // F_NOTIFY watches (kernel/vfs/dnotify.h)
+  Inotify* inotify = nullptr;  // inotify watches (kernel/vfs/inotify.h)
   MemAccount mem;
   HostPool host_fds;  // the host descriptor table (kernel/sys/host_share.h)
   long host_map_limit = 0;  // what guests may map in one host process (HostProc::maps)

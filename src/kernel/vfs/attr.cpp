@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kernel/vfs/dnotify.h"
+#include "kernel/vfs/fsnotify.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/namei.h"
@@ -74,7 +74,7 @@ long vfs_setattr(Task& t, int dirfd, const char* path, bool follow, Attr& a) {
     if ((mine.mask & kAttrSize) && (r = t.kernel->leases->break_for(t, st.st_dev, st.st_ino, O_WRONLY)) < 0)
       return r;
     r = fs.ops->setattr ? fs.ops->setattr(t, fs, lk, mine) : -EPERM;
-    return dnotify_result(t, lk, r, (mine.mask & kAttrSize) ? DN_MODIFY : DN_ATTRIB);
+    return notify_attr(t, lk, r, mine.mask & kAttrSize);
   });
 }
 
@@ -86,7 +86,7 @@ long vfs_fsetattr(Task& t, File& f, Attr& a) {
   if (r < 0) return r;
   if (!a.mask) return 0;
   r = f.ops->setattr ? f.ops->setattr(t, f, a) : -EPERM;
-  if (r == 0) dnotify_file(t, f, (a.mask & kAttrSize) ? DN_MODIFY : DN_ATTRIB);
+  if (r == 0) notify_file_attr(t, f, a.mask & kAttrSize);
   return r;
 }
 

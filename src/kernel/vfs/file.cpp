@@ -1,10 +1,12 @@
 #include "kernel/vfs/file.h"
 
 #include <cstring>
+#include <fcntl.h>
 #include <unistd.h>
 #include <linux/errno.h>
 #include <sys/syscall.h>
 
+#include "host/kstack.h"
 #include "host/raw_syscall.h"
 #include "kernel/heap.h"
 #include "kernel/mm/host_charge.h"
@@ -12,6 +14,7 @@
 #include "kernel/task/task.h"
 #include "kernel/vfs/dcache.h"
 #include "kernel/vfs/dnotify.h"
+#include "kernel/vfs/fsnotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
@@ -50,8 +53,20 @@ long file_seek_kept(File& f, int64_t off, int whence, int64_t end) {
   return f.pos;
 }
 
+namespace {
+
+// The last close of a file opened by name: its watchers hear of it, from
+// the task closing it (none: a kernel thread's release, told to nobody).
+void notify_last_close(File& f) {
+  KStackHeader* h = current_kstack_checked();
+  if (h && h->task) notify_close(*h->task, f);
+}
+
+}  // namespace
+
 void File::put() {
   if (refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (mount && !(flags & O_PATH)) notify_last_close(*this);
   if (locks) locks->on_release(*this);
   if (leases) leases->on_release(*this);
   if (dnotify) dnotify_forget(*this);

@@ -9,7 +9,7 @@
 #include <linux/fs.h>
 #include <sys/stat.h>
 
-#include "kernel/vfs/dnotify.h"
+#include "kernel/vfs/fsnotify.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
@@ -132,17 +132,18 @@ long may_remove(Task& t, Lookup& lk) {
 }
 
 // unlink and rmdir: the checks, then the filesystem's `remove` with the
-// dentry cache in step (a removed directory's inode is dead), then dnotify.
+// dentry cache in step (a removed directory's inode is dead), then watchers.
 long remove_name(Task& t, Lookup& lk, long (*remove)(Task&, Filesystem&, Lookup&), bool dir) {
   long r = may_remove(t, lk);
   if (r) return r;
   if (!remove) return -EPERM;
   Filesystem& fs = *lk.mount->fs;
+  NotifyObject gone = notify_before(t, lk);
   {
     Guard g(fs.names_lock);
     if ((r = remove(t, fs, lk)) == 0) dcache_name_removed(t, lk, dir);
   }
-  return dnotify_result(t, lk, r, DN_DELETE);
+  return notify_removed(t, lk, r, gone);
 }
 
 // Two-path calls: the first path's walk runs the second's inside it, so
@@ -169,7 +170,7 @@ long vfs_mkdir(Task& t, int dirfd, const char* path, int mode) {
     Filesystem& fs = *lk.mount->fs;
     long r = vfs_may_create(t, lk);
     if (r) return r;
-    return dnotify_result(t, lk, claimed(t, lk, fs.ops->mkdir ? fs.ops->mkdir(t, fs, lk, mode & 07777) : -EPERM), DN_CREATE);
+    return notify_created(t, lk, claimed(t, lk, fs.ops->mkdir ? fs.ops->mkdir(t, fs, lk, mode & 07777) : -EPERM));
   });
 }
 
@@ -185,7 +186,7 @@ long vfs_mknod(Task& t, int dirfd, const char* path, int mode, uint64_t dev) {
     Filesystem& fs = *lk.mount->fs;
     long r = vfs_may_create(t, lk);
     if (r) return r;
-    return dnotify_result(t, lk, claimed(t, lk, fs.ops->mknod ? fs.ops->mknod(t, fs, lk, mode, dev) : -EPERM), DN_CREATE);
+    return notify_created(t, lk, claimed(t, lk, fs.ops->mknod ? fs.ops->mknod(t, fs, lk, mode, dev) : -EPERM));
   });
 }
 
@@ -219,7 +220,7 @@ long vfs_symlink(Task& t, const char* target, int dirfd, const char* path) {
     Filesystem& fs = *lk.mount->fs;
     long r = vfs_may_create(t, lk);
     if (r) return r;
-    return dnotify_result(t, lk, claimed(t, lk, fs.ops->symlink ? fs.ops->symlink(t, fs, lk, target) : -EPERM), DN_CREATE);
+    return notify_created(t, lk, claimed(t, lk, fs.ops->symlink ? fs.ops->symlink(t, fs, lk, target) : -EPERM));
   });
 }
 
@@ -243,21 +244,21 @@ long vfs_link(Task& t, int olddirfd, const char* oldpath, int newdirfd, const ch
     File* f = nullptr;
     if (follow && fs.ops->magic_file && fs.ops->magic_file(t, fs, a, &f) == 0) {
       // linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW): the open file itself.
-      long r = f->mount ? dnotify_result(t, b, link_open_file(t, *f, b), DN_CREATE) : -ENOENT;
+      long r = f->mount ? notify_created(t, b, link_open_file(t, *f, b), true) : -ENOENT;
       f->put();
       return r;
     }
     long r = vfs_may_create(t, b);
     if (r) return r;
     if (a.mount != b.mount) return -EXDEV;
-    return dnotify_result(t, b, fs.ops->link ? fs.ops->link(t, fs, a, b) : -EPERM, DN_CREATE);
+    return notify_created(t, b, fs.ops->link ? fs.ops->link(t, fs, a, b) : -EPERM, true);
   });
 }
 
 long vfs_link_file(Task& t, File& f, int newdirfd, const char* newpath) {
   if (!f.mount) return -ENOENT;
   return vfs_walk(t, newdirfd, newpath, false,
-                  [&](Lookup& lk) { return dnotify_result(t, lk, link_open_file(t, f, lk), DN_CREATE); });
+                  [&](Lookup& lk) { return notify_created(t, lk, link_open_file(t, f, lk), true); });
 }
 
 long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const char* newpath,
@@ -273,6 +274,7 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
     long r = may_rename_at(t, a, b, flags);
     if (r) return r;
     if (!fs.ops->rename) return -EPERM;
+    NotifyObject moved = notify_before(t, a), was = notify_before(t, b);
     {
       // The filesystem and the cache change together: a walk sees the old
       // name or the new one.
@@ -283,8 +285,7 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
         t.kernel->vfs->follow_rename(&fs, a.path, b.path, flags & RENAME_EXCHANGE);
       }
     }
-    dnotify_result(t, a, r, DN_RENAME);
-    return dnotify_result(t, b, r, DN_RENAME);
+    return notify_renamed(t, a, b, r, moved, was, flags & RENAME_EXCHANGE);
   });
 }
 

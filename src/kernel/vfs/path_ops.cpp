@@ -1,6 +1,7 @@
 #include "kernel/vfs/path_ops.h"
 
 #include "kernel/vfs/dnotify.h"
+#include "kernel/vfs/fsnotify.h"
 
 #include <cstring>
 #include <string_view>
@@ -258,15 +259,17 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
       long r = open_on_readonly(t, lk, flags);
       if (r <= 0) return r;
     }
-    // Whether the open makes a new name, for dnotify (only asked while a
-    // directory is watched).
+    // Whether the open makes a new name, for watchers (only asked while
+    // something is watched).
     struct stat before;
-    bool create = (flags & O_CREAT) && dnotify_watching(t) && fs.ops->stat(t, fs, lk, &before) == -ENOENT;
+    bool create = (flags & O_CREAT) && (dnotify_watching(t) || inotify_watching(t)) &&
+                  fs.ops->stat(t, fs, lk, &before) == -ENOENT;
     long r = root ? fs.ops->open(t, fs, lk, flags, mode, out) : open_checked(t, lk, flags, mode, out);
     if (r < 0) return r;
     (*out)->set_origin(lk.mount, lk.path);
     attach_dentry(t, lk, **out, flags);
-    if (create) dnotify_entry(t, lk, DN_CREATE);
+    if (create) notify_created(t, lk, 0);
+    notify_open(t, **out);
     // Leases on the file are broken before an open that conflicts returns.
     if (t.kernel->leases->any() && (r = t.kernel->leases->break_for_open(t, **out, flags)) < 0) {
       (*out)->put();

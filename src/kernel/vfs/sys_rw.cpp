@@ -6,7 +6,7 @@
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/kernel.h"
-#include "kernel/vfs/dnotify.h"
+#include "kernel/vfs/fsnotify.h"
 #include "kernel/vfs/fdref.h"
 
 namespace flatux {
@@ -84,9 +84,9 @@ long vectored(Task& t, File& f, const Iovecs& iov, int64_t off, int flags, bool 
 }
 
 // readv, writev and their positioned forms; off < 0: the file position.
-// Data moved through f: a watched directory hears of it (dnotify).
+// Data moved through f: watchers hear of it (dnotify, inotify).
 long data_event(Task& t, File& f, long r, bool write) {
-  if (r > 0 && dnotify_watching(t)) dnotify_file(t, f, write ? DN_MODIFY : DN_ACCESS);
+  if (r > 0) notify_data(t, f, write);
   return r;
 }
 
