@@ -49,13 +49,15 @@ constexpr Allowed kAllowed[] = {
     {SYS_preadv, Check::kNone}, {SYS_pwritev, Check::kNone}, {SYS_preadv2, Check::kNone},
     {SYS_pwritev2, Check::kNone}, {SYS_lseek, Check::kNone}, {SYS_close, Check::kNone},
     {SYS_fcntl, Check::kFcntl}, {SYS_ioctl, Check::kIoctl}, {SYS_fsync, Check::kNone},
-    {SYS_fdatasync, Check::kNone}, {SYS_ftruncate, Check::kNone}, {SYS_fallocate, Check::kNone},
+    {SYS_fdatasync, Check::kNone}, {SYS_ftruncate, Check::kNone}, {SYS_truncate, Check::kNone}, {SYS_fallocate, Check::kNone},
     {SYS_fadvise64, Check::kNone}, {SYS_readahead, Check::kNone}, {SYS_getdents64, Check::kNone},
     {SYS_sendfile, Check::kNone}, {SYS_splice, Check::kNone}, {SYS_tee, Check::kNone},
     {SYS_copy_file_range, Check::kNone}, {SYS_pipe2, Check::kNone}, {SYS_memfd_create, Check::kNone},
     {SYS_eventfd2, Check::kNone}, {SYS_timerfd_create, Check::kNone}, {SYS_timerfd_settime, Check::kNone},
     {SYS_timerfd_gettime, Check::kNone}, {SYS_epoll_create1, Check::kNone}, {SYS_epoll_ctl, Check::kNone},
     {SYS_epoll_pwait, Check::kNone}, {SYS_poll, Check::kNone}, {SYS_ppoll, Check::kNone},
+    // Host watches behind guest inotify watches on hostfs (vfs/inotify.cpp).
+    {SYS_inotify_init1, Check::kNone}, {SYS_inotify_add_watch, Check::kNone}, {SYS_inotify_rm_watch, Check::kNone},
     // Paths: where they lead is the host's confinement's to decide
     // (Landlock, the private mount namespace); these only name files.
     {SYS_open, Check::kNone}, {SYS_openat, Check::kNone}, {SYS_openat2, Check::kNone},

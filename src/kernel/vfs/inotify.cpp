@@ -1,9 +1,19 @@
 // inotify, after Linux's fs/notify/inotify. An instance is a file with a
-// queue of events; its host descriptor is an eventfd that holds 1 while
-// the queue has events, so poll, select and epoll ask the host as for any
-// other file. A watch names an object by the (device, inode number) stat
-// shows the guest, so it follows the object through renames and hears of
-// it by any of its names, as a watch on an inode does.
+// queue of events. A watch names an object by the (device, inode number)
+// stat shows the guest, so it follows the object through renames and
+// hears of it by any of its names, as a watch on an inode does.
+//
+// A watch on a hostfs object is a host inotify watch as well (one host
+// instance per guest instance, made at its first such watch): its events
+// are the host's, so changes host programs make are seen too, and the
+// VFS's own reports skip it. Host events are taken into the queue when the
+// guest reads (or asks FIONREAD).
+//
+// Readiness: the file's host descriptor is a host epoll set holding an
+// eventfd, which holds 1 while the queue has events, and the host inotify
+// instance; poll, select and epoll ask the host as for any other file. A
+// host event the guest's watch does not want can make it ready for a read
+// that then finds nothing (EAGAIN), which epoll users expect anyway.
 //
 // Limits are Linux's defaults (fs.inotify.*): 128 instances per user,
 // 16384 queued events per instance (then one IN_Q_OVERFLOW), and a watch
@@ -14,6 +24,7 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -21,7 +32,9 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
+#include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/kernel.h"
+#include "kernel/lib/kfmt.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/isys.h"
@@ -37,6 +50,7 @@ struct InotifyWatch {
   int wd;
   uint32_t mask;  // the events asked for, and IN_ONESHOT
   uint64_t dev, ino;
+  int host_wd;  // the host watch behind it, or -1 (the VFS reports its events)
   InotifyWatch* next;  // Inotify::watches
 };
 
@@ -54,7 +68,10 @@ struct InotifyInstance {
   InotifyEvent* tail = nullptr;
   uint32_t queued = 0;
   uint64_t bytes = 0;
-  int wake_fd = -1;  // the file's host eventfd
+  int wake_fd = -1;   // eventfd: 1 while the queue has events
+  int host_in = -1;   // host inotify instance, once a hostfs object is watched
+  int ready_fd = -1;  // the file's host descriptor: epoll over the two
+  KMutex pump_lock;   // one reader of host_in at a time, so events keep their order
   uint32_t uid = 0;
   int next_wd = 1;                   // (Inotify::lock)
   InotifyInstance* next = nullptr;   // Inotify::instances (Inotify::lock)
@@ -81,15 +98,16 @@ extern const FileOps kInotifyOps;
 
 InotifyInstance& instance_of(File& f) { return *static_cast<InotifyInstance*>(f.priv); }
 
+// (Views made by hand: substr may throw, which kernel code must not.)
 std::string_view parent_of(std::string_view p) {
   size_t slash = p.rfind('/');
   if (slash == std::string_view::npos || slash == 0) return "/";
-  return p.substr(0, slash);
+  return std::string_view(p.data(), slash);
 }
 
 std::string_view last_of(std::string_view p) {
   size_t slash = p.rfind('/');
-  return slash == std::string_view::npos ? p : p.substr(slash + 1);
+  return slash == std::string_view::npos ? p : std::string_view(p.data() + slash + 1, p.size() - slash - 1);
 }
 
 void set_ready(InotifyInstance& in, bool ready) {
@@ -154,7 +172,7 @@ void deliver(Kernel& k, uint64_t dev, uint64_t ino, uint32_t mask, uint32_t cook
   Guard g(d.lock);
   for (InotifyWatch** link = &d.watches; *link;) {
     InotifyWatch* w = *link;
-    if (w->dev != dev || w->ino != ino) {
+    if (w->dev != dev || w->ino != ino || w->host_wd >= 0) {
       link = &w->next;
       continue;
     }
@@ -195,12 +213,78 @@ void free_events_locked(Heap* heap, InotifyInstance& in) {
   in.bytes = 0;
 }
 
+// Takes the host's events for in's hostfs watches into its queue.
+void pump_host_events(Kernel& k, InotifyInstance& in) {
+  if (in.host_in < 0) return;
+  Guard p(in.pump_lock);
+  alignas(inotify_event) char buf[4096];
+  Inotify& d = table_of(k);
+  for (;;) {
+    long n = host::sys(SYS_read, in.host_in, buf, sizeof buf);
+    if (n <= 0) return;
+    Guard g(d.lock);
+    for (long off = 0; off + (long)kHeader <= n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
+      off += (long)(kHeader + e->len);
+      std::string_view name(e->name, e->len ? strnlen(e->name, e->len) : 0);
+      if (e->mask & IN_Q_OVERFLOW) {
+        Guard q(in.lock);
+        enqueue_locked(k.heap, in, -1, IN_Q_OVERFLOW, 0, {});
+        continue;
+      }
+      InotifyWatch** link = &d.watches;
+      while (*link && !((*link)->inst == &in && (*link)->host_wd == e->wd)) link = &(*link)->next;
+      InotifyWatch* w = *link;
+      if (!w) continue;  // a watch the guest already removed
+      if (e->mask & IN_IGNORED) {  // the host's watch ended (its object is gone)
+        drop_watch_locked(k, link);
+        continue;
+      }
+      if (!(e->mask & w->mask & IN_ALL_EVENTS) && !(e->mask & IN_UNMOUNT)) continue;
+      {
+        Guard q(in.lock);
+        enqueue_locked(k.heap, in, w->wd, e->mask & (w->mask | IN_ISDIR | IN_UNMOUNT), e->cookie, name);
+      }
+      if (w->mask & IN_ONESHOT) drop_watch_locked(k, link);
+    }
+  }
+}
+
+// The host inotify instance behind in's hostfs watches (d.lock held).
+int host_instance_locked(InotifyInstance& in) {
+  if (in.host_in >= 0) return in.host_in;
+  long fd = host::sys(SYS_inotify_init1, IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return -1;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  if (host::sys(SYS_epoll_ctl, in.ready_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+    host::sys(SYS_close, fd);
+    return -1;
+  }
+  in.host_in = (int)fd;
+  return in.host_in;
+}
+
+// A host watch on the object `obj` (an O_PATH descriptor) for w, or -1
+// (then the VFS reports w's events). (d.lock held)
+int host_watch_locked(InotifyInstance& in, int obj, uint32_t mask) {
+  if (obj < 0) return -1;
+  int hin = host_instance_locked(in);
+  if (hin < 0) return -1;
+  char path[32];
+  KFmt f(path, sizeof path);
+  f.str("/proc/self/fd/").dec(obj);
+  long wd = host::sys(SYS_inotify_add_watch, hin, f.c_str(), mask & (IN_ALL_EVENTS | IN_ONESHOT | IN_EXCL_UNLINK));
+  return wd < 0 ? -1 : (int)wd;
+}
+
 // --- the instance file ---------------------------------------------------
 
 long in_read(Task& t, File& f, void* buf, size_t n) {
   InotifyInstance& in = instance_of(f);
   Heap* heap = t.kernel->heap;
   for (;;) {
+    pump_host_events(*t.kernel, in);
     {
       Guard g(in.lock);
       if (in.head) {
@@ -225,15 +309,16 @@ long in_read(Task& t, File& f, void* buf, size_t n) {
       }
     }
     if (f.flags & O_NONBLOCK) return -EAGAIN;
-    pollfd p{in.wake_fd, POLLIN, 0};
+    pollfd p{in.ready_fd, POLLIN, 0};
     long r = isys(t, SYS_ppoll, &p, 1, nullptr, nullptr, 8);
     if (r < 0) return restartable(r);
   }
 }
 
-long in_ioctl(Task&, File& f, unsigned cmd, uint64_t arg) {
+long in_ioctl(Task& t, File& f, unsigned cmd, uint64_t arg) {
   if (cmd != FIONREAD) return -ENOTTY;
   InotifyInstance& in = instance_of(f);
+  pump_host_events(*t.kernel, in);
   int bytes;
   {
     Guard g(in.lock);
@@ -276,7 +361,9 @@ void in_release(File& f) {
     Guard g(in->lock);
     free_events_locked(k->heap, *in);
   }
-  k->heap->destroy_obj(in);  // the eventfd is the file's host descriptor, closed with it
+  host::sys(SYS_close, in->wake_fd);
+  if (in->host_in >= 0) host::sys(SYS_close, in->host_in);
+  k->heap->destroy_obj(in);  // ready_fd is the file's host descriptor, closed with it
 }
 
 const FileOps kInotifyOps = {
@@ -312,10 +399,18 @@ long do_init(Task& t, uint64_t flags) {
     d.instances = in;
   }
   long efd = host::sys(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
-  File* f = efd >= 0 ? file_alloc(k.heap, &kInotifyOps, O_RDONLY | ((flags & IN_NONBLOCK) ? O_NONBLOCK : 0), (int)efd)
-                     : nullptr;
+  long ready = efd >= 0 ? host::sys(SYS_epoll_create1, EPOLL_CLOEXEC) : efd;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  if (ready >= 0 && host::sys(SYS_epoll_ctl, ready, EPOLL_CTL_ADD, efd, &ev) < 0) {
+    host::sys(SYS_close, ready);
+    ready = -ENOMEM;
+  }
+  File* f = ready >= 0 ? file_alloc(k.heap, &kInotifyOps, O_RDONLY | ((flags & IN_NONBLOCK) ? O_NONBLOCK : 0), (int)ready)
+                       : nullptr;
   if (!f) {
     if (efd >= 0) host::sys(SYS_close, efd);
+    if (ready >= 0) host::sys(SYS_close, ready);
     Guard g(d.lock);
     for (InotifyInstance** link = &d.instances; *link; link = &(*link)->next)
       if (*link == in) {
@@ -323,9 +418,10 @@ long do_init(Task& t, uint64_t flags) {
         break;
       }
     k.heap->destroy_obj(in);
-    return efd < 0 ? efd : -ENOMEM;
+    return ready < 0 ? ready : -ENOMEM;
   }
   in->wake_fd = (int)efd;
+  in->ready_fd = (int)ready;
   f->priv = in;
   int fd = t.proc->files->install(f, flags & IN_CLOEXEC);
   f->put();
@@ -333,14 +429,46 @@ long do_init(Task& t, uint64_t flags) {
 }
 
 // The object at `path` for a new watch: its identity, after the caller's
-// right to read it is checked.
-long watch_target(Task& t, const char* path, bool follow, struct stat* st) {
+// right to read it is checked, and on hostfs a host O_PATH descriptor of
+// it in *host_obj (else -1; the caller closes it). A symlink watched
+// itself stays the VFS's to report.
+long watch_target(Task& t, const char* path, bool follow, struct stat* st, long* host_obj) {
+  *host_obj = -1;
   return vfs_walk(t, AT_FDCWD, path, follow, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
     long r = fs.ops->stat(t, fs, lk, st);
     if (r == 0 && fs.ops->access) r = fs.ops->access(t, fs, lk, R_OK);
+    if (r == 0 && !S_ISLNK(st->st_mode)) {
+      if (*host_obj >= 0) host::sys(SYS_close, *host_obj);  // a redirect walks again
+      *host_obj = hostfs_open_object(fs, lk);
+    }
     return r;
   });
+}
+
+// A new watch of `in` on the object st describes, or a new mask for the
+// one it has there; its wd.
+long add_watch(Kernel& k, InotifyInstance& in, uint32_t mask, const struct stat& st, long host_obj) {
+  Inotify& d = table_of(k);
+  uint32_t keep = mask & (IN_ALL_EVENTS | IN_ONESHOT | IN_EXCL_UNLINK);
+  Guard g(d.lock);
+  uint32_t mine = 0;
+  for (InotifyWatch* w = d.watches; w; w = w->next) {
+    if (w->inst == &in && w->dev == st.st_dev && w->ino == st.st_ino) {
+      if (mask & IN_MASK_CREATE) return -EEXIST;
+      w->mask = (mask & IN_MASK_ADD) ? w->mask | keep : keep;
+      if (w->host_wd >= 0) host_watch_locked(in, (int)host_obj, w->mask);  // the same host wd, its new mask
+      return w->wd;
+    }
+    mine += w->inst->uid == in.uid;
+  }
+  if (mine >= kMaxWatchesPerUser) return -ENOSPC;
+  auto* w = k.heap->make<InotifyWatch>();
+  if (!w) return -ENOMEM;
+  *w = {&in, in.next_wd++, keep, st.st_dev, st.st_ino, host_watch_locked(in, (int)host_obj, keep), d.watches};
+  d.watches = w;
+  d.count.fetch_add(1, std::memory_order_relaxed);
+  return w->wd;
 }
 
 }  // namespace
@@ -406,29 +534,12 @@ long sys_inotify_add_watch(Task& t, SyscallArgs a) {
   if (r < 0) return r;
   if (r == 0) return -ENOENT;
   struct stat st;
-  if ((r = watch_target(t, path, !(mask & IN_DONT_FOLLOW), &st)) < 0) return r;
-  if ((mask & IN_ONLYDIR) && !S_ISDIR(st.st_mode)) return -ENOTDIR;
-  Kernel& k = *t.kernel;
-  Inotify& d = table_of(k);
-  InotifyInstance& in = instance_of(*f);
-  uint32_t keep = mask & (IN_ALL_EVENTS | IN_ONESHOT | IN_EXCL_UNLINK);
-  Guard g(d.lock);
-  uint32_t mine = 0;
-  for (InotifyWatch* w = d.watches; w; w = w->next) {
-    if (w->inst == &in && w->dev == st.st_dev && w->ino == st.st_ino) {
-      if (mask & IN_MASK_CREATE) return -EEXIST;
-      w->mask = (mask & IN_MASK_ADD) ? w->mask | keep : keep;
-      return w->wd;
-    }
-    mine += w->inst->uid == in.uid;
-  }
-  if (mine >= kMaxWatchesPerUser) return -ENOSPC;
-  auto* w = k.heap->make<InotifyWatch>();
-  if (!w) return -ENOMEM;
-  *w = {&in, in.next_wd++, keep, st.st_dev, st.st_ino, d.watches};
-  d.watches = w;
-  d.count.fetch_add(1, std::memory_order_relaxed);
-  return w->wd;
+  long host_obj;
+  r = watch_target(t, path, !(mask & IN_DONT_FOLLOW), &st, &host_obj);
+  if (r == 0 && (mask & IN_ONLYDIR) && !S_ISDIR(st.st_mode)) r = -ENOTDIR;
+  if (r == 0) r = add_watch(*t.kernel, instance_of(*f), mask, st, host_obj);
+  if (host_obj >= 0) host::sys(SYS_close, host_obj);
+  return r;
 }
 
 long sys_inotify_rm_watch(Task& t, SyscallArgs a) {
@@ -441,6 +552,8 @@ long sys_inotify_rm_watch(Task& t, SyscallArgs a) {
   Guard g(d.lock);
   for (InotifyWatch** link = &d.watches; *link; link = &(*link)->next)
     if ((*link)->inst == &in && (*link)->wd == (int)a[1]) {
+      // The host's IN_IGNORED for its watch then finds no watch, and goes.
+      if ((*link)->host_wd >= 0) host::sys(SYS_inotify_rm_watch, in.host_in, (*link)->host_wd);
       drop_watch_locked(k, link);
       return 0;
     }

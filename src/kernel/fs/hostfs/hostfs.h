@@ -14,6 +14,11 @@ long hostfs_create(Kernel& k, const char* host_root, Filesystem** out);
 // fgetxattr and kin on an open hostfs file (the user.* namespace; xattr.cpp).
 long hostfs_file_xattr(Task& t, File& f, XattrOp& op);
 
+// The object at lk (its last component followed as lk says) as a host
+// O_PATH descriptor, which the caller closes: what a host inotify watch is
+// put on. -EXDEV when fs is no hostfs; kRedirect for a symlink on the way.
+long hostfs_open_object(Filesystem& fs, Lookup& lk);
+
 // A File over a duplicate of an existing host descriptor (stdin/out/err).
 File* hostfs_wrap_host_fd(Heap* heap, int host_fd, uint32_t flags);
 // A File that takes ownership of `host_fd` (closed with the File).
