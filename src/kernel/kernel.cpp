@@ -68,6 +68,16 @@ void share_host_limits(Kernel& k) {
     k.host_map_limit = share_pool_limit(k.cfg.host_max_map_count, k.cfg.host_maps_at_boot, kMapReserve);
 }
 
+// kernel.pid_max as Linux sets it at boot: PID_MAX_DEFAULT (32768), or
+// 1024 for each CPU where there are more than 32.
+int default_pid_max() {
+  uint64_t mask[16] = {};
+  long n = host::sys(SYS_sched_getaffinity, 0, sizeof mask, mask);
+  int cpus = 0;
+  for (long i = 0; n > 0 && i < n / 8; i++) cpus += __builtin_popcountll(mask[i]);
+  return cpus > 32 ? 1024 * cpus : 32768;
+}
+
 }  // namespace
 
 Kernel* Kernel::create(const KernelConfig& cfg) {
@@ -114,6 +124,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->log->console_loglevel = cfg.boot.loglevel;
   k->log->time = cfg.boot.printk_time;
   k->mem.limit = cfg.boot.mem_bytes;
+  k->sysctl.pid_max.store(default_pid_max());
   // Booting mounts what the command line asks for (kernel/boot/boot.cpp),
   // and numbers its processes from init's 1 on its own.
   if (cfg.boot.enabled) return k;
@@ -122,7 +133,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   Filesystem* proc = nullptr;
   Filesystem* dev = nullptr;
   if (hostfs_create(*k, cfg.root, &root) < 0 ||
-      procfs_create(heap, &proc) < 0 || devfs_create(heap, &dev) < 0 ||
+      procfs_create(heap, &proc) < 0 || devtmpfs_create(*k, &dev) < 0 ||
       k->vfs->mount("/", root, &kHostFsType, cfg.root_readonly ? MS_RDONLY : 0, "/dev/root", "/",
                     cfg.root) < 0 ||
       k->vfs->mount("/proc", proc, &kProcFsType, MS_NOSUID | MS_NODEV | MS_NOEXEC, "proc") < 0) {

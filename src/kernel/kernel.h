@@ -147,6 +147,8 @@ struct Kernel {
   PtyTable* ptys = nullptr;    // pseudo-terminals (kernel/tty/pty.h)
   Dnotify* dnotify = nullptr;  // F_NOTIFY watches (kernel/vfs/dnotify.h)
   Inotify* inotify = nullptr;  // inotify watches (kernel/vfs/inotify.h)
+  KMutex devtmpfs_lock;
+  Filesystem* devtmpfs = nullptr;  // the one devtmpfs (kernel/fs/devfs/devfs.h)
   MemAccount mem;
   HostPool host_fds;  // the host descriptor table (kernel/sys/host_share.h)
   long host_map_limit = 0;  // what guests may map in one host process (HostProc::maps)

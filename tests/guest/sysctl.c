@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <signal.h>
 #include <sys/ipc.h>
@@ -90,6 +91,15 @@ static void test_files(void) {
           kFiles[i].path, st.st_mode & 07777, st.st_uid);
   }
   CHECK(read_value("/proc/sys/kernel/pid_max") > 300);
+  // A kernel starts with Linux's default: 32768, or 1024 for each CPU past
+  // 32 (natively the host's setting may have changed it since boot).
+  struct utsname u;
+  if (uname(&u) == 0 && strstr(u.release, "flatux")) {
+    cpu_set_t set;
+    long cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    long want = cpus > 32 ? 1024 * cpus : 32768;
+    CHECK(read_value("/proc/sys/kernel/pid_max") == want, "pid_max %ld, want %ld", read_value("/proc/sys/kernel/pid_max"), want);
+  }
   CHECK(read_value("/proc/sys/fs/pipe-max-size") >= 4096);
   CHECK(read_value("/proc/sys/fs/nr_open") >= 64);
   CHECK(read_value("/proc/sys/fs/lease-break-time") >= 0);

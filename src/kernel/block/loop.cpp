@@ -16,7 +16,9 @@
 #include "host/raw_syscall.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/block/loop_internal.h"
+#include "kernel/fs/devfs/devfs.h"
 #include "kernel/block/ubd.h"
+#include "kernel/fs/devfs/devfs.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
@@ -283,10 +285,15 @@ long loop_clear_on_close(LoopDevice& lo) {
 BlockDevice* loop_get(Kernel& k, int index, bool create) {
   LoopDevices* t = table(k);
   if (!t || index < 0 || index >= kMaxLoop) return nullptr;
-  Guard g(t->lock);
-  if (!t->dev[index] && create) t->dev[index] = make_device(k, index);
-  LoopDevice* lo = t->dev[index];
-  if (lo) lo->opens.fetch_add(1);
+  LoopDevice* lo;
+  bool made = false;
+  {
+    Guard g(t->lock);
+    if (!t->dev[index] && create) made = (t->dev[index] = make_device(k, index)) != nullptr;
+    lo = t->dev[index];
+    if (lo) lo->opens.fetch_add(1);
+  }
+  if (made) devtmpfs_block_added(k, *lo);  // held open here: it cannot go meanwhile
   return lo;
 }
 
@@ -298,10 +305,9 @@ void loop_for_each(Kernel& k, void (*fn)(void* ctx, const BlockDevice& d), void*
     if (lo) fn(ctx, *lo);
 }
 
-long loop_add(Kernel& k, int index) {
-  LoopDevices* t = table(k);
-  if (!t) return -ENOMEM;
-  Guard g(t->lock);
+namespace {
+
+long add_locked(Kernel& k, LoopDevices* t, int index) {
   if (index < 0)
     for (int i = 0; i < kMaxLoop && index < 0; i++)
       if (!t->dev[i]) index = i;
@@ -310,6 +316,27 @@ long loop_add(Kernel& k, int index) {
   if (t->dev[index]) return -EEXIST;
   if (!(t->dev[index] = make_device(k, index))) return -ENOMEM;
   return index;
+}
+
+}  // namespace
+
+long loop_add(Kernel& k, int index) {
+  LoopDevices* t = table(k);
+  if (!t) return -ENOMEM;
+  long r;
+  {
+    Guard g(t->lock);
+    r = add_locked(k, t, index);
+  }
+  if (r >= 0) {
+    // Its /dev node, outside the table's lock; the device is held open for
+    // it (a LOOP_CTL_REMOVE meanwhile then waits for nothing: EBUSY).
+    if (BlockDevice* d = loop_get(k, (int)r, false)) {
+      devtmpfs_block_added(k, *d);
+      block_put(*d);
+    }
+  }
+  return r;
 }
 
 long loop_remove(Kernel& k, int index) {

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
+#include "kernel/fs/devfs/devfs.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 
@@ -55,13 +56,7 @@ long ubd_fdatasync(BlockDevice& d) {
 
 const BlockOps kUbdOps = {.read = ubd_pread, .write = ubd_pwrite, .flush = ubd_fdatasync};
 
-}  // namespace
-
-long ubd_attach(Kernel& k, int index, const char* host_path, bool readonly) {
-  if (index < 0 || index >= kMaxUbd) return -EINVAL;
-  BlockDevices* all = devices(k, true);
-  if (!all) return -ENOMEM;
-  Guard g(all->lock);
+long attach_locked(Kernel& k, BlockDevices* all, int index, const char* host_path, bool readonly) {
   if (all->dev[index]) return -EBUSY;
   int flags = (readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC;
   long fd = host::sys(SYS_openat, AT_FDCWD, host_path, flags, 0);
@@ -92,6 +87,21 @@ long ubd_attach(Kernel& k, int index, const char* host_path, bool readonly) {
   d->ops = &kUbdOps;
   all->dev[index] = d;
   return 0;
+}
+
+}  // namespace
+
+long ubd_attach(Kernel& k, int index, const char* host_path, bool readonly) {
+  if (index < 0 || index >= kMaxUbd) return -EINVAL;
+  BlockDevices* all = devices(k, true);
+  if (!all) return -ENOMEM;
+  long r;
+  {
+    Guard g(all->lock);
+    r = attach_locked(k, all, index, host_path, readonly);
+  }
+  if (r == 0) devtmpfs_block_added(k, *all->dev[index]);  // its /dev node, outside the table's lock
+  return r;
 }
 
 BlockDevice* ubd_by_index(Kernel& k, int index) {

@@ -1,9 +1,14 @@
-// devfs: the device nodes every program expects in /dev. The character
+// devtmpfs: the device nodes every program expects in /dev, in a tmpfs of
+// the kernel's (one instance, as Linux's, however often it is mounted),
+// where root may make, change and remove nodes as on Linux. The character
 // devices are the host's own harmless ones (null, zero, full, random,
 // urandom), opened directly, so reads, writes, poll and mmap behave
-// exactly as they do on Linux. console, tty (once the kernel has a console)
-// and kmsg are the kernel's own (src/kernel/tty/, src/kernel/printk_kmsg.cpp);
-// without a kernel console, tty is the host's.
+// exactly as they do on Linux; console, tty (once the kernel has a
+// console), kmsg, ptmx and loop-control are the kernel's own
+// (src/kernel/tty/, src/kernel/printk_kmsg.cpp, src/kernel/block/);
+// without a kernel console, tty is the host's. A device node anywhere
+// (devtmpfs, tmpfs, ext4, a hostfs node record) opens through
+// devfs_open_rdev / devfs_open_block by its number.
 #pragma once
 #include "kernel/vfs/vfs.h"
 
@@ -11,7 +16,12 @@ namespace flatux {
 
 extern const FsType kDevFsType;  // mount(2) type "devtmpfs"
 
-long devfs_create(Heap* heap, Filesystem** out);
+struct BlockDevice;
+
+// The kernel's devtmpfs, made and filled at its first use.
+long devtmpfs_create(Kernel& k, Filesystem** out);
+// A block device appeared (a ubd attached, a loop device made): its node.
+void devtmpfs_block_added(Kernel& k, const BlockDevice& d);
 // Mounts a tmpfs on the devtmpfs' /dev/shm (mode 1777, nosuid, nodev), as
 // systemd and initramfs scripts do: POSIX shared memory and semaphores
 // (shm_open, sem_open) live there.

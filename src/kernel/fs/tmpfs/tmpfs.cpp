@@ -174,6 +174,8 @@ void tmpfs_type_unmount(Filesystem& fsys) {
   heap->destroy_obj(&fsys);
 }
 
+}  // namespace
+
 long tmpfs_remount(Filesystem& fsys, unsigned long, const char* data) {
   return tmpfs_reconfigure(tmpfs_of(fsys), data);
 }
@@ -185,7 +187,37 @@ void tmpfs_options(Filesystem& fsys, char* out, size_t n) {
   copy_cstr(out, n, f.size() ? tail(f.view(), 1) : std::string_view());  // without the leading ','
 }
 
-}  // namespace
+long tmpfs_new_fs(Kernel& k, const char* options, Filesystem** out) {
+  return tmpfs_mount(k, nullptr, 0, options, out);
+}
+
+long tmpfs_kernel_node(Filesystem& fsys, const char* name, uint32_t mode, uint64_t rdev, const char* target) {
+  Tmpfs& fs = tmpfs_of(fsys);
+  size_t len = strlen(name);
+  if (len == 0 || len > kTmpNameMax) return -EINVAL;
+  Guard g(fs.lock);
+  if (tmp_find(fs, fs.root, name, len)) return -EEXIST;
+  long err = 0;
+  TmpInode* n = tmp_new_inode(fs, mode, 0, 0, &err);
+  if (!n) return err;
+  if (S_ISCHR(mode) || S_ISBLK(mode)) n->rdev = rdev;
+  if (S_ISDIR(mode)) n->size = 40;
+  if (S_ISLNK(mode)) {
+    size_t tl = strlen(target);
+    if (!(n->target = static_cast<char*>(fs.heap->alloc(tl + 1)))) err = -ENOMEM;
+    else memcpy(n->target, target, tl + 1);
+    n->size = (int64_t)tl;
+  }
+  if (err == 0) err = tmp_add_entry(fs, fs.root, name, len, n);
+  if (err < 0) {
+    tmp_get(n);
+    tmp_put(n);  // frees it, with its target
+    return err;
+  }
+  fs.root->size += 20;
+  fs.root->mtime = fs.root->ctime = n->ctime;
+  return 0;
+}
 
 const FsType kTmpFsType = {
     .name = "tmpfs",

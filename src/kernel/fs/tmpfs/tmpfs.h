@@ -17,6 +17,8 @@ struct TmpInode;
 struct MemAccount;
 struct Task;
 struct Mount;
+struct Kernel;
+struct Filesystem;
 
 // File::priv_word bits: the mount says noatime, or strictatime.
 constexpr uint64_t kTmpFileNoAtime = 1, kTmpFileStrictAtime = 2;
@@ -43,6 +45,16 @@ void tmpfs_fill_statfs(Tmpfs& fs, const Mount* m, struct statfs* out);
 // Data pages in use (also charged to mem=).
 uint64_t tmpfs_pages_used(Tmpfs& fs);
 void tmpfs_release_inode(TmpInode& n);
+// A new instance with `options`, as mount(2) makes one (the devtmpfs is one).
+long tmpfs_new_fs(Kernel& k, const char* options, Filesystem** out);
+// mount(2)'s remount and the options /proc/mounts shows, of an instance.
+long tmpfs_remount(Filesystem& fsys, unsigned long flags, const char* data);
+void tmpfs_options(Filesystem& fsys, char* out, size_t n);
+// A node the kernel itself makes in the instance's root folder (root's,
+// mode as given): a device (rdev), a folder, or a symlink to `target`.
+// EEXIST when the name is taken.
+long tmpfs_kernel_node(Filesystem& fsys, const char* name, uint32_t mode, uint64_t rdev, const char* target);
+
 // Opens a FIFO (as a named pipe) or a character device node; the caller
 // holds a reference on n.
 long tmpfs_open_special(Task& t, TmpInode& n, int flags, File** out);
