@@ -204,7 +204,12 @@ int run(const RunOptions& o) {
   }
   struct stat st;
   if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    fprintf(stderr, "flatux: --root %s: Not a directory\n", o.root.c_str());
+    if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+      fprintf(stderr,
+              "flatux: --root %s: not a folder; an image is booted (flatux ubd0=%s rw init=PROG) or mounted "
+              "(--ubd 0=%s --mount-ext4 /dev/ubda:DIR)\n",
+              o.root.c_str(), o.root.c_str(), o.root.c_str());
+    else fprintf(stderr, "flatux: --root %s: Not a directory\n", o.root.c_str());
     return 125;
   }
   snprintf(cfg.root, sizeof cfg.root, "%s", root);
@@ -310,7 +315,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   RunOptions o;
   CLI::App* run_cmd = app.add_subcommand("run", "Run one program under flatux");
-  run_cmd->add_option("--root", o.root, "Host folder (or image) used as the guest's root (default /)");
+  run_cmd->add_option("--root", o.root, "Host folder used as the guest's root (default /); an image is booted (ubd0=IMAGE) or mounted (--ubd, --mount-ext4)");
   run_cmd->add_flag("--ro", o.readonly, "Mount the root read-only");
   run_cmd->add_option("--strace", o.strace, "Print one line per guest syscall (to FILE, default stderr)")
       ->expected(0, 1)

@@ -97,6 +97,13 @@ long file_statfs(Task&, File& f, struct statfs* out) { return host::sys(SYS_fsta
 
 long file_setattr(Task&, File& f, const Attr& a) {
   long r = 0;
+  // A host device node is the host's, whatever way it was opened: its
+  // owner, mode and times are not the guest's to change.
+  HostFs* hfs = hostfs_of_file(f);
+  if ((a.mask & (kAttrUid | kAttrGid | kAttrMode | kAttrAtime | kAttrMtime)) && !(hfs && hfs->host_owners)) {
+    struct stat st;
+    if (host::sys(SYS_fstat, f.host_fd, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) return -EPERM;
+  }
   if (a.mask & (kAttrUid | kAttrGid | kAttrMode)) {
     struct stat host;
     r = host::sys(SYS_fstat, f.host_fd, &host);

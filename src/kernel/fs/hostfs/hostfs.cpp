@@ -537,6 +537,12 @@ long fs_setattr(Task& t, Filesystem& fs, Lookup& lk, const Attr& a) {
   Found f;
   long r = look_up(h, lk, &f);
   if (r < 0) return r;
+  // A host device node (the host's /dev under the whole host as root) is
+  // the host's: its owner, mode and times are not the guest's to change.
+  // (A device node a guest made is a node link, and changes freely.)
+  bool host_device = S_ISCHR(f.host.st_mode) || S_ISBLK(f.host.st_mode);
+  if (host_device && !h.host_owners && (a.mask & (kAttrUid | kAttrGid | kAttrMode | kAttrAtime | kAttrMtime)))
+    return -EPERM;
   if (a.mask & (kAttrUid | kAttrGid | kAttrMode)) {
     r = f.guest.device ? set_node_attrs(t, h, lk, f.guest, a) : set_guest_owner_mode(h, (int)f.fd, f.host, f.guest, a);
     hostfs_attrs_changed(t, lk);
