@@ -213,7 +213,8 @@ Options:
                    rewritten at its first trap to jump into the kernel),
                    rewrite-page0 (also zpoline's call *%rax; needs page 0).
                    The default comes from $FLATUX_SYSCALL_ENTRY when set.
-  --net=none|host  none: no IPv4/IPv6 sockets; host (default): the host's network
+  --net=none|host  none: no IPv4/IPv6 sockets, a network namespace of its own;
+                   host (default): the host's network
   --hostfs-owners=guest|host
                    guest (default): owners, set-id bits and device nodes a guest
                    gives hostfs files are kept by flatux, not the host; host:
@@ -224,8 +225,9 @@ Options:
   --no-sandbox     do not confine the host process (trusted guests only)
   --keep-root      started by root: keep root's host capabilities
   --sandbox-without=LAYER[,LAYER]
-                   leave out identity, mounts, landlock or allowlist (each
-                   is then reported missing; to see what each one holds)
+                   leave out identity, processes, network, mounts, landlock
+                   or allowlist (each is then reported missing; to see what
+                   each one holds)
 
 Exit status: 0 after power-off or halt, 3 after a restart request (reboot -r,
 Ctrl-Alt-Del), 125 when the kernel panics (e.g. init exited).

@@ -347,7 +347,8 @@ int main(int argc, char** argv) {
                     "Started by root: keep root's host capabilities instead of a user namespace");
   run_cmd->add_flag("--security", o.sandbox.report, "Print what confines the host process");
   run_cmd->add_option("--sandbox-without", o.sandbox_without,
-                      "LAYER[,LAYER]: leave out identity, mounts, landlock or allowlist (to see what each holds)");
+                      "LAYER[,LAYER]: leave out identity, processes, network, mounts, landlock or allowlist (to see what each "
+                      "holds)");
   run_cmd->footer("Usage: flatux run [OPTIONS] [--] PROG [ARGS...]");
   flatux::mkimage::Options mk;
   CLI::App* mk_cmd = app.add_subcommand("mkimage", "Build an ext4 image from a folder or a tar archive, unprivileged");

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 SECRET = "flatux attack marker: outside the guest root\n"
@@ -74,6 +75,39 @@ def snapshot(path):
     with open(path, "rb") as f:
         data = f.read()
     return (st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, st.st_ino, data, tuple(xattrs))
+
+
+def run_processes(flatux, jail):
+    """Host processes of flatux's binary whose command line names the jail:
+    once flatux has exited there must be none (a raw clone of the kernel's
+    process is a copy of it, command line included)."""
+    exe = os.path.realpath(flatux)
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.path.realpath(f"/proc/{pid}/exe") != exe:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if jail.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def keep_connecting(name, stop, reached):
+    """Connects to the abstract name the attacker listens on under
+    --net=none, again and again while the run lasts; any success is noted."""
+    while not stop.is_set():
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            c.connect("\0" + name)
+            reached.append(name)
+        except OSError:
+            pass
+        finally:
+            c.close()
+        stop.wait(0.05)
 
 
 def mounted_under(path):
@@ -181,11 +215,12 @@ def main():
         "ATTACK_FORK": "1" if a.fork else "0",
         "ATTACK_RO_IMAGE": ro_image,
         "ATTACK_STDIN_FILE": "1" if a.stdin_file else "0",
+        "ATTACK_LISTEN": f"flatux-attack-listen-{os.getpid()}",
     }
     net = ["--net=none"] if a.net_none else []
     if a.how == "run":
         argv = [a.flatux, "run", "--root", jail, "--ubd", f"1r={ro_image}"] + (["--ro"] if a.ro else []) + net
-        argv += a.flatux_arg
+        argv += a.flatux_arg + ["--security"]
         argv += ["--", "/attacker"]
         run_env = dict(os.environ, **env)
     else:
@@ -195,12 +230,15 @@ def main():
         subprocess.run(["mke2fs", "-q", "-F", "-t", "ext4", "-d", image_root, image, "64M"], check=True)
         env["ATTACK_HOSTFS_AT"] = "/mnt"
         env["ATTACK_POWEROFF"] = "1"
-        argv = [a.flatux] + net + a.flatux_arg + [f"ubd0={image}", f"ubd1r={ro_image}", "rw", f"hostfs={jail}",
+        argv = [a.flatux] + net + a.flatux_arg + ["--security", f"ubd0={image}", f"ubd1r={ro_image}", "rw", f"hostfs={jail}",
                                                    "init=/attacker", "loglevel=3"]
         argv += [f"{k}={v}" for k, v in env.items()]
         run_env = dict(os.environ)
     print("$", " ".join(argv), flush=True)
     start = time.monotonic()
+    stop, reached = threading.Event(), []
+    connector = threading.Thread(target=keep_connecting, args=(env["ATTACK_LISTEN"], stop, reached))
+    connector.start()
     with open(stdin_file if a.stdin_file else os.devnull, "rb") as stdin:
         proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=run_env)
     try:
@@ -208,6 +246,11 @@ def main():
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _ = proc.communicate()
+    stop.set()
+    connector.join()
+    survivors = run_processes(a.flatux, jail)
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
     out = out.decode(errors="replace")
     print(out, end="")
     print(f"(flatux pid {proc.pid}, exit status {proc.returncode}, {time.monotonic() - start:.2f} s)")
@@ -219,11 +262,14 @@ def main():
     else:
         fields = dict(w.split("=") for w in gadget[0].split() if "=" in w)
         host_pid, host_ppid = int(fields["host_pid"]), int(fields["host_ppid"])
-        # Forked, the attacker's host process is flatux's child.
+        # Forked, the attacker's host process is the kernel's process's
+        # child. In the run's own pid namespace the kernel's process is pid 2
+        # (below the run's init); the guest's init is pid 1 to itself.
+        kernel = 2 if "sandbox: processes: a pid namespace" in out else proc.pid
         want = host_ppid if a.fork else host_pid
-        if want != proc.pid or (a.fork and host_pid == proc.pid):
-            failures.append(f"the gadget's getpid/getppid said {host_pid}/{host_ppid}, flatux is {proc.pid}: "
-                            "not the host's")
+        if want != kernel or (a.fork and host_pid == kernel):
+            failures.append(f"the gadget's getpid/getppid said {host_pid}/{host_ppid}, the kernel's process is "
+                            f"{kernel}: not the host's")
     escaped = [l for l in out.splitlines() if l.startswith("ESCAPED")]
     if escaped:
         failures.append(f"{len(escaped)} probe(s) were not refused")
@@ -250,6 +296,11 @@ def main():
         failures.append("something was mounted or made in the host folder")
         for m in mounted_under(outside):
             subprocess.run(["umount", "-l", m])
+    outlived = bool(survivors)
+    if outlived:
+        failures.append(f"host processes of the run outlived it: {survivors}")
+    if reached:
+        failures.append(f"a host process connected to the run's abstract name @{reached[0]} under --net=none")
     if victim_proc.poll() is not None:
         failures.append("the host victim process died")
     if os.path.exists(signals_log):
@@ -276,6 +327,10 @@ def main():
         # Each named probe must be seen getting through: without the layers
         # left out, nothing else refuses it.
         got = {l.split()[1].rstrip(":") for l in escaped}
+        if outlived:
+            got.add("outlive")
+        if reached:
+            got.add("abstract-listen-host")
         want = [n for n in a.escapes.split(",") if n]
         held = [n for n in want if n not in got]
         for n in held:

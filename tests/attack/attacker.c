@@ -39,6 +39,10 @@
 #include <linux/bpf.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -96,12 +100,17 @@ static const char* err_name(long r) {
 
 // Which refusals count: the sandbox answers EPERM (seccomp) or EACCES
 // (Landlock); a path that does not exist in the host process's own mount
-// namespace is ENOENT; a read-only mount of it there, EROFS.
-enum { kPerm = 1, kAcces = 2, kNoent = 4, kRofs = 8 };
+// namespace is ENOENT; a read-only mount of it there, EROFS; a host
+// process outside the run's pid namespace, ESRCH; an abstract name outside
+// its network namespace, ECONNREFUSED; an address of the host's network
+// from an empty network namespace, ENETUNREACH.
+enum { kPerm = 1, kAcces = 2, kNoent = 4, kRofs = 8, kSrch = 16, kConnRefused = 32, kUnreach = 64 };
 
 static int refused(long r, int how) {
   return (r == -EPERM && (how & kPerm)) || (r == -EACCES && (how & kAcces)) ||
-         (r == -ENOENT && (how & kNoent)) || (r == -EROFS && (how & kRofs));
+         (r == -ENOENT && (how & kNoent)) || (r == -EROFS && (how & kRofs)) || (r == -ESRCH && (how & kSrch)) ||
+         (r == -ECONNREFUSED && (how & kConnRefused)) ||
+         (r == -ENETUNREACH && (how & kUnreach));
 }
 
 __attribute__((format(printf, 4, 5))) static int verdict(const char* name, long r, int how,
@@ -271,7 +280,7 @@ static void probe_unix(void) {
   size_t len = strlen(name);
   memcpy(a.sun_path + 1, name, len);
   r = gadget_sys(SYS_connect, s, &a, offsetof(struct sockaddr_un, sun_path) + 1 + len);
-  verdict("unix-abstract-connect", r, kPerm | kAcces | kNoent, NULL);
+  verdict("unix-abstract-connect", r, kPerm | kAcces | kNoent | kConnRefused, NULL);
   gclose(s);
 }
 
@@ -284,7 +293,7 @@ static void probe_inet(void) {
   long s = gadget_sys(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s >= 0) {
     long r = gadget_sys(SYS_connect, s, &a, sizeof a);
-    verdict("tcp-connect", r, kPerm | kAcces, "127.0.0.1:%s", env("ATTACK_TCP_PORT"));
+    verdict("tcp-connect", r, kPerm | kAcces | kUnreach, "127.0.0.1:%s", env("ATTACK_TCP_PORT"));
     gclose(s);
   } else {
     verdict("tcp-socket", s, kPerm | kAcces, NULL);
@@ -293,7 +302,7 @@ static void probe_inet(void) {
   s = gadget_sys(SYS_socket, AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s >= 0) {
     long r = gadget_sys(SYS_sendto, s, "ESCAPED", 7, 0, &a, sizeof a);
-    verdict("udp-sendto", r, kPerm | kAcces, NULL);
+    verdict("udp-sendto", r, kPerm | kAcces | kUnreach, NULL);
     gclose(s);
   } else {
     verdict("udp-socket", s, kPerm | kAcces, NULL);
@@ -304,7 +313,7 @@ static void probe_inet(void) {
 
 static void probe_processes(void) {
   long victim = atol(env("ATTACK_VICTIM_PID"));
-  int how = kPerm | kAcces;
+  int how = kPerm | kAcces | kSrch;
   verdict("kill", gadget_sys(SYS_kill, victim, SIGTERM), how, "pid %ld", victim);
   verdict("tgkill", gadget_sys(SYS_tgkill, victim, victim, SIGTERM), how, NULL);
   siginfo_t si;
@@ -328,23 +337,166 @@ static void probe_processes(void) {
   struct iovec lv = {&local, 1}, rv = {(void*)0x1000, 1};
   // A permitted call reaches the address and says EFAULT.
   verdict("process_vm_readv", gadget_sys(SYS_process_vm_readv, victim, &lv, 1, &rv, 1, 0), how, NULL);
-  // Known open (no layer scopes them): a host process of the same user
-  // holding no capability flatux lacks can be reniced (only downwards) or
-  // pinned. (The victim here is root's, with every capability: the user
-  // namespace keeps it out of reach.) Said, not counted; each is set to
-  // what it is, so nothing changes.
+  // Scheduling calls: no layer but the pid namespace scopes them (a host
+  // process of the same user holding no capability flatux lacks can be
+  // reniced downwards or pinned; the victim here is root's, which the
+  // user namespace keeps out of reach too). Each is set to what it is, so
+  // nothing changes.
   long prio = gadget_sys(SYS_getpriority, PRIO_PROCESS, victim);
   long set = prio >= 0 ? gadget_sys(SYS_setpriority, PRIO_PROCESS, victim, 20 - prio) : prio;
-  printf("info setpriority of a host process: %s (getpriority %s)\n", err_name(set), prio >= 0 ? "allowed" : err_name(prio));
+  verdict("setpriority-host", set, how, "getpriority %s", prio >= 0 ? "allowed" : err_name(prio));
   unsigned long mask[16];
   long n = gadget_sys(SYS_sched_getaffinity, victim, sizeof mask, mask);
   set = n > 0 ? gadget_sys(SYS_sched_setaffinity, victim, n, mask) : n;
-  printf("info sched_setaffinity of a host process: %s\n", err_name(set));
+  verdict("sched_setaffinity-host", set, how, NULL);
   char p[64];
   snprintf(p, sizeof p, "/proc/%ld/mem", victim);
   long fd = gadget_sys(SYS_openat, AT_FDCWD, p, O_RDWR | O_CLOEXEC);
   gclose(fd);
   verdict("proc-pid-mem", fd, how | kNoent, NULL);
+}
+
+// ---- the whole host granted read-only (--ro with the root /) ----------------
+
+// Everything is readable; nothing of a host file may change, metadata
+// included (Landlock covers none of chmod, chown, utimes, xattrs: the
+// read-only private mounts must).
+static void probe_whole_host_ro(void) {
+  const char* victim = env("ATTACK_VICTIM");
+  int how = kPerm | kAcces | kRofs;
+  verdict("ro-chmod-setuid", gadget_sys(SYS_fchmodat, AT_FDCWD, victim, 04755), how, NULL);
+  verdict("ro-chown", gadget_sys(SYS_fchownat, AT_FDCWD, victim, 1, 1, 0), how, NULL);
+  struct timespec epoch[2] = {{0, 0}, {0, 0}};
+  verdict("ro-utimensat", gadget_sys(SYS_utimensat, AT_FDCWD, victim, epoch, 0), how, NULL);
+  verdict("ro-setxattr", gadget_sys(SYS_setxattr, victim, "user.flatux_attack", "x", 1, 0), how, NULL);
+  long fd = gadget_sys(SYS_openat, AT_FDCWD, victim, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd >= 0) gadget_sys(SYS_write, fd, "ESCAPED\n", 8);
+  gclose(fd);
+  verdict("ro-open-write", fd, how, NULL);
+  long opath = gadget_sys(SYS_openat, AT_FDCWD, victim, O_RDONLY | O_CLOEXEC);
+  if (opath >= 0) {
+    verdict("ro-fchmod", gadget_sys(SYS_fchmod, opath, 04777), how, NULL);
+    verdict("ro-fchown", gadget_sys(SYS_fchown, opath, 1, 1), how, NULL);
+    gclose(opath);
+  } else {
+    printf("info opening %s to read: %s\n", victim, err_name(opath));
+  }
+}
+
+// ---- host processes that outlive the run ------------------------------------
+
+// A raw clone: a host process flatux does not track. It sleeps 20 s and
+// says so in its command line (a copy of flatux's); attack.py looks for it
+// once flatux has exited. Said, not judged here: the host side judges.
+static void probe_outlive(void) {
+  long child = gadget_sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (child == 0) {
+    // No descriptor of flatux's kept open: the harness reads its output
+    // to the end before it looks.
+    for (int fd = 0; fd < 4096; fd++) gadget_sys(SYS_close, fd);
+    struct timespec second = {1, 0};
+    for (int i = 0; i < 20; i++) gadget_sys(SYS_nanosleep, &second, NULL);
+    gadget_sys(SYS_exit_group, 0);
+  }
+  printf("info raw clone: %s (host pid %ld, must end with the run)\n", err_name(child < 0 ? child : 0), child);
+}
+
+// ---- the host's abstract names and netlink under --net=none ------------------
+
+// Listens on an abstract name the host side (attack.py) keeps trying to
+// connect to while the run lasts: under --net=none no host process may
+// reach it.
+static void probe_abstract_listen(void) {
+  long s = gadget_sys(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  const char* name = env("ATTACK_LISTEN");
+  size_t len = strlen(name);
+  memcpy(a.sun_path + 1, name, len);
+  long r = s < 0 ? s : gadget_sys(SYS_bind, s, &a, offsetof(struct sockaddr_un, sun_path) + 1 + len);
+  if (r == 0) r = gadget_sys(SYS_listen, s, 8);
+  if (r == 0) {
+    printf("LISTENING %s\n", name);
+    fflush(stdout);
+    struct timespec tick = {0, 50 * 1000 * 1000};
+    r = -ECONNREFUSED;  // nobody came
+    for (int i = 0; i < 60 && r == -ECONNREFUSED; i++) {
+      long c = gadget_sys(SYS_accept4, s, NULL, NULL, SOCK_CLOEXEC);
+      if (c >= 0) {
+        gclose(c);
+        r = 0;
+      } else {
+        gadget_sys(SYS_nanosleep, &tick, NULL);
+      }
+    }
+  }
+  gclose(s);
+  verdict("abstract-listen-reached", r, kPerm | kAcces | kConnRefused, "@%s", name);
+}
+
+// Sends one netlink request and counts the replies `match` accepts (-errno
+// on a refused call).
+static long netlink_dump(int family, void* req, size_t len, int (*match)(struct nlmsghdr*)) {
+  long s = gadget_sys(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, family);
+  if (s < 0) return s;
+  struct sockaddr_nl to;
+  memset(&to, 0, sizeof to);
+  to.nl_family = AF_NETLINK;
+  long r = gadget_sys(SYS_sendto, s, req, len, 0, &to, sizeof to);
+  long found = 0;
+  static char buf[32768];
+  while (r >= 0) {
+    r = gadget_sys(SYS_recvfrom, s, buf, sizeof buf, 0, NULL, NULL);
+    if (r <= 0) break;
+    int done = 0;
+    for (struct nlmsghdr* h = (struct nlmsghdr*)buf; NLMSG_OK(h, (unsigned)r); h = NLMSG_NEXT(h, r)) {
+      if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) done = 1;
+      else found += match(h);
+    }
+    if (done) break;
+  }
+  gclose(s);
+  return r < 0 ? r : found;
+}
+
+// An address of the host's own (not the loopback's, whose scope is host).
+static int host_address(struct nlmsghdr* h) {
+  struct ifaddrmsg* ifa = NLMSG_DATA(h);
+  return h->nlmsg_type == RTM_NEWADDR && ifa->ifa_scope != RT_SCOPE_HOST;
+}
+
+static int host_listener(struct nlmsghdr* h) {
+  struct inet_diag_msg* m = NLMSG_DATA(h);
+  return h->nlmsg_type == SOCK_DIAG_BY_FAMILY && ntohs(m->id.idiag_sport) == atoi(env("ATTACK_TCP_PORT"));
+}
+
+static void probe_netlink(void) {
+  struct {
+    struct nlmsghdr h;
+    struct ifaddrmsg m;
+  } addr;
+  memset(&addr, 0, sizeof addr);
+  addr.h.nlmsg_len = sizeof addr;
+  addr.h.nlmsg_type = RTM_GETADDR;
+  addr.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  long n = netlink_dump(NETLINK_ROUTE, &addr, sizeof addr, host_address);
+  verdict("netlink-host-addresses", n > 0 ? 0 : n == 0 ? -ENOENT : n, kPerm | kAcces | kNoent,
+          "%ld address(es) besides the loopback's", n);
+  struct {
+    struct nlmsghdr h;
+    struct inet_diag_req_v2 r;
+  } diag;
+  memset(&diag, 0, sizeof diag);
+  diag.h.nlmsg_len = sizeof diag;
+  diag.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  diag.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  diag.r.sdiag_family = AF_INET;
+  diag.r.sdiag_protocol = IPPROTO_TCP;
+  diag.r.idiag_states = 1u << 10;  // TCP_LISTEN
+  n = netlink_dump(NETLINK_SOCK_DIAG, &diag, sizeof diag, host_listener);
+  verdict("netlink-diag-host-listener", n > 0 ? 0 : n == 0 ? -ENOENT : n, kPerm | kAcces | kNoent,
+          "port %s seen %ld time(s)", env("ATTACK_TCP_PORT"), n);
 }
 
 // ---- mounts, BPF, the host kernel's privileged interfaces ----------------------
@@ -653,10 +805,21 @@ int main(void) {
     printf("heap rewrite failed\n");
     goto out;
   }
+  if (!strcmp(env("ATTACK_WHOLE_HOST_RO"), "1")) {
+    probe_whole_host_ro();
+    printf("%d probes, %d escaped\n", probes, escapes);
+    status = escapes ? 1 : 0;
+    goto out;
+  }
   probe_files();
   probe_unix();
-  if (!strcmp(env("ATTACK_NET_NONE"), "1")) probe_inet();
+  if (!strcmp(env("ATTACK_NET_NONE"), "1")) {
+    probe_inet();
+    probe_abstract_listen();
+    probe_netlink();
+  }
   probe_processes();
+  probe_outlive();
   probe_privileged();
   probe_capabilities();
   printf("%d probes, %d escaped\n", probes, escapes);

@@ -66,12 +66,18 @@ bool pid_in_use_locked(Kernel& k, int pid) {
 // Pids below kernel/pid_max, wrapping to RESERVED_PIDS as Linux does.
 int alloc_pid_locked(Kernel& k) {
   int max = k.sysctl.pid_max.load(std::memory_order_relaxed);
+  // Blocks held by others are skipped a few at a time: anyone on the host
+  // can bind their names, and a squatter holding every one must not make
+  // each fork try them all. Past that the pid goes unreserved.
+  constexpr int kTakenBlocksTried = 8;
+  int taken = 0;
   for (int tries = 0; tries < max; tries++) {
     int pid = k.next_pid++;
     if (k.next_pid >= max) k.next_pid = kReservedPids;
     if (pid >= max) continue;  // pid_max was lowered below the next pid
     if (pid_in_use_locked(k, pid)) continue;
-    if (pid_reserve_locked(k, pid)) return pid;
+    if (taken >= kTakenBlocksTried || pid_reserve_locked(k, pid)) return pid;
+    taken++;
     // Another flatux instance on the host has this block of numbers.
     k.next_pid = pid_next_block(pid) < max ? pid_next_block(pid) : kReservedPids;
   }

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <vector>
 
 #ifndef AT_RECURSIVE
 #define AT_RECURSIVE 0x8000  // linux/fcntl.h, which glibc's fcntl.h does not include
@@ -176,6 +177,33 @@ bool build_jail_mounts(const SandboxGrant& g, std::string* why) {
     fprintf(stderr, "flatux: sandbox: entering the private mount namespace: %s\n", strerror(errno));
     _exit(125);
   }
+  return true;
+}
+
+bool build_host_mounts(const SandboxGrant& g, bool* own_proc, std::string* why) {
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return fail(why, "making mounts private");
+  // Writable images are copied before the tree turns read-only, and
+  // placed back over themselves after.
+  std::vector<Fd> images;
+  for (const SandboxGrant::Image& im : g.images) {
+    images.emplace_back();
+    uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | (im.readonly ? MOUNT_ATTR_RDONLY : 0);
+    if (!clone_tree(im.path, false, attrs, &images.back(), why)) return false;
+  }
+  Fd shm;
+  if (g.root_readonly && !new_tmpfs("1777", "1m", "65536", &shm, why)) return false;
+  mount_attr a{};
+  a.attr_set = MOUNT_ATTR_NOSUID | (g.root_readonly ? MOUNT_ATTR_RDONLY : 0);
+  if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &a, sizeof a) != 0) return fail(why, "mount_setattr /");
+  if (g.root_readonly && move_mount(shm.fd, "", AT_FDCWD, "/dev/shm", MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return fail(why, "mounting /dev/shm");
+  for (size_t i = 0; i < images.size(); i++)
+    if (move_mount(images[i].fd, "", AT_FDCWD, g.images[i].path.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0)
+      return fail(why, "mounting " + g.images[i].path);
+  // The run's own /proc: the host's shows every host process. Where the
+  // host forbids it (a /proc with parts hidden by a container engine),
+  // the host's stays.
+  if (*own_proc) *own_proc = mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) == 0;
   return true;
 }
 

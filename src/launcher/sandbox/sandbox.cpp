@@ -15,6 +15,7 @@
 #include "launcher/sandbox/identity.h"
 #include "launcher/sandbox/jail_mounts.h"
 #include "launcher/sandbox/landlock.h"
+#include "launcher/sandbox/run_init.h"
 
 namespace flatux::launcher {
 namespace {
@@ -167,6 +168,67 @@ std::string left_out(const char* layer) {
 
 }  // namespace
 
+namespace {
+
+// The user namespace (and the namespaces in `ns`, which need one when
+// the process is not root) this configuration calls for. Reports the
+// identity line; true when `ns` was unshared.
+bool enter_identity(const SandboxGrant& g, const SandboxOptions& o, int ns, SandboxState* s,
+                    bool* drop_to_file_server) {
+  std::string why;
+  bool root = geteuid() == 0;
+  if (o.without & kLayerIdentity) {
+    s->missing.push_back(left_out("identity"));
+    return ns && unshare(ns) == 0;
+  }
+  if (root && !o.keep_root) {
+    if (enter_identity_namespace(ns, &why)) {
+      s->in_user_namespace = true;
+      s->applied.push_back(
+          "identity: a user namespace mapping every host id to itself; capabilities there only "
+          "to serve files (chown, dac_override, dac_read_search, fowner, fsetid), none over the host");
+      return true;
+    }
+    s->missing.push_back("user namespace (" + why + "): running as root with only the capabilities to serve files");
+    *drop_to_file_server = true;
+    return ns && unshare(ns) == 0;
+  }
+  if (root) {
+    s->applied.push_back("identity: root, as asked (--keep-root)");
+    return ns && unshare(ns) == 0;
+  }
+  if (ns && enter_own_id_namespace(ns, &why)) {
+    s->in_user_namespace = true;
+    s->applied.push_back("identity: uid " + std::to_string(getuid()) +
+                         " in a user namespace of its own (other users' files show as nobody)");
+    return true;
+  }
+  s->applied.push_back("identity: uid " + std::to_string(getuid()) + ", no capability to give up");
+  if (ns) s->missing.push_back("user namespace (" + why + "): no namespace of the run's own can be made");
+  (void)g;
+  return false;
+}
+
+void enter_host_mounts(const SandboxGrant& g, bool unshared, SandboxState* s) {
+  std::string why;
+  bool own_proc = s->pid_namespace;
+  if (!unshared || !build_host_mounts(g, &own_proc, &why)) {
+    s->missing.push_back("private mounts (" + (unshared ? why : std::string("no namespace")) + ")" +
+                         (g.root_readonly ? ": owners, modes and times of host files can still be changed" : ""));
+    return;
+  }
+  s->host_mounts = true;
+  if (g.root_readonly) s->fifo_dir = "/dev/shm";
+  s->applied.push_back(std::string("mounts: a private namespace of the whole host, every mount without set-id") +
+                       (g.root_readonly ? ", read-only but for an empty /dev/shm" : "") +
+                       (g.images.empty() ? "" : " and the images") +
+                       (own_proc ? "; a /proc of the run's own processes" : ""));
+  if (s->pid_namespace && !own_proc)
+    s->missing.push_back("the run's own /proc (the host refused to mount one): the host's shows its processes");
+}
+
+}  // namespace
+
 bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState* s) {
   if (o.off) {
     s->applied.push_back("off (--no-sandbox): a guest can do anything this process may");
@@ -178,44 +240,43 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   }
   bool root = geteuid() == 0;
   bool jail = g.root != "/";
-  bool mounts = jail && !(o.without & kLayerMounts);
-  int ns = mounts ? CLONE_NEWNS : 0;
+  bool mounts = !(o.without & kLayerMounts);
+  bool pids = !(o.without & kLayerProcesses);
+  bool net = g.net_none && !(o.without & kLayerNetwork);
+  int ns = (mounts ? CLONE_NEWNS : 0) | (pids ? CLONE_NEWPID : 0) | (net ? CLONE_NEWNET : 0);
   std::string why;
-  bool unshared = false;
   bool drop_to_file_server = false;  // root without a user namespace, once its mounts are made
-  if (o.without & kLayerIdentity) {
-    s->missing.push_back(left_out("identity"));
-    unshared = mounts && unshare(CLONE_NEWNS) == 0;
-  } else if (root && !o.keep_root) {
-    if (enter_identity_namespace(ns, &why)) {
-      s->in_user_namespace = unshared = true;
-      s->applied.push_back(
-          "identity: a user namespace mapping every host id to itself; capabilities there only "
-          "to serve files (chown, dac_override, dac_read_search, fowner, fsetid), none over the host");
-    } else {
-      s->missing.push_back("user namespace (" + why + "): running as root with only the capabilities to serve files");
-      unshared = mounts && unshare(CLONE_NEWNS) == 0;
-      drop_to_file_server = true;
-    }
-  } else if (root) {
-    s->applied.push_back("identity: root, as asked (--keep-root)");
-    unshared = mounts && unshare(CLONE_NEWNS) == 0;
-  } else if (!jail) {
-    s->applied.push_back("identity: uid " + std::to_string(getuid()) + ", no capability to give up");
+  bool unshared = enter_identity(g, o, ns, s, &drop_to_file_server);
+  if (o.without & kLayerProcesses) {
+    s->missing.push_back(left_out("processes"));
+  } else if (!unshared) {
+    s->missing.push_back("pid namespace: host processes a guest makes can outlive the run, and it can name host "
+                         "processes by pid");
+  } else if (!become_run_process(&why)) {
+    fprintf(stderr, "flatux: sandbox: %s\n", why.c_str());
+    return false;
   } else {
-    if (enter_own_id_namespace(ns, &why)) {
-      s->in_user_namespace = unshared = true;
-      s->applied.push_back("identity: uid " + std::to_string(getuid()) +
-                           " in a user namespace of its own (other users' files show as nobody)");
-    }
+    s->pid_namespace = true;
+    s->applied.push_back("processes: a pid namespace of the run's own (the kernel is pid 2 below a reaper): every "
+                         "host process of the run ends with it; no other host process has a pid there");
+  }
+  if (g.net_none && (o.without & kLayerNetwork)) {
+    s->missing.push_back(left_out("network"));
+  } else if (net && !unshared) {
+    s->missing.push_back("network namespace (no namespace): abstract socket names and netlink reach the host's");
+  } else if (net) {
+    // Its loopback stays down: no guest has an IPv4 or IPv6 socket.
+    s->applied.push_back("network: an empty namespace of the run's own (no interface up; abstract socket names and "
+                         "netlink are the run's)");
   }
   // Kept until the seal counts threads with it (the private /proc has no
   // /proc/self/task), closed before any guest code runs: a descriptor of
   // the host's /proc would lead to every host process's folder.
   s->task_dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   s->holds_host_files = holds_host_files(s->task_dir);
-  if (mounts) enter_mount_namespace(g, unshared, s);
-  else if (jail) s->missing.push_back(left_out("mounts"));
+  if (!mounts) s->missing.push_back(left_out("mounts"));
+  else if (jail) enter_mount_namespace(g, unshared, s);
+  else enter_host_mounts(g, unshared, s);
   if (drop_to_file_server && !set_capabilities(file_server_capabilities(), &why))
     s->missing.push_back("capabilities: " + why);
   // The whole host read-write: /dev/shm as it is (nothing is confined).
@@ -304,8 +365,8 @@ bool parse_sandbox_without(const std::string& list, SandboxOptions* o, std::stri
   static const struct {
     const char* name;
     SandboxLayer bit;
-  } kLayers[] = {{"identity", kLayerIdentity}, {"mounts", kLayerMounts}, {"landlock", kLayerLandlock},
-                 {"allowlist", kLayerAllowlist}};
+  } kLayers[] = {{"identity", kLayerIdentity},   {"processes", kLayerProcesses}, {"network", kLayerNetwork},
+                 {"mounts", kLayerMounts},       {"landlock", kLayerLandlock},   {"allowlist", kLayerAllowlist}};
   size_t pos = 0;
   while (pos <= list.size()) {
     size_t comma = list.find(',', pos);
@@ -318,7 +379,7 @@ bool parse_sandbox_without(const std::string& list, SandboxOptions* o, std::stri
         known = true;
       }
     if (!known) {
-      *error = "--sandbox-without: unknown layer '" + name + "' (identity, mounts, landlock, allowlist)";
+      *error = "--sandbox-without: unknown layer '" + name + "' (identity, processes, network, mounts, landlock, allowlist)";
       return false;
     }
   }

@@ -8,8 +8,14 @@
 //   identity   started by root: a user namespace mapping every host id to
 //              itself, so files keep their owners but the process holds no
 //              capability over anything of the host's (identity.cpp)
-//   mounts     a folder root: a private mount namespace in which only the
-//              granted paths exist (jail_mounts.cpp)
+//   processes  a pid namespace of the run's own: every host process of the
+//              run ends with it, none outside it has a pid there
+//              (run_init.cpp)
+//   network    --net=none: an empty network namespace, so abstract socket
+//              names and netlink are the run's own
+//   mounts     a private mount namespace: with a folder root only the
+//              granted paths exist (jail_mounts.cpp); with the whole host,
+//              every mount nosuid, read-only with --ro, the run's /proc
 //   landlock   file access beneath the granted paths only, no TCP with
 //              --net=none, no signals or abstract sockets leaving the
 //              process (landlock.cpp)
@@ -46,6 +52,8 @@ enum SandboxLayer : unsigned {
   kLayerMounts = 1u << 1,
   kLayerLandlock = 1u << 2,
   kLayerAllowlist = 1u << 3,
+  kLayerProcesses = 1u << 4,
+  kLayerNetwork = 1u << 5,
 };
 
 struct SandboxOptions {
@@ -62,7 +70,9 @@ struct SandboxState {
   std::vector<std::string> applied;
   std::vector<std::string> missing;
   bool in_user_namespace = false;
-  bool private_mounts = false;
+  bool private_mounts = false;  // a folder root shown alone
+  bool host_mounts = false;     // the whole host in a private namespace
+  bool pid_namespace = false;
   std::string fifo_dir;          // where the kernel makes host FIFOs (tmpfs named pipes)
   int task_dir = -1;             // /proc/self/task from before the private mounts, until the seal
   bool holds_host_files = false; // a descriptor of a host file was handed over (sandbox.cpp)
@@ -83,8 +93,8 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
 // Writes the report: one line per layer, "flatux: sandbox: ...".
 void sandbox_write_report(const SandboxState& s, int fd);
 
-// --sandbox-without's value: "identity,mounts,landlock,allowlist", any of
-// them. False with *error set on an unknown name.
+// --sandbox-without's value: "identity,processes,network,mounts,landlock,
+// allowlist", any of them. False with *error set on an unknown name.
 bool parse_sandbox_without(const std::string& list, SandboxOptions* o, std::string* error);
 
 // Options shared by `flatux run` and a boot: --no-sandbox, --require-sandbox,
