@@ -138,6 +138,8 @@ def main():
                     help="flatux's standard input is a host file outside the root (else /dev/null)")
     ap.add_argument("--held", default="",
                     help="probe names the layers left in must still refuse (with --without)")
+    ap.add_argument("--clone-flood", type=int, default=0,
+                    help="the attacker also makes up to N raw host processes; the host must refuse some")
     ap.add_argument("--needs-root", action="store_true", help="skip (77) unless run by root")
     a = ap.parse_args()
     if a.needs_root and os.geteuid() != 0:
@@ -216,6 +218,7 @@ def main():
         "ATTACK_RO_IMAGE": ro_image,
         "ATTACK_STDIN_FILE": "1" if a.stdin_file else "0",
         "ATTACK_LISTEN": f"flatux-attack-listen-{os.getpid()}",
+        "ATTACK_CLONE_FLOOD": str(a.clone_flood),
     }
     net = ["--net=none"] if a.net_none else []
     if a.how == "run":
@@ -298,7 +301,7 @@ def main():
             subprocess.run(["umount", "-l", m])
     outlived = bool(survivors)
     if outlived:
-        failures.append(f"host processes of the run outlived it: {survivors}")
+        failures.append(f"{len(survivors)} host process(es) of the run outlived it: {survivors[:10]}")
     if reached:
         failures.append(f"a host process connected to the run's abstract name @{reached[0]} under --net=none")
     if victim_proc.poll() is not None:

@@ -104,13 +104,13 @@ static const char* err_name(long r) {
 // process outside the run's pid namespace, ESRCH; an abstract name outside
 // its network namespace, ECONNREFUSED; an address of the host's network
 // from an empty network namespace, ENETUNREACH.
-enum { kPerm = 1, kAcces = 2, kNoent = 4, kRofs = 8, kSrch = 16, kConnRefused = 32, kUnreach = 64 };
+enum { kPerm = 1, kAcces = 2, kNoent = 4, kRofs = 8, kSrch = 16, kConnRefused = 32, kUnreach = 64, kAgain = 128 };
 
 static int refused(long r, int how) {
   return (r == -EPERM && (how & kPerm)) || (r == -EACCES && (how & kAcces)) ||
          (r == -ENOENT && (how & kNoent)) || (r == -EROFS && (how & kRofs)) || (r == -ESRCH && (how & kSrch)) ||
          (r == -ECONNREFUSED && (how & kConnRefused)) ||
-         (r == -ENETUNREACH && (how & kUnreach));
+         (r == -ENETUNREACH && (how & kUnreach)) || (r == -EAGAIN && (how & kAgain));
 }
 
 __attribute__((format(printf, 4, 5))) static int verdict(const char* name, long r, int how,
@@ -399,6 +399,23 @@ static void probe_outlive(void) {
     gadget_sys(SYS_exit_group, 0);
   }
   printf("info raw clone: %s (host pid %ld, must end with the run)\n", err_name(child < 0 ? child : 0), child);
+}
+
+// Host processes past any bound: raw clones that stay alive until the run
+// ends, up to ATTACK_CLONE_FLOOD of them; the host must refuse one first
+// (EAGAIN: the run's RLIMIT_NPROC).
+static void probe_clone_flood(void) {
+  long want = atol(env("ATTACK_CLONE_FLOOD")), made = 0, r = 0;
+  for (; made < want; made++) {
+    r = gadget_sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (r < 0) break;
+    if (r == 0) {
+      for (int fd = 0; fd < 4096; fd++) gadget_sys(SYS_close, fd);
+      struct timespec minute = {60, 0};
+      for (;;) gadget_sys(SYS_nanosleep, &minute, NULL);
+    }
+  }
+  verdict("clone-flood", made < want ? r : 0, kAgain | kPerm, "%ld host processes made of %ld", made, want);
 }
 
 // ---- the host's abstract names and netlink under --net=none ------------------
@@ -820,6 +837,7 @@ int main(void) {
   }
   probe_processes();
   probe_outlive();
+  if (atol(env("ATTACK_CLONE_FLOOD")) > 0) probe_clone_flood();
   probe_privileged();
   probe_capabilities();
   printf("%d probes, %d escaped\n", probes, escapes);

@@ -7,7 +7,8 @@ blocks were found taken.
     pid_squat.py FLATUX
 
 Before the bound, each fork tried every block (512 binds at pid_max 32768)
-and a run of 100 forks took minutes; the test's own timeout catches that."""
+and, with all of them taken, failed: the shell said "Cannot fork" (with
+some left free, forks stalled for seconds; the timeout catches that)."""
 import socket
 import subprocess
 import sys

@@ -106,7 +106,7 @@ signalfd_siginfo next_signal(int fd) {
 }
 
 // The launcher's part: relay what is sent to it until the run's init ends.
-[[noreturn]] void launcher_wait(pid_t init, int status_fd) {
+[[noreturn]] void launcher_wait(pid_t init, int status_fd, RunCgroup* cg) {
   int sfd = take_signals();
   int st;
   for (;;) {
@@ -118,6 +118,7 @@ signalfd_siginfo next_signal(int fd) {
     // The terminal's signals reach the kernel's process themselves.
     if (si.ssi_signo && si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL) kill(init, (int)si.ssi_signo);
   }
+  if (cg) run_cgroup_remove(*cg);
   int kernel_status;
   if (read(status_fd, &kernel_status, sizeof kernel_status) == (ssize_t)sizeof kernel_status) end_as(kernel_status);
   // The run's init itself was killed (its status says how); the host
@@ -128,9 +129,9 @@ signalfd_siginfo next_signal(int fd) {
 
 }  // namespace
 
-bool become_run_process(std::string* why) {
-  int status[2];
-  if (pipe2(status, O_CLOEXEC) != 0) {
+bool become_run_process(RunCgroup* cg, bool* in_cgroup, std::string* why) {
+  int status[2], go[2];
+  if (pipe2(status, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0) {
     *why = std::string("pipe: ") + strerror(errno);
     return false;
   }
@@ -142,9 +143,21 @@ bool become_run_process(std::string* why) {
   }
   if (init > 0) {
     close(status[1]);
-    launcher_wait(init, status[0]);
+    close(go[0]);
+    std::string err;
+    bool moved = cg && run_cgroup_enter(*cg, init, &err);
+    if (cg && !moved) fprintf(stderr, "flatux: sandbox: %s\n", err.c_str());
+    (void)!write(go[1], moved ? "c" : "n", 1);
+    close(go[1]);
+    launcher_wait(init, status[0], cg);
   }
   close(status[0]);
+  close(go[1]);
+  if (cg) run_cgroup_forget(*cg);  // no way back to the host's cgroups from the run
+  char moved = 'n';
+  (void)!read(go[0], &moved, 1);  // in its cgroup before anything is made below it
+  close(go[0]);
+  *in_cgroup = moved == 'c';
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // the launcher killed: the whole run goes
   pid_t kernel = fork();
   if (kernel < 0) {

@@ -2,6 +2,8 @@
 #pragma once
 #include <string>
 
+#include "launcher/sandbox/run_cgroup.h"
+
 namespace flatux::launcher {
 
 // Called once the process has unshared CLONE_NEWPID (its next child is
@@ -9,7 +11,10 @@ namespace flatux::launcher {
 // init, which forks the process that goes on to be the kernel: only that
 // one returns (true). The launcher's own process stays outside, relays the
 // host's signals and ends as the kernel's process ended; it never returns.
+// With `cg`, the run's init is moved into that cgroup before anything
+// runs below it (*in_cgroup says whether the host allowed it), and the
+// launcher removes the cgroup once the run has ended.
 // False (with *why) when nothing was forked.
-bool become_run_process(std::string* why);
+bool become_run_process(RunCgroup* cg, bool* in_cgroup, std::string* why);
 
 }  // namespace flatux::launcher

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "launcher/sandbox/identity.h"
 #include "launcher/sandbox/jail_mounts.h"
 #include "launcher/sandbox/landlock.h"
+#include "launcher/sandbox/run_cgroup.h"
 #include "launcher/sandbox/run_init.h"
 
 namespace flatux::launcher {
@@ -227,6 +229,37 @@ void enter_host_mounts(const SandboxGrant& g, bool unshared, SandboxState* s) {
     s->missing.push_back("the run's own /proc (the host refused to mount one): the host's shows its processes");
 }
 
+// A raw clone through a gadget makes host processes the kernel's task
+// table does not count. In the run's own user namespace the host counts
+// RLIMIT_NPROC per user of that namespace, so the limit holds the run's
+// tasks alone (threads included): the table's size and the kernel's own
+// threads. Outside one it would count every process of the user on the
+// host.
+// (A root-started run is bounded by a pids cgroup instead, run_cgroup.cpp:
+// the host exempts uid 0 from RLIMIT_NPROC.)
+constexpr long kKernelThreads = 512;
+constexpr long kHostTasks = kMaxTasks + kKernelThreads;
+
+void limit_host_tasks(SandboxState& s) {
+  if (s.tasks_cgroup) {
+    s.applied.push_back("tasks: at most " + std::to_string(kHostTasks) +
+                        " host processes and threads in the run (a pids cgroup of its own)");
+    return;
+  }
+  if (!s.in_user_namespace || geteuid() == 0) {
+    s.missing.push_back("a bound on host processes (no pids cgroup could be made, and RLIMIT_NPROC does not hold " +
+                        std::string(geteuid() == 0 ? "root" : "a user outside a namespace of its own") + ")");
+    return;
+  }
+  rlimit r{(rlim_t)kHostTasks, (rlim_t)kHostTasks};
+  if (setrlimit(RLIMIT_NPROC, &r) != 0) {
+    s.missing.push_back(std::string("a bound on host processes (RLIMIT_NPROC: ") + strerror(errno) + ")");
+    return;
+  }
+  s.applied.push_back("tasks: at most " + std::to_string(r.rlim_max) +
+                      " host processes and threads in the run (RLIMIT_NPROC in its user namespace)");
+}
+
 }  // namespace
 
 bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState* s) {
@@ -246,13 +279,18 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   int ns = (mounts ? CLONE_NEWNS : 0) | (pids ? CLONE_NEWPID : 0) | (net ? CLONE_NEWNET : 0);
   std::string why;
   bool drop_to_file_server = false;  // root without a user namespace, once its mounts are made
+  // Made while the launcher still may (before the user namespace).
+  RunCgroup cg;
+  bool have_cg = pids && root && run_cgroup_create(kHostTasks, &cg, &why);
   bool unshared = enter_identity(g, o, ns, s, &drop_to_file_server);
   if (o.without & kLayerProcesses) {
     s->missing.push_back(left_out("processes"));
   } else if (!unshared) {
+    run_cgroup_remove(cg);
     s->missing.push_back("pid namespace: host processes a guest makes can outlive the run, and it can name host "
                          "processes by pid");
-  } else if (!become_run_process(&why)) {
+  } else if (!become_run_process(have_cg ? &cg : nullptr, &s->tasks_cgroup, &why)) {
+    run_cgroup_remove(cg);
     fprintf(stderr, "flatux: sandbox: %s\n", why.c_str());
     return false;
   } else {
@@ -328,6 +366,7 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   } else {
     s->missing.push_back("landlock (" + why + "): host files are not confined");
   }
+  limit_host_tasks(*s);
   int ncalls = 0;
   HostAllowlistOptions allow{.net_none = g.net_none, .own_pid = (uint32_t)getpid()};
   bool listed = !(o.without & kLayerAllowlist);

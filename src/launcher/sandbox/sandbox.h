@@ -73,6 +73,7 @@ struct SandboxState {
   bool private_mounts = false;  // a folder root shown alone
   bool host_mounts = false;     // the whole host in a private namespace
   bool pid_namespace = false;
+  bool tasks_cgroup = false;    // the run's tasks counted in a pids cgroup of its own
   std::string fifo_dir;          // where the kernel makes host FIFOs (tmpfs named pipes)
   int task_dir = -1;             // /proc/self/task from before the private mounts, until the seal
   bool holds_host_files = false; // a descriptor of a host file was handed over (sandbox.cpp)
