@@ -18,6 +18,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from run_procs import kernel_process  # noqa: E402
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -83,6 +86,14 @@ def fail(msg):
     return 1
 
 
+def kernel_of(proc):
+    """The kernel's host process below the launcher `proc` (run_procs.py)."""
+    k = kernel_process(proc.pid)
+    if k is None:
+        raise SystemExit(fail(f"no kernel process below the launcher {proc.pid}"))
+    return k
+
+
 def case_kill_launcher(flatux):
     # Orphaned host processes come to us, so we can see every one end.
     libc = ctypes.CDLL(None, use_errno=True)
@@ -93,21 +104,23 @@ def case_kill_launcher(flatux):
     if not wait_for_line(proc, "up"):
         return fail("the guest did not start")
     time.sleep(0.5)
-    hosts = descendants(proc.pid)
-    print(f"launcher {proc.pid}, other host processes: {sorted(hosts)}")
+    kernel = kernel_of(proc)
+    hosts = descendants(kernel)
+    run = descendants(proc.pid)  # with the run's init and the kernel's process
+    print(f"launcher {proc.pid}, kernel {kernel}, other host processes: {sorted(hosts)}")
     if len(hosts) < 3:
         return fail("expected the forked guests in host processes of their own")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     deadline = time.time() + 10
-    left = hosts
+    left = run
     while time.time() < deadline:
         try:
             while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass
         except ChildProcessError:
             pass
-        left = {p for p in hosts if os.path.exists(f"/proc/{p}")}
+        left = {p for p in run if os.path.exists(f"/proc/{p}")}
         if not left:
             break
         time.sleep(0.05)
@@ -131,8 +144,9 @@ def case_many_forks(flatux, rounds=900):
         if not wait_for_line(proc, "done", timeout=240):
             return fail("the loop did not finish")
         time.sleep(0.3)
-        hosts = descendants(proc.pid)
-        samples.append((len(hosts), fd_count(proc.pid), dirty_kib({proc.pid} | hosts)))
+        kernel = kernel_of(proc)
+        # Memory: every host process of the run, the launcher's too.
+        samples.append((len(descendants(kernel)), fd_count(kernel), dirty_kib({proc.pid} | descendants(proc.pid))))
         proc.stdin.write("\n")
         proc.stdin.flush()
     proc.wait(timeout=30)
@@ -185,8 +199,8 @@ for p in pids:
     if not wait_for_line(proc, "ready", timeout=120):
         return fail("the children did not start")
     time.sleep(1.0)
-    hosts = descendants(proc.pid)
-    after = pss_kib({proc.pid} | hosts)
+    hosts = descendants(kernel_of(proc))
+    after = pss_kib({proc.pid} | descendants(proc.pid))
     proc.stdin.write("\n")
     proc.stdin.flush()
     proc.wait(timeout=60)

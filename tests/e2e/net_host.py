@@ -3,7 +3,7 @@
 
   tcp_server  a TCP echo server inside flatux on 127.0.0.1 answers COUNT
               sequential connections from a host client, every echo intact;
-              the flatux process's open descriptors and RSS are compared
+              the kernel's host process's open descriptors and RSS are compared
               after the first 100 connections and after the last
   tcp_client  a guest client sends to a host echo server and checks the echo
   unix_load   CONNS concurrent AF_UNIX connections inside the guest, MSGS
@@ -19,15 +19,19 @@ import subprocess
 import sys
 import threading
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from run_procs import kernel_process  # noqa: E402
+
 RSS_SLACK_KB = 8 * 1024  # allocator and page-cache noise, not a leak's slope
 
 
-def pid_block_sockets():
+def pid_block_sockets(pid):
     """Inodes of flatux's guest-pid reservations (abstract names
     "flatux-pids-N", one per block of 64 pids in use): the kernel's own
-    bookkeeping, which grows with the pids handed out, not a leak."""
+    bookkeeping, which grows with the pids handed out, not a leak. From
+    the network namespace of `pid`, where its abstract names are."""
     inodes = set()
-    with open("/proc/net/unix") as f:
+    with open(f"/proc/{pid}/net/unix") as f:
         for line in f:
             cols = line.split()
             if len(cols) >= 8 and cols[7].startswith("@flatux-pids-"):
@@ -35,8 +39,13 @@ def pid_block_sockets():
     return inodes
 
 
-def usage_of(pid):
-    ours = pid_block_sockets()
+def usage_of(launcher):
+    """Host descriptors and RSS (KiB) of the kernel's process of the run
+    `launcher` started."""
+    pid = kernel_process(launcher)
+    if pid is None:
+        raise RuntimeError(f"no kernel process below the launcher {launcher}")
+    ours = pid_block_sockets(pid)
     fds = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:

@@ -10,8 +10,10 @@ started from an interactive shell is. Once it has printed "ready":
 
   ctrl-c   writes ^C to the pty master; the line discipline sends SIGINT
            to the foreground group. Want status 130.
-  sigterm  sends SIGTERM to the flatux process alone; flatux must pass it
-           to the guest's group. Want status 143.
+  sigterm  sends SIGTERM to the flatux process alone (the launcher: it
+           relays it through the run's init to the kernel's process, see
+           tests/run_procs.py); flatux must pass it to the guest's group.
+           Want status 143.
 
 Either way the command must be gone within a second and never get to print
 "never". The same scenario runs natively first (for sigterm the signal goes

@@ -29,6 +29,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from run_procs import kernel_process  # noqa: E402
+
 
 def make_root(fuzzer):
     root = tempfile.mkdtemp(prefix="flatux-fuzz-")
@@ -58,7 +61,7 @@ def run_once(a, root, seconds, seed, replay_seeds=()):
         for line in p.stdout:
             lines.append(line)
             if line.startswith("FAIL: a process outlived SIGKILL"):
-                host_view.append(describe_threads(p.pid))
+                host_view.append(describe_threads(kernel_process(p.pid, timeout=0) or p.pid))
 
     reader = threading.Thread(target=read_stdout, daemon=True)
     reader.start()
@@ -69,7 +72,7 @@ def run_once(a, root, seconds, seed, replay_seeds=()):
         p.wait(timeout=limit)
         hung = False
     except subprocess.TimeoutExpired:
-        host_view.append(describe_threads(p.pid))
+        host_view.append(describe_threads(kernel_process(p.pid, timeout=0) or p.pid))
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
         hung = True

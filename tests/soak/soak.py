@@ -5,7 +5,8 @@ what the work took.
 The guest (soak.c, or a shell script speaking the same protocol) prints
   checkpoint NAME DONE slab_kb=N kstack_kb=N
 and waits for a byte on stdin. At each checkpoint this driver looks at the
-flatux process from the host -- resident memory (VmRSS, and its peak
+kernel's host process (below the launcher and the run's init, see
+tests/run_procs.py) from the host -- resident memory (VmRSS, and its peak
 VmHWM), open descriptors, mappings, threads -- and then lets it go on.
 Between the "warm" checkpoint (after the first 1% of the work, when caches
 and first-use allocations exist) and the "end" one, each of them must stay
@@ -31,6 +32,9 @@ import os
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from run_procs import kernel_process  # noqa: E402
 
 
 def host_view(pid):
@@ -70,13 +74,19 @@ def main():
     start = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     points = []
+    kernel = None
     for line in p.stdout:
         if not line.startswith("checkpoint "):
             sys.stdout.write(line)
             continue
         words = line.split()
         fields = dict(w.split("=", 1) for w in words[3:] if "=" in w)
-        v = host_view(p.pid)
+        kernel = kernel or kernel_process(p.pid)
+        if kernel is None:
+            p.kill()
+            print(f"{a.label}: FAIL: no kernel process below the launcher {p.pid}", file=sys.stderr)
+            return 1
+        v = host_view(kernel)
         v.update(name=words[1], done=int(words[2]), slab=int(fields.get("slab_kb", -1)),
                  kstack=int(fields.get("kstack_kb", -1)), t=time.monotonic() - start)
         points.append(v)
