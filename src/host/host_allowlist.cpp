@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <linux/errno.h>
 #include <linux/filter.h>
 #include <linux/membarrier.h>
@@ -33,6 +34,22 @@ enum class Check : uint8_t {
   kPrioProcess,   // get/setpriority of one thread (PRIO_PROCESS), never a whole user's
   kMembarrier,    // this process's own barriers only (no system-wide RCU waits)
   kEnosys,        // refused as "no such call", so a caller falls back
+  // No set-id bit and no foreign owner on a host file (unless owners pass
+  // through, --hostfs-owners=host): a mode argument that makes a file (its
+  // index) carries neither S_ISUID nor S_ISGID; mknod's makes no device
+  // either. chmod's and mkdir's carry no S_ISUID: S_ISGID stays allowed
+  // there, since a set-group-ID folder is how Linux keeps a group and the
+  // filter cannot tell a folder from a file.
+  kCreateMode2,
+  kCreateMode3,
+  kChmodMode1,
+  kChmodMode2,
+  kMkdirMode,
+  kMknodMode,
+  // Owner arguments (uid at index N, gid at N+1): unchanged (-1) or the
+  // run's own.
+  kOwner1,
+  kOwner2,
 };
 
 struct Allowed {
@@ -60,13 +77,13 @@ constexpr Allowed kAllowed[] = {
     {SYS_inotify_init1, Check::kNone}, {SYS_inotify_add_watch, Check::kNone}, {SYS_inotify_rm_watch, Check::kNone},
     // Paths: where they lead is the host's confinement's to decide
     // (Landlock, the private mount namespace); these only name files.
-    {SYS_open, Check::kNone}, {SYS_openat, Check::kNone}, {SYS_openat2, Check::kNone},
+    {SYS_open, Check::kCreateMode2}, {SYS_openat, Check::kCreateMode3}, {SYS_openat2, Check::kNone},
     {SYS_fstat, Check::kNone}, {SYS_newfstatat, Check::kNone}, {SYS_statx, Check::kNone}, {SYS_fstatfs, Check::kNone},
-    {SYS_readlinkat, Check::kNone}, {SYS_faccessat2, Check::kNone}, {SYS_mkdirat, Check::kNone},
-    {SYS_mknodat, Check::kNone}, {SYS_unlinkat, Check::kNone}, {SYS_symlinkat, Check::kNone},
-    {SYS_linkat, Check::kNone}, {SYS_renameat2, Check::kNone}, {SYS_fchmod, Check::kNone},
-    {SYS_fchmodat, Check::kNone}, {452 /* fchmodat2 */, Check::kNone}, {SYS_fchown, Check::kNone},
-    {SYS_fchownat, Check::kNone}, {SYS_utimensat, Check::kNone},
+    {SYS_readlinkat, Check::kNone}, {SYS_faccessat2, Check::kNone}, {SYS_mkdirat, Check::kMkdirMode},
+    {SYS_mknodat, Check::kMknodMode}, {SYS_unlinkat, Check::kNone}, {SYS_symlinkat, Check::kNone},
+    {SYS_linkat, Check::kNone}, {SYS_renameat2, Check::kNone}, {SYS_fchmod, Check::kChmodMode1},
+    {SYS_fchmodat, Check::kChmodMode2}, {452 /* fchmodat2 */, Check::kChmodMode2}, {SYS_fchown, Check::kOwner1},
+    {SYS_fchownat, Check::kOwner2}, {SYS_utimensat, Check::kNone},
     {SYS_getxattr, Check::kNone}, {SYS_setxattr, Check::kNone}, {SYS_listxattr, Check::kNone},
     {SYS_removexattr, Check::kNone},
     // Sockets
@@ -198,6 +215,44 @@ void emit_socket(BpfProg& p, bool net_none) {
   p.patch(diag, allow, true);
 }
 
+// Denies when the low word of argument `arg` has any bit of `bits`; with
+// `no_devices`, also when its file type is a character or block device.
+void emit_mode(BpfProg& p, int arg, uint32_t bits, bool no_devices) {
+  p.load(seccomp_arg_lo(arg));
+  int setid = p.emit(BPF_JMP | BPF_JSET | BPF_K, bits);
+  int chr = -1, blk = -1;
+  if (no_devices) {
+    p.emit(BPF_ALU | BPF_AND | BPF_K, S_IFMT);
+    chr = p.emit(BPF_JMP | BPF_JEQ | BPF_K, S_IFCHR);
+    blk = p.emit(BPF_JMP | BPF_JEQ | BPF_K, S_IFBLK);
+  }
+  p.ret(kRetAllow);
+  int deny = p.ret(kRetDeny);
+  p.patch(setid, deny, true);
+  if (no_devices) {
+    p.patch(chr, deny, true);
+    p.patch(blk, deny, true);
+  }
+}
+
+// Allows when arguments `arg` (a uid) and `arg`+1 (a gid) are each -1 or
+// the run's own.
+void emit_owner(BpfProg& p, int arg, const HostAllowlistOptions& o) {
+  p.load(seccomp_arg_lo(arg));
+  int uid_keep = p.emit(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu);
+  int uid_own = p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_uid);
+  p.ret(kRetDeny);
+  int gid = p.load(seccomp_arg_lo(arg + 1));
+  int gid_keep = p.emit(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu);
+  int gid_own = p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_gid);
+  p.ret(kRetDeny);
+  int allow = p.ret(kRetAllow);
+  p.patch(uid_keep, gid, true);
+  p.patch(uid_own, gid, true);
+  p.patch(gid_keep, allow, true);
+  p.patch(gid_own, allow, true);
+}
+
 void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
   switch (c) {
     case Check::kNone: p.ret(kRetAllow); return;
@@ -216,6 +271,26 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
     case Check::kPrctl: emit_one_of(p, 0, kPrctls); return;
     case Check::kPrioProcess: emit_one_of(p, 0, kPrioProcessOnly); return;
     case Check::kMembarrier: emit_one_of(p, 0, kMembarriers); return;
+    case Check::kCreateMode2:
+    case Check::kCreateMode3:
+    case Check::kChmodMode1:
+    case Check::kChmodMode2:
+    case Check::kMkdirMode:
+    case Check::kMknodMode:
+    case Check::kOwner1:
+    case Check::kOwner2:
+      if (o.host_owners) {
+        p.ret(kRetAllow);
+        return;
+      }
+      if (c == Check::kCreateMode2 || c == Check::kCreateMode3)
+        emit_mode(p, c == Check::kCreateMode2 ? 2 : 3, S_ISUID | S_ISGID, false);
+      else if (c == Check::kChmodMode1 || c == Check::kChmodMode2)
+        emit_mode(p, c == Check::kChmodMode1 ? 1 : 2, S_ISUID, false);
+      else if (c == Check::kMkdirMode) emit_mode(p, 2, S_ISUID, false);
+      else if (c == Check::kMknodMode) emit_mode(p, 2, S_ISUID | S_ISGID, true);
+      else emit_owner(p, c == Check::kOwner1 ? 1 : 2, o);
+      return;
     case Check::kOwnPid: {
       p.load(seccomp_arg_lo(0));
       p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_pid, 1, 0);

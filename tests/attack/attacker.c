@@ -56,6 +56,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
@@ -354,6 +355,52 @@ static void probe_processes(void) {
   long fd = gadget_sys(SYS_openat, AT_FDCWD, p, O_RDWR | O_CLOEXEC);
   gclose(fd);
   verdict("proc-pid-mem", fd, how | kNoent, NULL);
+}
+
+// ---- set-id bits and foreign owners in the grant itself ---------------------
+
+// The jail's private mount is nosuid, but the host's own mount of the same
+// files is not: a set-uid file planted in the grant is one on the host.
+// attack.py also looks at every file of the jail afterwards.
+static void probe_plant(void) {
+  const char* jail = env("ATTACK_JAIL");
+  char p[4096];
+  int how = kPerm | kAcces | kRofs;
+  path_in(p, sizeof p, jail, "planted-open");
+  long fd = gadget_sys(SYS_openat, AT_FDCWD, p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 04755);
+  gclose(fd);
+  verdict("plant-open-setuid", fd, how, NULL);
+  path_in(p, sizeof p, jail, "planted-chmod");
+  fd = gadget_sys(SYS_openat, AT_FDCWD, p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0755);
+  if (fd >= 0) {
+    verdict("plant-fchmod-setuid", gadget_sys(SYS_fchmod, fd, 04755), how, NULL);
+    // Known open: S_ISGID through chmod (the filter cannot tell a file
+    // from a folder, which may carry it). Said, not counted.
+    long r = gadget_sys(SYS_fchmod, fd, 02755);
+    printf("info fchmod 02755 in the grant: %s\n", err_name(r));
+    if (r == 0) gadget_sys(SYS_fchmod, fd, 0755);
+    verdict("plant-fchown-foreign", gadget_sys(SYS_fchown, fd, 4242, 4242), how, NULL);
+    gclose(fd);
+  } else {
+    printf("info creating %s: %s\n", p, err_name(fd));
+  }
+  path_in(p, sizeof p, jail, "inside");
+  verdict("plant-fchmodat-setuid", gadget_sys(SYS_fchmodat, AT_FDCWD, p, 04755), how, NULL);
+  verdict("plant-fchownat-foreign", gadget_sys(SYS_fchownat, AT_FDCWD, p, 4242, -1, 0), how, NULL);
+  path_in(p, sizeof p, jail, "planted-dir");
+  verdict("plant-mkdir-setuid", gadget_sys(SYS_mkdirat, AT_FDCWD, p, 04755), how, NULL);
+  path_in(p, sizeof p, jail, "planted-dev");
+  verdict("plant-mknod-device", gadget_sys(SYS_mknodat, AT_FDCWD, p, S_IFCHR | 0666, makedev(1, 3)), how, NULL);
+  // Known open: openat2 passes its mode in memory, where the filter cannot
+  // look. Said, not counted; attack.py reports what it finds in the jail.
+  struct {
+    uint64_t flags, mode, resolve;
+  } how2 = {O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 04755, 0};
+  path_in(p, sizeof p, jail, "planted-openat2");
+  fd = gadget_sys(SYS_openat2, AT_FDCWD, p, &how2, sizeof how2);
+  gclose(fd);
+  printf("info openat2 O_CREAT 04755 in the grant: %s\n", err_name(fd < 0 ? fd : 0));
+  if (fd >= 0) gadget_sys(SYS_unlinkat, AT_FDCWD, p, 0);  // what it proves is said; the jail stays clean
 }
 
 // ---- the whole host granted read-only (--ro with the root /) ----------------
@@ -829,6 +876,7 @@ int main(void) {
     goto out;
   }
   probe_files();
+  probe_plant();
   probe_unix();
   if (!strcmp(env("ATTACK_NET_NONE"), "1")) {
     probe_inet();

@@ -368,7 +368,11 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   }
   limit_host_tasks(*s);
   int ncalls = 0;
-  HostAllowlistOptions allow{.net_none = g.net_none, .own_pid = (uint32_t)getpid()};
+  HostAllowlistOptions allow{.net_none = g.net_none,
+                             .own_pid = (uint32_t)getpid(),
+                             .host_owners = g.host_owners,
+                             .own_uid = (uint32_t)geteuid(),
+                             .own_gid = (uint32_t)getegid()};
   bool listed = !(o.without & kLayerAllowlist);
   if (long r = install_syscall_filter(text, ntext, listed ? &allow : nullptr, &ncalls); r < 0) {
     fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
@@ -378,7 +382,10 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
     s->applied.push_back("seccomp: guest calls trap; the kernel's own host calls are held to an allowlist of " +
                          std::to_string(ncalls) +
                          " (clone, socket, socketpair, ioctl, fcntl, prctl, pidfd_open, get/setpriority and membarrier "
-                         "arguments checked), "
+                         "arguments checked; " +
+                         (g.host_owners ? std::string("modes and owners pass through (--hostfs-owners=host)")
+                                        : std::string("no set-id mode, device node or foreign owner")) +
+                         "), "
                          "others fail with EPERM");
   } else {
     s->applied.push_back("seccomp: guest calls trap");
