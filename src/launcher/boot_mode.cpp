@@ -86,6 +86,7 @@ bool fill_config(BootConfig& boot, const BootOptions& opts, KernelConfig& cfg, S
   sb.grant.root_readonly = hostfs_root && boot.root_readonly;
   sb.grant.net_none = opts.net_none;
   sb.grant.host_owners = opts.host_owners;
+  sb.grant.mem_bytes = boot.mem_bytes;
   return true;
 }
 

@@ -234,6 +234,7 @@ int run(const RunOptions& o) {
   sb.grant.root_readonly = o.readonly;
   sb.grant.net_none = cfg.net_none;
   sb.grant.host_owners = o.hostfs_owners == "host";
+  sb.grant.mem_bytes = cfg.boot.mem_bytes;
   for (const UbdSpec& u : ubds) sb.grant.images.push_back({u.file, u.readonly});
   std::string prog = find_program(o);  // looked up before the host's view narrows
   if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;

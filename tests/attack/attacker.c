@@ -105,13 +105,15 @@ static const char* err_name(long r) {
 // process outside the run's pid namespace, ESRCH; an abstract name outside
 // its network namespace, ECONNREFUSED; an address of the host's network
 // from an empty network namespace, ENETUNREACH.
-enum { kPerm = 1, kAcces = 2, kNoent = 4, kRofs = 8, kSrch = 16, kConnRefused = 32, kUnreach = 64, kAgain = 128 };
+enum { kPerm = 1, kAcces = 2, kNoent = 4, kRofs = 8, kSrch = 16, kConnRefused = 32, kUnreach = 64, kAgain = 128,
+       kNomem = 256 };
 
 static int refused(long r, int how) {
   return (r == -EPERM && (how & kPerm)) || (r == -EACCES && (how & kAcces)) ||
          (r == -ENOENT && (how & kNoent)) || (r == -EROFS && (how & kRofs)) || (r == -ESRCH && (how & kSrch)) ||
          (r == -ECONNREFUSED && (how & kConnRefused)) ||
-         (r == -ENETUNREACH && (how & kUnreach)) || (r == -EAGAIN && (how & kAgain));
+         (r == -ENETUNREACH && (how & kUnreach)) || (r == -EAGAIN && (how & kAgain)) ||
+         (r == -ENOMEM && (how & kNomem));
 }
 
 __attribute__((format(printf, 4, 5))) static int verdict(const char* name, long r, int how,
@@ -463,6 +465,25 @@ static void probe_clone_flood(void) {
     }
   }
   verdict("clone-flood", made < want ? r : 0, kAgain | kPerm, "%ld host processes made of %ld", made, want);
+}
+
+// Host memory past --mem: ATTACK_MEM_HOG MiB of raw host anonymous memory,
+// populated. The run's memory cgroup must refuse it (the host kills
+// within the run: attack.py then sees flatux killed) or leave it short.
+static void probe_mem_hog(void) {
+  long mib = atol(env("ATTACK_MEM_HOG"));
+  size_t len = (size_t)mib << 20;
+  long p = gadget_sys(SYS_mmap, 0, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (p < 0 && p > -4096) {
+    verdict("mem-hog", p, kPerm | kAgain | kNomem, NULL);
+    return;
+  }
+  static unsigned char vec[(4096ul << 20) / 4096];
+  long resident = 0;
+  if (len <= sizeof vec * 4096 && gadget_sys(SYS_mincore, p, len, vec) == 0)
+    for (size_t i = 0; i < len / 4096; i++) resident += vec[i] & 1;
+  verdict("mem-hog", resident * 4096 >= (long)len ? 0 : -ENOMEM, kPerm | kAgain | kNomem, "%ld of %ld MiB resident",
+          resident >> 8, mib);
 }
 
 // ---- the host's abstract names and netlink under --net=none ------------------
@@ -886,6 +907,7 @@ int main(void) {
   probe_processes();
   probe_outlive();
   if (atol(env("ATTACK_CLONE_FLOOD")) > 0) probe_clone_flood();
+  if (atol(env("ATTACK_MEM_HOG")) > 0) probe_mem_hog();
   probe_privileged();
   probe_capabilities();
   printf("%d probes, %d escaped\n", probes, escapes);

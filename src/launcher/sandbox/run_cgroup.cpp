@@ -1,12 +1,15 @@
-// A guest that owns the kernel can make host processes with raw clones
-// that the kernel's task table does not count. RLIMIT_NPROC cannot hold
-// them in a root-started run (the host exempts uid 0, which the identity
-// namespace maps to itself), so where the launcher may make cgroups, the
-// run gets a pids cgroup of its own below the launcher's: pids.max counts
-// every task of the run, threads included, and forks past it fail with
-// EAGAIN. The launcher makes it before it gives anything up, puts the
-// run's init in it (so everything below inherits it) and removes it when
-// the run has ended; the launcher itself stays outside.
+// A guest that owns the kernel can make the host give it what the kernel
+// does not count: host processes through raw clones past the task table,
+// memory through raw mmap and memfd past mem=. RLIMIT_NPROC cannot hold
+// the first in a root-started run (the host exempts uid 0, which the
+// identity namespace maps to itself) and RLIMIT_AS not the second (the
+// kernel reserves a large heap it never touches), so where the launcher
+// may make cgroups, the run gets its own below the launcher's: pids.max
+// counts every task of the run, threads included, and forks past it fail
+// with EAGAIN; the memory limit makes the host reclaim, then kill within
+// the run. The launcher makes them before it gives anything up, puts the
+// run's init in them (so everything below inherits them) and removes them
+// when the run has ended; the launcher itself stays outside.
 #include "launcher/sandbox/run_cgroup.h"
 
 #include <cerrno>
@@ -38,9 +41,20 @@ bool write_text(int dir, const std::string& path, const std::string& text, std::
   return ok;
 }
 
-// This process's cgroup path in the hierarchy whose /proc/self/cgroup
-// line starts with `prefix` ("0::" for v2, or ends in ":pids:" for v1).
-bool own_path(const std::string& table, bool v2, std::string* path) {
+bool has_word(const std::string& list, const std::string& word, char sep) {
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t end = list.find(sep, pos);
+    if (end == std::string::npos) end = list.size();
+    if (list.compare(pos, end - pos, word) == 0) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+// This process's cgroup path in cgroup v2 (`controller` empty) or in v1's
+// hierarchy of `controller`, from /proc/self/cgroup.
+bool own_path(const std::string& table, const std::string& controller, std::string* path) {
   size_t pos = 0;
   while (pos < table.size()) {
     size_t end = table.find('\n', pos);
@@ -49,8 +63,7 @@ bool own_path(const std::string& table, bool v2, std::string* path) {
     size_t c1 = line.find(':'), c2 = line.find(':', c1 + 1);
     if (c1 == std::string::npos || c2 == std::string::npos) continue;
     std::string controllers = line.substr(c1 + 1, c2 - c1 - 1);
-    bool pids = controllers == "pids" || controllers.find("pids,") == 0 || controllers.find(",pids") != std::string::npos;
-    if ((v2 && line.compare(0, 3, "0::") == 0) || (!v2 && pids)) {
+    if (controller.empty() ? line.compare(0, 3, "0::") == 0 : has_word(controllers, controller, ',')) {
       *path = line.substr(c2 + 1);
       if (*path == "/") path->clear();
       return true;
@@ -59,68 +72,89 @@ bool own_path(const std::string& table, bool v2, std::string* path) {
   return false;
 }
 
-// The folder of this process's pids cgroup.
-bool pids_parent(std::string* dir, std::string* why) {
-  std::string table, path, controllers;
-  if (!read_text("/proc/self/cgroup", &table)) {
-    *why = "/proc/self/cgroup unreadable";
-    return false;
-  }
-  if (own_path(table, true, &path) && read_text("/sys/fs/cgroup" + path + "/cgroup.controllers", &controllers) &&
-      controllers.find("pids") != std::string::npos) {
-    *dir = "/sys/fs/cgroup" + path;
-    return true;
-  }
-  if (own_path(table, false, &path) && access(("/sys/fs/cgroup/pids" + path + "/pids.max").c_str(), F_OK) == 0) {
-    *dir = "/sys/fs/cgroup/pids" + path;
-    return true;
-  }
-  if (own_path(table, false, &path) && access(("/sys/fs/cgroup/pids" + path).c_str(), F_OK) == 0) {
-    *dir = "/sys/fs/cgroup/pids" + path;  // v1's root cgroup has no pids.max of its own
-    return true;
-  }
-  *why = "no pids controller found (cgroup v2 without it, no v1 pids hierarchy)";
-  return false;
-}
-
-}  // namespace
-
-bool run_cgroup_create(long max, RunCgroup* cg, std::string* why) {
-  std::string parent;
-  if (!pids_parent(&parent, why)) return false;
+// Makes `name` below `parent` with `limits` written into it.
+bool make_dir(const std::string& parent, const std::string& name,
+              std::initializer_list<std::pair<const char*, std::string>> limits, RunCgroup::Dir* out,
+              std::string* why) {
   int fd = open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  std::string name = "flatux-run-" + std::to_string(getpid());
   if (fd < 0 || mkdirat(fd, name.c_str(), 0755) != 0) {
     *why = "making " + parent + "/" + name + ": " + strerror(errno);
     if (fd >= 0) close(fd);
     return false;
   }
-  if (!write_text(fd, name + "/pids.max", std::to_string(max), why)) {
-    unlinkat(fd, name.c_str(), AT_REMOVEDIR);
-    close(fd);
-    return false;
-  }
-  cg->parent = fd;
-  cg->name = name;
+  for (const auto& [file, value] : limits)
+    if (!write_text(fd, name + "/" + file, value, why)) {
+      unlinkat(fd, name.c_str(), AT_REMOVEDIR);
+      close(fd);
+      return false;
+    }
+  out->parent = fd;
+  out->name = name;
   return true;
 }
 
+}  // namespace
+
+bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::string* why) {
+  std::string table, path, controllers;
+  if (!read_text("/proc/self/cgroup", &table)) {
+    *why = "/proc/self/cgroup unreadable";
+    return false;
+  }
+  std::string name = "flatux-run-" + std::to_string(getpid());
+  std::string tasks = std::to_string(max_tasks), memory = std::to_string(max_memory);
+  // cgroup v2, where our cgroup may have children with these controllers.
+  if (own_path(table, "", &path) && read_text("/sys/fs/cgroup" + path + "/cgroup.controllers", &controllers) &&
+      has_word(controllers.substr(0, controllers.find('\n')), "pids", ' ')) {
+    bool mem = max_memory && has_word(controllers.substr(0, controllers.find('\n')), "memory", ' ');
+    bool ok = mem ? make_dir("/sys/fs/cgroup" + path, name, {{"pids.max", tasks}, {"memory.max", memory}},
+                             &cg->dirs[0], why)
+                  : make_dir("/sys/fs/cgroup" + path, name, {{"pids.max", tasks}}, &cg->dirs[0], why);
+    if (!ok) return false;
+    cg->ndirs = 1;
+    cg->pids = true;
+    cg->memory = mem;
+    return true;
+  }
+  // cgroup v1: a hierarchy per controller.
+  if (own_path(table, "pids", &path) &&
+      make_dir("/sys/fs/cgroup/pids" + path, name, {{"pids.max", tasks}}, &cg->dirs[cg->ndirs], why)) {
+    cg->ndirs++;
+    cg->pids = true;
+  }
+  if (max_memory && own_path(table, "memory", &path) &&
+      make_dir("/sys/fs/cgroup/memory" + path, name, {{"memory.limit_in_bytes", memory}}, &cg->dirs[cg->ndirs],
+               why)) {
+    cg->ndirs++;
+    cg->memory = true;
+  }
+  if (cg->ndirs == 0 && why->empty()) *why = "no pids or memory controller found";
+  return cg->ndirs > 0;
+}
+
 bool run_cgroup_enter(const RunCgroup& cg, pid_t pid, std::string* why) {
-  return write_text(cg.parent, cg.name + "/cgroup.procs", std::to_string(pid), why);
+  for (int i = 0; i < cg.ndirs; i++)
+    if (!write_text(cg.dirs[i].parent, cg.dirs[i].name + "/cgroup.procs", std::to_string(pid), why)) return false;
+  return cg.ndirs > 0;
 }
 
 void run_cgroup_remove(RunCgroup& cg) {
-  if (cg.parent < 0) return;
-  // The host may still be taking the namespace's last tasks down (seconds
-  // after thousands of them).
-  for (int i = 0; i < 1500 && unlinkat(cg.parent, cg.name.c_str(), AT_REMOVEDIR) != 0 && errno == EBUSY; i++)
-    usleep(20 * 1000);
+  for (int i = 0; i < cg.ndirs; i++) {
+    RunCgroup::Dir& d = cg.dirs[i];
+    // The host may still be taking the namespace's last tasks down
+    // (seconds after thousands of them).
+    for (int t = 0; t < 1500 && unlinkat(d.parent, d.name.c_str(), AT_REMOVEDIR) != 0 && errno == EBUSY; t++)
+      usleep(20 * 1000);
+  }
   run_cgroup_forget(cg);
 }
 
 void run_cgroup_forget(RunCgroup& cg) {
-  if (cg.parent >= 0) close(cg.parent);
-  cg.parent = -1;
+  for (int i = 0; i < cg.ndirs; i++) {
+    if (cg.dirs[i].parent >= 0) close(cg.dirs[i].parent);
+    cg.dirs[i].parent = -1;
+  }
+  cg.ndirs = 0;
 }
 
 }  // namespace flatux::launcher

@@ -239,6 +239,21 @@ void enter_host_mounts(const SandboxGrant& g, bool unshared, SandboxState* s) {
 // the host exempts uid 0 from RLIMIT_NPROC.)
 constexpr long kKernelThreads = 512;
 constexpr long kHostTasks = kMaxTasks + kKernelThreads;
+// What the kernel itself may hold beyond what guests may (mem=): its heap,
+// stacks, tables and the host's page cache of the files it reads.
+constexpr uint64_t kKernelMemory = 512ull << 20;
+
+void limit_host_memory(const SandboxGrant& g, SandboxState& s) {
+  if (!g.mem_bytes) return;  // no limit of the kernel's own either
+  uint64_t mib = (g.mem_bytes + kKernelMemory) >> 20;
+  if (s.memory_cgroup)
+    s.applied.push_back("memory: at most " + std::to_string(mib) +
+                        " MiB held by the run's host processes (mem= plus 512 MiB for the kernel; a memory cgroup "
+                        "of its own)");
+  else
+    s.missing.push_back("a bound on host memory (no memory cgroup could be made): raw host mmap and memfd can "
+                        "take more than mem=");
+}
 
 void limit_host_tasks(SandboxState& s) {
   if (s.tasks_cgroup) {
@@ -281,7 +296,8 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   bool drop_to_file_server = false;  // root without a user namespace, once its mounts are made
   // Made while the launcher still may (before the user namespace).
   RunCgroup cg;
-  bool have_cg = pids && root && run_cgroup_create(kHostTasks, &cg, &why);
+  uint64_t max_memory = g.mem_bytes ? g.mem_bytes + kKernelMemory : 0;
+  bool have_cg = pids && root && run_cgroup_create(kHostTasks, max_memory, &cg, &why);
   bool unshared = enter_identity(g, o, ns, s, &drop_to_file_server);
   if (o.without & kLayerProcesses) {
     s->missing.push_back(left_out("processes"));
@@ -289,11 +305,13 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
     run_cgroup_remove(cg);
     s->missing.push_back("pid namespace: host processes a guest makes can outlive the run, and it can name host "
                          "processes by pid");
-  } else if (!become_run_process(have_cg ? &cg : nullptr, &s->tasks_cgroup, &why)) {
+  } else if (bool in_cg = false; !become_run_process(have_cg ? &cg : nullptr, &in_cg, &why)) {
     run_cgroup_remove(cg);
     fprintf(stderr, "flatux: sandbox: %s\n", why.c_str());
     return false;
   } else {
+    s->tasks_cgroup = in_cg && cg.pids;
+    s->memory_cgroup = in_cg && cg.memory;
     s->pid_namespace = true;
     s->applied.push_back("processes: a pid namespace of the run's own (the kernel is pid 2 below a reaper): every "
                          "host process of the run ends with it; no other host process has a pid there");
@@ -367,6 +385,7 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
     s->missing.push_back("landlock (" + why + "): host files are not confined");
   }
   limit_host_tasks(*s);
+  limit_host_memory(g, *s);
   int ncalls = 0;
   HostAllowlistOptions allow{.net_none = g.net_none,
                              .own_pid = (uint32_t)getpid(),

@@ -43,6 +43,7 @@ struct SandboxGrant {
   std::vector<Image> images;     // ubd files
   bool net_none = false;
   bool host_owners = false;      // --hostfs-owners=host: ownership and device nodes pass through
+  uint64_t mem_bytes = 0;        // mem= / --mem: what guests may make the host hold; 0: no limit
 };
 
 // The layers above, each of which --sandbox-without=LAYER[,LAYER] can
@@ -74,6 +75,7 @@ struct SandboxState {
   bool host_mounts = false;     // the whole host in a private namespace
   bool pid_namespace = false;
   bool tasks_cgroup = false;    // the run's tasks counted in a pids cgroup of its own
+  bool memory_cgroup = false;   // the run's memory limited by a cgroup of its own
   std::string fifo_dir;          // where the kernel makes host FIFOs (tmpfs named pipes)
   int task_dir = -1;             // /proc/self/task from before the private mounts, until the seal
   bool holds_host_files = false; // a descriptor of a host file was handed over (sandbox.cpp)
