@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <string>
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -10,6 +12,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,11 +30,15 @@ TextRange around(const void* code) {
 // Runs `probe` in a child under the filter, this binary and libc counting
 // as the kernel's code (so the allowlist judges their calls); the child's
 // exit status is the probe's result (0: as expected).
-int under_allowlist(bool net_none, int (*probe)()) {
+int under_allowlist(bool net_none, int (*probe)(), bool host_owners = false) {
   pid_t pid = fork();
   if (pid == 0) {
     const TextRange kernel[] = {around((void*)&under_allowlist), around((void*)&syscall)};
-    HostAllowlistOptions o{.net_none = net_none, .own_pid = (uint32_t)getpid()};
+    HostAllowlistOptions o{.net_none = net_none,
+                           .own_pid = (uint32_t)getpid(),
+                           .host_owners = host_owners,
+                           .own_uid = (uint32_t)geteuid(),
+                           .own_gid = (uint32_t)getegid()};
     int n = 0;
     if (install_syscall_filter(kernel, 2, &o, &n) != 0 || n < 50) _exit(100);
     _exit(probe());
@@ -137,4 +145,55 @@ TEST(HostAllowlist, ChecksArguments) {
             0);
   EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0), EPERM); }),
             0);
+}
+
+// A folder of the test's own for files the probes make (made before the
+// filter: mkdtemp's mode is not the point).
+const char* scratch() {
+  static char dir[] = "/tmp/flatux-allowlist-XXXXXX";
+  static bool made = mkdtemp(dir) != nullptr;
+  return made ? dir : "/tmp";
+}
+
+TEST(HostAllowlist, NoSetIdModeNoDeviceNoForeignOwner) {
+  scratch();
+  // Making a file: neither set-id bit, whatever the call.
+  EXPECT_EQ(under_allowlist(false, [] {
+              int d = open(scratch(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+              if (refused_with(syscall(SYS_openat, d, "suid", O_CREAT | O_WRONLY | O_CLOEXEC, 04755), EPERM)) return 1;
+              if (refused_with(syscall(SYS_openat, d, "sgid", O_CREAT | O_WRONLY | O_CLOEXEC, 02755), EPERM)) return 2;
+              if (refused_with(syscall(SYS_mknodat, d, "dev", S_IFCHR | 0666, makedev(1, 3)), EPERM)) return 3;
+              if (refused_with(syscall(SYS_mknodat, d, "sfifo", S_IFIFO | 04644, 0), EPERM)) return 4;
+              if (refused_with(syscall(SYS_mkdirat, d, "sdir", 04755), EPERM)) return 5;
+              // What the kernel makes: plain files, FIFOs, set-group-ID folders.
+              long fd = syscall(SYS_openat, d, "plain", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+              if (fd < 0 || syscall(SYS_mknodat, d, "fifo", S_IFIFO | 0600, 0) != 0) return 6;
+              if (syscall(SYS_mkdirat, d, "gdir", 02775) != 0) return 7;
+              // chmod: no S_ISUID (S_ISGID stays: folders carry it).
+              if (refused_with(syscall(SYS_fchmod, fd, 04755), EPERM)) return 8;
+              if (refused_with(syscall(SYS_fchmodat, d, "plain", 04755), EPERM)) return 9;
+              if (refused_with(syscall(452 /* fchmodat2 */, d, "plain", 04755, 0), EPERM)) return 10;
+              if (syscall(SYS_fchmod, fd, 0600) != 0 || syscall(SYS_fchmodat, d, "gdir", 02755) != 0) return 11;
+              // Owners: unchanged or the run's own only.
+              if (refused_with(syscall(SYS_fchown, fd, 4242, -1), EPERM)) return 12;
+              if (refused_with(syscall(SYS_fchown, fd, -1, 4242), EPERM)) return 13;
+              if (refused_with(syscall(SYS_fchownat, d, "plain", 4242, 4242, 0), EPERM)) return 14;
+              if (syscall(SYS_fchown, fd, geteuid(), -1) != 0 || syscall(SYS_fchownat, d, "plain", -1, getegid(), 0) != 0)
+                return 15;
+              return 0;
+            }),
+            0);
+  // --hostfs-owners=host: they pass through.
+  EXPECT_EQ(under_allowlist(
+                false,
+                [] {
+                  int d = open(scratch(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+                  long fd = syscall(SYS_openat, d, "host-suid", O_CREAT | O_WRONLY | O_CLOEXEC, 04755);
+                  if (fd < 0 || syscall(SYS_fchmod, fd, 04700) != 0) return 1;
+                  return syscall(SYS_fchown, fd, 4242, 4242) == 0 || geteuid() != 0 ? 0 : 2;
+                },
+                true),
+            0);
+  std::string rm = std::string("rm -rf ") + scratch();
+  EXPECT_EQ(system(rm.c_str()), 0);
 }
