@@ -556,15 +556,20 @@ static int host_listener(struct nlmsghdr* h) {
   return h->nlmsg_type == SOCK_DIAG_BY_FAMILY && ntohs(m->id.idiag_sport) == atoi(env("ATTACK_TCP_PORT"));
 }
 
+// A dump request's header, for a request of `len` bytes in all.
+static void dump_header(struct nlmsghdr* h, size_t len, int type) {
+  memset(h, 0, len);
+  h->nlmsg_len = (uint32_t)len;
+  h->nlmsg_type = (uint16_t)type;
+  h->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+}
+
 static void probe_netlink(void) {
   struct {
     struct nlmsghdr h;
     struct ifaddrmsg m;
   } addr;
-  memset(&addr, 0, sizeof addr);
-  addr.h.nlmsg_len = sizeof addr;
-  addr.h.nlmsg_type = RTM_GETADDR;
-  addr.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  dump_header(&addr.h, sizeof addr, RTM_GETADDR);
   long n = netlink_dump(NETLINK_ROUTE, &addr, sizeof addr, host_address);
   verdict("netlink-host-addresses", n > 0 ? 0 : n == 0 ? -ENOENT : n, kPerm | kAcces | kNoent,
           "%ld address(es) besides the loopback's", n);
@@ -572,10 +577,7 @@ static void probe_netlink(void) {
     struct nlmsghdr h;
     struct inet_diag_req_v2 r;
   } diag;
-  memset(&diag, 0, sizeof diag);
-  diag.h.nlmsg_len = sizeof diag;
-  diag.h.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  diag.h.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  dump_header(&diag.h, sizeof diag, SOCK_DIAG_BY_FAMILY);
   diag.r.sdiag_family = AF_INET;
   diag.r.sdiag_protocol = IPPROTO_TCP;
   diag.r.idiag_states = 1u << 10;  // TCP_LISTEN

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import sys
 
+from verdict import finish
+
 
 def snapshot(path):
     st = os.lstat(path)
@@ -62,10 +64,7 @@ def main():
             failures.append(f"{who}: a probe was not refused (exit status {r.returncode})")
         if snapshot(victim) != before:
             failures.append(f"{who}: the host file changed: {before[:4]} -> {snapshot(victim)[:4]}")
-    for f in failures:
-        print("FAIL:", f)
-    print("ok" if not failures else "FAILED")
-    return 1 if failures else 0
+    return finish(failures)
 
 
 if __name__ == "__main__":
