@@ -34,22 +34,20 @@ enum class Check : uint8_t {
   kPrioProcess,   // get/setpriority of one thread (PRIO_PROCESS), never a whole user's
   kMembarrier,    // this process's own barriers only (no system-wide RCU waits)
   kEnosys,        // refused as "no such call", so a caller falls back
-  // No set-id bit and no foreign owner on a host file (unless owners pass
-  // through, --hostfs-owners=host): a mode argument that makes a file (its
+  // No set-id bit on a host file (unless owners pass through,
+  // --hostfs-owners=host): a mode argument that makes a file (its
   // index) carries neither S_ISUID nor S_ISGID; mknod's makes no device
   // either. chmod's and mkdir's carry no S_ISUID: S_ISGID stays allowed
   // there, since a set-group-ID folder is how Linux keeps a group and the
-  // filter cannot tell a folder from a file.
+  // filter cannot tell a folder from a file. (Owners are not checked: the
+  // kernel gives FIFOs, sockets and links a guest user makes that user as
+  // their host owner, since they carry no record of their own.)
   kCreateMode2,
   kCreateMode3,
   kChmodMode1,
   kChmodMode2,
   kMkdirMode,
   kMknodMode,
-  // Owner arguments (uid at index N, gid at N+1): unchanged (-1) or the
-  // run's own.
-  kOwner1,
-  kOwner2,
 };
 
 struct Allowed {
@@ -82,8 +80,8 @@ constexpr Allowed kAllowed[] = {
     {SYS_readlinkat, Check::kNone}, {SYS_faccessat2, Check::kNone}, {SYS_mkdirat, Check::kMkdirMode},
     {SYS_mknodat, Check::kMknodMode}, {SYS_unlinkat, Check::kNone}, {SYS_symlinkat, Check::kNone},
     {SYS_linkat, Check::kNone}, {SYS_renameat2, Check::kNone}, {SYS_fchmod, Check::kChmodMode1},
-    {SYS_fchmodat, Check::kChmodMode2}, {452 /* fchmodat2 */, Check::kChmodMode2}, {SYS_fchown, Check::kOwner1},
-    {SYS_fchownat, Check::kOwner2}, {SYS_utimensat, Check::kNone},
+    {SYS_fchmodat, Check::kChmodMode2}, {452 /* fchmodat2 */, Check::kChmodMode2}, {SYS_fchown, Check::kNone},
+    {SYS_fchownat, Check::kNone}, {SYS_utimensat, Check::kNone},
     {SYS_getxattr, Check::kNone}, {SYS_setxattr, Check::kNone}, {SYS_listxattr, Check::kNone},
     {SYS_removexattr, Check::kNone},
     // Sockets
@@ -235,24 +233,6 @@ void emit_mode(BpfProg& p, int arg, uint32_t bits, bool no_devices) {
   }
 }
 
-// Allows when arguments `arg` (a uid) and `arg`+1 (a gid) are each -1 or
-// the run's own.
-void emit_owner(BpfProg& p, int arg, const HostAllowlistOptions& o) {
-  p.load(seccomp_arg_lo(arg));
-  int uid_keep = p.emit(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu);
-  int uid_own = p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_uid);
-  p.ret(kRetDeny);
-  int gid = p.load(seccomp_arg_lo(arg + 1));
-  int gid_keep = p.emit(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu);
-  int gid_own = p.emit(BPF_JMP | BPF_JEQ | BPF_K, o.own_gid);
-  p.ret(kRetDeny);
-  int allow = p.ret(kRetAllow);
-  p.patch(uid_keep, gid, true);
-  p.patch(uid_own, gid, true);
-  p.patch(gid_keep, allow, true);
-  p.patch(gid_own, allow, true);
-}
-
 void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
   switch (c) {
     case Check::kNone: p.ret(kRetAllow); return;
@@ -277,8 +257,6 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
     case Check::kChmodMode2:
     case Check::kMkdirMode:
     case Check::kMknodMode:
-    case Check::kOwner1:
-    case Check::kOwner2:
       if (o.host_owners) {
         p.ret(kRetAllow);
         return;
@@ -288,8 +266,7 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
       else if (c == Check::kChmodMode1 || c == Check::kChmodMode2)
         emit_mode(p, c == Check::kChmodMode1 ? 1 : 2, S_ISUID, false);
       else if (c == Check::kMkdirMode) emit_mode(p, 2, S_ISUID, false);
-      else if (c == Check::kMknodMode) emit_mode(p, 2, S_ISUID | S_ISGID, true);
-      else emit_owner(p, c == Check::kOwner1 ? 1 : 2, o);
+      else emit_mode(p, 2, S_ISUID | S_ISGID, true);
       return;
     case Check::kOwnPid: {
       p.load(seccomp_arg_lo(0));

@@ -22,9 +22,7 @@ namespace flatux {
 struct HostAllowlistOptions {
   bool net_none = false;  // --net=none: no AF_INET/AF_INET6 host sockets at all
   uint32_t own_pid = 0;   // the first host process (pidfd_open may name it only)
-  bool host_owners = false;  // --hostfs-owners=host: set-id bits and owners pass through
-  uint32_t own_uid = 0;   // the owners a host file may be given (besides "unchanged")
-  uint32_t own_gid = 0;
+  bool host_owners = false;  // --hostfs-owners=host: set-id bits and device nodes pass through
 };
 
 // Appends the list's code to `p`: it loads the call number itself and ends

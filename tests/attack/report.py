@@ -103,7 +103,7 @@ def main():
               "processes: a pid namespace of the run's own", "tasks: at most",
               "mounts: a private namespace of the whole host, every mount without set-id",
               "signals and abstract sockets kept inside", "the kernel's own host calls are held to an allowlist",
-              "no set-id mode, device node or foreign owner", "no_new_privs"]),
+              "no set-id mode or device node", "no_new_privs"]),
         (["--ro", "--net=none"], ["files beneath / (read-only)", "TCP bind and connect refused",
                                   "network: an empty namespace of the run's own", "read-only but for an empty /dev/shm"]),
         (["--keep-root"], ["identity: root, as asked"]),

@@ -387,11 +387,7 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
   limit_host_tasks(*s);
   limit_host_memory(g, *s);
   int ncalls = 0;
-  HostAllowlistOptions allow{.net_none = g.net_none,
-                             .own_pid = (uint32_t)getpid(),
-                             .host_owners = g.host_owners,
-                             .own_uid = (uint32_t)geteuid(),
-                             .own_gid = (uint32_t)getegid()};
+  HostAllowlistOptions allow{.net_none = g.net_none, .own_pid = (uint32_t)getpid(), .host_owners = g.host_owners};
   bool listed = !(o.without & kLayerAllowlist);
   if (long r = install_syscall_filter(text, ntext, listed ? &allow : nullptr, &ncalls); r < 0) {
     fprintf(stderr, "flatux: installing the seccomp filter: %s\n", strerror((int)-r));
@@ -402,8 +398,8 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
                          std::to_string(ncalls) +
                          " (clone, socket, socketpair, ioctl, fcntl, prctl, pidfd_open, get/setpriority and membarrier "
                          "arguments checked; " +
-                         (g.host_owners ? std::string("modes and owners pass through (--hostfs-owners=host)")
-                                        : std::string("no set-id mode, device node or foreign owner")) +
+                         (g.host_owners ? std::string("modes pass through (--hostfs-owners=host)")
+                                        : std::string("no set-id mode or device node")) +
                          "), "
                          "others fail with EPERM");
   } else {
