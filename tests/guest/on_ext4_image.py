@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 
@@ -32,6 +33,19 @@ def e2fsck_clean(image):
         sys.exit(f"FAIL: e2fsck -fn found problems in the image (exit {p.returncode})")
 
 
+def loop_released(image, seconds=10.0):
+    """Waits until no loop device is backed by `image`: umount returns
+    before the loop device it set up is released and has written its last
+    blocks (e2fsck once found the journal still needing recovery)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        p = subprocess.run(["losetup", "-j", image], capture_output=True, text=True)
+        if p.returncode != 0 or not p.stdout.strip():
+            return
+        time.sleep(0.05)
+    print(f"note: a loop device still holds {image} after {seconds:.0f} s")
+
+
 def native(image, size, work, prog):
     mnt = os.path.join(work, "mnt")
     os.mkdir(mnt)
@@ -45,6 +59,8 @@ def native(image, size, work, prog):
         rc = run(prog + [mnt]).returncode
     finally:
         run(["umount", mnt])
+    if kind == "ext4":
+        loop_released(image)
     if rc == 0 and kind == "ext4":
         e2fsck_clean(image)
     return rc
