@@ -14,14 +14,8 @@ import shutil
 import subprocess
 import sys
 
+from attack import snapshot
 from verdict import finish
-
-
-def snapshot(path):
-    st = os.lstat(path)
-    with open(path, "rb") as f:
-        data = f.read()
-    return (st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns, data, tuple(sorted(os.listxattr(path))))
 
 
 def main():

@@ -168,15 +168,10 @@ std::string left_out(const char* layer) {
   return std::string(layer) + " (left out: --sandbox-without=" + layer + ")";
 }
 
-}  // namespace
-
-namespace {
-
 // The user namespace (and the namespaces in `ns`, which need one when
 // the process is not root) this configuration calls for. Reports the
 // identity line; true when `ns` was unshared.
-bool enter_identity(const SandboxGrant& g, const SandboxOptions& o, int ns, SandboxState* s,
-                    bool* drop_to_file_server) {
+bool enter_identity(const SandboxOptions& o, int ns, SandboxState* s, bool* drop_to_file_server) {
   std::string why;
   bool root = geteuid() == 0;
   if (o.without & kLayerIdentity) {
@@ -207,7 +202,6 @@ bool enter_identity(const SandboxGrant& g, const SandboxOptions& o, int ns, Sand
   }
   s->applied.push_back("identity: uid " + std::to_string(getuid()) + ", no capability to give up");
   if (ns) s->missing.push_back("user namespace (" + why + "): no namespace of the run's own can be made");
-  (void)g;
   return false;
 }
 
@@ -219,7 +213,6 @@ void enter_host_mounts(const SandboxGrant& g, bool unshared, SandboxState* s) {
                          (g.root_readonly ? ": owners, modes and times of host files can still be changed" : ""));
     return;
   }
-  s->host_mounts = true;
   if (g.root_readonly) s->fifo_dir = "/dev/shm";
   s->applied.push_back(std::string("mounts: a private namespace of the whole host, every mount without set-id") +
                        (g.root_readonly ? ", read-only but for an empty /dev/shm" : "") +
@@ -298,7 +291,7 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   RunCgroup cg;
   uint64_t max_memory = g.mem_bytes ? g.mem_bytes + kKernelMemory : 0;
   bool have_cg = pids && root && run_cgroup_create(kHostTasks, max_memory, &cg, &why);
-  bool unshared = enter_identity(g, o, ns, s, &drop_to_file_server);
+  bool unshared = enter_identity(o, ns, s, &drop_to_file_server);
   if (o.without & kLayerProcesses) {
     s->missing.push_back(left_out("processes"));
   } else if (!unshared) {

@@ -72,7 +72,6 @@ struct SandboxState {
   std::vector<std::string> missing;
   bool in_user_namespace = false;
   bool private_mounts = false;  // a folder root shown alone
-  bool host_mounts = false;     // the whole host in a private namespace
   bool pid_namespace = false;
   bool tasks_cgroup = false;    // the run's tasks counted in a pids cgroup of its own
   bool memory_cgroup = false;   // the run's memory limited by a cgroup of its own
