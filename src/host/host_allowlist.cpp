@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 
 #include "host/bpf.h"
+#include "host/open_how_table.h"
 
 namespace flatux {
 namespace {
@@ -35,15 +36,16 @@ enum class Check : uint8_t {
   kMembarrier,    // this process's own barriers only (no system-wide RCU waits)
   kEnosys,        // refused as "no such call", so a caller falls back
   // No set-id bit on a host file (unless owners pass through,
-  // --hostfs-owners=host): a mode argument that makes a file (its
-  // index) carries neither S_ISUID nor S_ISGID; mknod's makes no device
-  // either. chmod's and mkdir's carry no S_ISUID: S_ISGID stays allowed
-  // there, since a set-group-ID folder is how Linux keeps a group and the
-  // filter cannot tell a folder from a file. (Owners are not checked: the
-  // kernel gives FIFOs, sockets and links a guest user makes that user as
-  // their host owner, since they carry no record of their own.)
+  // --hostfs-owners=host): no mode argument carries S_ISUID or S_ISGID;
+  // mknod's makes no device either. The one exception is S_ISGID through
+  // fchmodat(at) of the sealed path "." (kSealedDot), which can only
+  // reach a folder, where set-group-ID is how Linux hands a group on.
+  // (Owners are not checked: the kernel gives FIFOs, sockets and links a
+  // guest user makes that user as their host owner, since they carry no
+  // record of their own.)
   kCreateMode2,
   kCreateMode3,
+  kOpenHow,  // openat2: an entry of the sealed table (open_how_table.h), which creates nothing
   kChmodMode1,
   kChmodMode2,
   kMkdirMode,
@@ -75,7 +77,7 @@ constexpr Allowed kAllowed[] = {
     {SYS_inotify_init1, Check::kNone}, {SYS_inotify_add_watch, Check::kNone}, {SYS_inotify_rm_watch, Check::kNone},
     // Paths: where they lead is the host's confinement's to decide
     // (Landlock, the private mount namespace); these only name files.
-    {SYS_open, Check::kCreateMode2}, {SYS_openat, Check::kCreateMode3}, {SYS_openat2, Check::kNone},
+    {SYS_open, Check::kCreateMode2}, {SYS_openat, Check::kCreateMode3}, {SYS_openat2, Check::kOpenHow},
     {SYS_fstat, Check::kNone}, {SYS_newfstatat, Check::kNone}, {SYS_statx, Check::kNone}, {SYS_fstatfs, Check::kNone},
     {SYS_readlinkat, Check::kNone}, {SYS_faccessat2, Check::kNone}, {SYS_mkdirat, Check::kMkdirMode},
     {SYS_mknodat, Check::kMknodMode}, {SYS_unlinkat, Check::kNone}, {SYS_symlinkat, Check::kNone},
@@ -233,6 +235,49 @@ void emit_mode(BpfProg& p, int arg, uint32_t bits, bool no_devices) {
   }
 }
 
+// fchmodat and fchmodat2 (dir, path, mode): no S_ISUID; S_ISGID only when
+// the path is the sealed "." (so a folder).
+void emit_folder_chmod(BpfProg& p) {
+  p.load(seccomp_arg_lo(2));
+  int setuid = p.emit(BPF_JMP | BPF_JSET | BPF_K, S_ISUID, 0, 0);
+  int setgid = p.emit(BPF_JMP | BPF_JSET | BPF_K, S_ISGID, 0, 0);
+  int allow = p.ret(kRetAllow);
+  int dot_hi = p.load(seccomp_arg_lo(1) + 4);
+  int hi = p.emit(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(kSealedDot >> 32), 0, 0);
+  p.load(seccomp_arg_lo(1));
+  int lo = p.emit(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)kSealedDot, 0, 0);
+  p.ret(kRetAllow);
+  int deny = p.ret(kRetDeny);
+  p.patch(setuid, deny, true);
+  p.patch(setgid, dot_hi, true);
+  p.patch(hi, deny, false);
+  p.patch(lo, deny, false);
+  (void)allow;
+}
+
+// openat2(dir, path, how, size): `how` is one of the table's entries (its
+// address, never an address inside one), `size` an open_how's.
+void emit_open_how(BpfProg& p) {
+  constexpr uint32_t kLo = (uint32_t)kOpenHowTable, kEnd = kLo + kOpenHowEntries * kOpenHowEntry;
+  static_assert((kOpenHowTable & 0xffffffffull) + kOpenHowEntries * kOpenHowEntry < (1ull << 32));
+  int tests[5];
+  p.load(seccomp_arg_lo(2) + 4);
+  tests[0] = p.emit(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(kOpenHowTable >> 32), 0, 0);
+  p.load(seccomp_arg_lo(2));
+  tests[1] = p.emit(BPF_JMP | BPF_JGE | BPF_K, kLo, 0, 0);
+  int past = p.emit(BPF_JMP | BPF_JGE | BPF_K, kEnd, 0, 0);
+  p.emit(BPF_ALU | BPF_AND | BPF_K, kOpenHowEntry - 1);
+  tests[2] = p.emit(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0);
+  p.load(seccomp_arg_lo(3));
+  tests[3] = p.emit(BPF_JMP | BPF_JEQ | BPF_K, 24, 0, 0);
+  p.load(seccomp_arg_lo(3) + 4);
+  tests[4] = p.emit(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 0);
+  p.ret(kRetAllow);
+  int deny = p.ret(kRetDeny);
+  for (int i = 0; i < 5; i++) p.patch(tests[i], deny, false);
+  p.patch(past, deny, true);
+}
+
 void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
   switch (c) {
     case Check::kNone: p.ret(kRetAllow); return;
@@ -246,6 +291,7 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
       return;
     }
     case Check::kSocket: emit_socket(p, o.net_none); return;
+    case Check::kOpenHow: emit_open_how(p); return;
     case Check::kIoctl: emit_one_of(p, 1, kIoctls); return;
     case Check::kFcntl: emit_one_of(p, 1, kFcntls); return;
     case Check::kPrctl: emit_one_of(p, 0, kPrctls); return;
@@ -263,9 +309,10 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
       }
       if (c == Check::kCreateMode2 || c == Check::kCreateMode3)
         emit_mode(p, c == Check::kCreateMode2 ? 2 : 3, S_ISUID | S_ISGID, false);
-      else if (c == Check::kChmodMode1 || c == Check::kChmodMode2)
-        emit_mode(p, c == Check::kChmodMode1 ? 1 : 2, S_ISUID, false);
-      else if (c == Check::kMkdirMode) emit_mode(p, 2, S_ISUID, false);
+      else if (c == Check::kChmodMode1 || c == Check::kMkdirMode)
+        emit_mode(p, c == Check::kChmodMode1 ? 1 : 2, S_ISUID | S_ISGID, false);
+      else if (c == Check::kChmodMode2)
+        emit_folder_chmod(p);
       else emit_mode(p, 2, S_ISUID | S_ISGID, true);
       return;
     case Check::kOwnPid: {

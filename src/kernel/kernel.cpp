@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 
 #include "kernel/task/hostproc.h"
+#include "host/open_how_table.h"
 #include "host/kstack.h"
 #include "host/raw_syscall.h"
 
@@ -82,6 +83,8 @@ int default_pid_max() {
 }  // namespace
 
 Kernel* Kernel::create(const KernelConfig& cfg) {
+  // hostfs's openat2 calls point into it; it must exist before the filter.
+  if (open_how_table_make() == OpenHowState::kAbsent) return nullptr;
   Heap* heap = Heap::create();
   if (!heap) return nullptr;
   Kernel* k = heap->make<Kernel>();

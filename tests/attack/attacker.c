@@ -361,6 +361,47 @@ static void probe_processes(void) {
 
 // ---- set-id bits and foreign owners in the grant itself ---------------------
 
+// The sealed table of open_how entries the filter takes for openat2
+// (src/host/open_how_table.h): where it lies and its "." path.
+#define OPEN_HOW_TABLE 0x7dfffff00000ull
+#define OPEN_HOW_TABLE_SIZE (3 * 4096)
+#define OPEN_HOW_SEALED_DOT (OPEN_HOW_TABLE + OPEN_HOW_TABLE_SIZE - 32)
+
+// Rewriting the table, or putting other memory in its place, would make an
+// openat2 that creates pass: every way must fail, and the first entry must
+// still be what it was.
+static void probe_open_how_table(const char* path, const void* how, size_t size) {
+  uintptr_t t = OPEN_HOW_TABLE;
+  uint64_t before[4];
+  memcpy(before, (const void*)t, sizeof before);
+  int how_refused = kPerm | kAcces;
+  verdict("open-how-table-mprotect", gadget_sys(SYS_mprotect, t, 4096, PROT_READ | PROT_WRITE), how_refused, NULL);
+  verdict("open-how-table-munmap", gadget_sys(SYS_munmap, t, 4096), how_refused, NULL);
+  long m = gadget_sys(SYS_mmap, t, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  verdict("open-how-table-mmap-over", m == (long)t ? 0 : m, how_refused, NULL);
+  long r = gadget_sys(SYS_mremap, t, 4096, 4096, MREMAP_MAYMOVE | MREMAP_FIXED, t + 4096 * 64);
+  verdict("open-how-table-mremap", r, how_refused, NULL);
+  // Dropping the pages of a shared mapping only drops this view of them
+  // (the check below reads them again); punching them out must fail.
+  gadget_sys(SYS_madvise, t, 4096, MADV_DONTNEED);
+  verdict("open-how-table-madvise-remove", gadget_sys(SYS_madvise, t, 4096, MADV_REMOVE), how_refused, NULL);
+  long memfd = gadget_sys(SYS_openat, AT_FDCWD, "/proc/self/mem", O_RDWR | O_CLOEXEC);
+  long w = memfd;
+  if (memfd >= 0) {
+    w = gadget_sys(SYS_pwrite64, memfd, how, size, t);
+    if (w == -EFAULT || w == -EIO) w = -EPERM;  // the host would not write a shared read-only page
+    gclose(memfd);
+  }
+  verdict("open-how-table-proc-mem", w, how_refused | kNoent, NULL);
+  // Pointing openat2 at a copy, or inside an entry, is refused too.
+  long fd = gadget_sys(SYS_openat2, AT_FDCWD, path, t + 8, 24);
+  gclose(fd);
+  verdict("open-how-table-inside-an-entry", fd, kPerm, NULL);
+  uint64_t after[4];
+  memcpy(after, (const void*)t, sizeof after);
+  verdict("open-how-table-unchanged", memcmp(before, after, sizeof before) == 0 ? -EPERM : 0, kPerm, NULL);
+}
+
 // The jail's private mount is nosuid, but the host's own mount of the same
 // files is not: a set-uid file planted in the grant is one on the host.
 // attack.py also looks at every file of the jail afterwards.
@@ -376,11 +417,12 @@ static void probe_plant(void) {
   fd = gadget_sys(SYS_openat, AT_FDCWD, p, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0755);
   if (fd >= 0) {
     verdict("plant-fchmod-setuid", gadget_sys(SYS_fchmod, fd, 04755), how, NULL);
-    // Known open: S_ISGID through chmod (the filter cannot tell a file
-    // from a folder, which may carry it). Said, not counted.
-    long r = gadget_sys(SYS_fchmod, fd, 02755);
-    printf("info fchmod 02755 in the grant: %s\n", err_name(r));
-    if (r == 0) gadget_sys(SYS_fchmod, fd, 0755);
+    verdict("plant-fchmod-setgid", gadget_sys(SYS_fchmod, fd, 02755), how, NULL);
+    // S_ISGID passes only through the sealed "." (folders): from a file's
+    // descriptor that is ENOTDIR, never a set-group-ID file.
+    long r = gadget_sys(SYS_fchmodat, fd, (long)OPEN_HOW_SEALED_DOT, 02755);
+    verdict("plant-fchmodat-setgid-through-the-sealed-dot", r == -ENOTDIR ? -EPERM : r, how,
+            r == -ENOTDIR ? "ENOTDIR: it names folders only" : NULL);
     // Known open: a foreign owner (the kernel gives guest users' FIFOs
     // and links their owner on the host). Said, not counted; undone.
     printf("info fchown to a foreign owner in the grant: %s\n", err_name(gadget_sys(SYS_fchown, fd, 4242, 4242)));
@@ -391,20 +433,21 @@ static void probe_plant(void) {
   }
   path_in(p, sizeof p, jail, "inside");
   verdict("plant-fchmodat-setuid", gadget_sys(SYS_fchmodat, AT_FDCWD, p, 04755), how, NULL);
+  verdict("plant-fchmodat-setgid", gadget_sys(SYS_fchmodat, AT_FDCWD, p, 02755), how, NULL);
   path_in(p, sizeof p, jail, "planted-dir");
   verdict("plant-mkdir-setuid", gadget_sys(SYS_mkdirat, AT_FDCWD, p, 04755), how, NULL);
   path_in(p, sizeof p, jail, "planted-dev");
   verdict("plant-mknod-device", gadget_sys(SYS_mknodat, AT_FDCWD, p, S_IFCHR | 0666, makedev(1, 3)), how, NULL);
-  // Known open: openat2 passes its mode in memory, where the filter cannot
-  // look. Said, not counted; attack.py reports what it finds in the jail.
+  // openat2 passes its mode in memory: the filter takes only pointers to
+  // entries of a sealed table, none of which creates.
   struct {
     uint64_t flags, mode, resolve;
   } how2 = {O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 04755, 0};
   path_in(p, sizeof p, jail, "planted-openat2");
   fd = gadget_sys(SYS_openat2, AT_FDCWD, p, &how2, sizeof how2);
   gclose(fd);
-  printf("info openat2 O_CREAT 04755 in the grant: %s\n", err_name(fd < 0 ? fd : 0));
-  if (fd >= 0) gadget_sys(SYS_unlinkat, AT_FDCWD, p, 0);  // what it proves is said; the jail stays clean
+  verdict("plant-openat2-setuid", fd, how, NULL);
+  probe_open_how_table(p, &how2, sizeof how2);
 }
 
 // ---- the whole host granted read-only (--ro with the root /) ----------------

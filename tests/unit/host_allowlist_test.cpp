@@ -163,15 +163,18 @@ TEST(HostAllowlist, NoSetIdModeNoDevice) {
               if (refused_with(syscall(SYS_mknodat, d, "dev", S_IFCHR | 0666, makedev(1, 3)), EPERM)) return 3;
               if (refused_with(syscall(SYS_mknodat, d, "sfifo", S_IFIFO | 04644, 0), EPERM)) return 4;
               if (refused_with(syscall(SYS_mkdirat, d, "sdir", 04755), EPERM)) return 5;
-              // What the kernel makes: plain files, FIFOs, set-group-ID folders.
+              if (refused_with(syscall(SYS_mkdirat, d, "gdir", 02775), EPERM)) return 12;  // mkdir ignores it anyway
+              // What the kernel makes: plain files, FIFOs, folders.
               long fd = syscall(SYS_openat, d, "plain", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
               if (fd < 0 || syscall(SYS_mknodat, d, "fifo", S_IFIFO | 0600, 0) != 0) return 6;
-              if (syscall(SYS_mkdirat, d, "gdir", 02775) != 0) return 7;
-              // chmod: no S_ISUID (S_ISGID stays: folders carry it).
+              if (syscall(SYS_mkdirat, d, "gdir", 01775) != 0) return 7;
+              // chmod: no set-id bit (S_ISGID only through the sealed ".":
+              // OpenHowTableTest.SetGroupIdOnlyThroughTheSealedDot).
               if (refused_with(syscall(SYS_fchmod, fd, 04755), EPERM)) return 8;
               if (refused_with(syscall(SYS_fchmodat, d, "plain", 04755), EPERM)) return 9;
               if (refused_with(syscall(452 /* fchmodat2 */, d, "plain", 04755, 0), EPERM)) return 10;
-              if (syscall(SYS_fchmod, fd, 0600) != 0 || syscall(SYS_fchmodat, d, "gdir", 02755) != 0) return 11;
+              if (refused_with(syscall(SYS_fchmodat, d, "gdir", 02755), EPERM)) return 13;
+              if (syscall(SYS_fchmod, fd, 0600) != 0 || syscall(SYS_fchmodat, d, "gdir", 0755) != 0) return 11;
               return 0;
             }),
             0);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "host/open_how_table.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/fs/hostfs/internal.h"
 #include "kernel/kernel.h"
@@ -24,6 +25,7 @@ void release_plain(Inode* n) { reinterpret_cast<Heap*>(kHeapBase)->destroy_obj(n
 class HostfsDentryTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    ASSERT_NE(open_how_table_make(), OpenHowState::kAbsent);  // as Kernel::create does
     heap = Heap::create();
     ASSERT_NE(heap, nullptr);
     char tmpl[] = "/tmp/flatux-hostfsd.XXXXXX";

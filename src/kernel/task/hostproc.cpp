@@ -13,6 +13,7 @@
 #include "kernel/entry/entry.h"
 #include "kernel/foreign_gate.h"
 #include "host/kstack.h"
+#include "host/open_how_table.h"
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/syscall_sites.h"
@@ -46,14 +47,15 @@ struct Keep {
 };
 
 // The child of a fork keeps the host's own mappings from boot (flatux, its
-// libraries, the vDSO), the kernel heap, its guest process's regions and
-// the stub areas its rewritten syscall sites jump to; everything else it
+// libraries, the vDSO), the kernel heap, the sealed open_how table, its
+// guest process's regions and the stub areas its rewritten syscall sites
+// jump to; everything else it
 // inherited (the other guests' memory, the launcher's later allocations)
 // is unmapped, so it holds no copy of them.
 void drop_inherited_memory(Kernel& k, const Mm& own) {
   if (k.cfg.nhost_maps == 0) return;  // the boot mappings were not all recorded
   size_t areas = syscall_sites_areas(own, nullptr, 0);
-  size_t n = (size_t)k.cfg.nhost_maps + 1 + areas;
+  size_t n = (size_t)k.cfg.nhost_maps + 2 + areas;
   for (const Region* r = own.regions.first(); r; r = r->next) n++;
   Keep* keep = static_cast<Keep*>(k.heap->alloc(n * sizeof(Keep)));
   auto* area = static_cast<uintptr_t(*)[2]>(k.heap->alloc((areas ? areas : 1) * sizeof(uintptr_t[2])));
@@ -65,6 +67,7 @@ void drop_inherited_memory(Kernel& k, const Mm& own) {
   size_t i = 0;
   for (int m = 0; m < k.cfg.nhost_maps; m++) keep[i++] = {k.cfg.host_maps[m].start, k.cfg.host_maps[m].end};
   keep[i++] = {kHeapBase, kHeapBase + kHeapReserve};
+  keep[i++] = {kOpenHowTable, kOpenHowTable + kOpenHowSize};  // sealed: it could not go anyway
   for (const Region* r = own.regions.first(); r; r = r->next) keep[i++] = {r->start, r->end};
   syscall_sites_areas(own, area, areas);
   for (size_t a = 0; a < areas; a++) keep[i++] = {area[a][0], area[a][1]};

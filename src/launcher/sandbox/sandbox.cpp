@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "host/open_how_table.h"
 #include "host/seccomp.h"
 #include "launcher/sandbox/identity.h"
 #include "launcher/sandbox/jail_mounts.h"
@@ -393,8 +394,11 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
                          "arguments checked; " +
                          (g.host_owners ? std::string("modes pass through (--hostfs-owners=host)")
                                         : std::string("no set-id mode or device node")) +
-                         "), "
+                         "; openat2 only with an open_how of a sealed table, none creating), "
                          "others fail with EPERM");
+    if (open_how_table_make() != OpenHowState::kSealed)
+      s->missing.push_back("a sealed open_how table (no mseal on this host): a guest that can write the table "
+                           "can make set-id files through openat2");
   } else {
     s->applied.push_back("seccomp: guest calls trap");
     s->missing.push_back(left_out("allowlist"));

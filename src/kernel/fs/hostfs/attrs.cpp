@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 
+#include "host/open_how_table.h"
 #include "host/raw_syscall.h"
 #include "kernel/fs/hostfs/internal.h"
 #include "kernel/lib/kfmt.h"
@@ -38,6 +39,12 @@ long write_record(int fd, const Record& r) {
 
 // chmod of the file behind fd, which may be an O_PATH descriptor.
 long chmod_fd(int fd, uint32_t mode) {
+  // A folder's set-group-ID goes through the one path the host's filter
+  // lets it (host/open_how_table.h); -ENOTDIR: not a folder after all.
+  if (mode & S_ISGID) {
+    long r = host::sys(SYS_fchmodat, fd, sealed_dot(), mode);
+    if (r != -ENOTDIR) return r;
+  }
   long r = host::sys(kFchmodat2, fd, "", mode, AT_EMPTY_PATH);
   if (r != -ENOSYS) return r;
   FdPath p(fd);

@@ -26,11 +26,11 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
-#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "host/open_how_table.h"
 #include "host/raw_syscall.h"
 #include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/hostfs/internal.h"
@@ -42,7 +42,6 @@
 namespace flatux {
 namespace {
 
-constexpr uint64_t kResolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 // open(2) ignores unknown flag bits, openat2(2) rejects them: keep the known ones.
 constexpr uint32_t kKnownOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |
                                      O_NONBLOCK | O_DSYNC | O_ASYNC | O_DIRECT | O_LARGEFILE |
@@ -56,14 +55,46 @@ const char* hostfs_relative(const char* inner) {
   return *inner ? inner : ".";
 }
 
+namespace {
+
+// Creation: the folder beneath `dir` through the sealed table, then openat
+// of the last name in it, not following a link there, so the host filter
+// sees the mode (host/open_how_table.h).
+long create_beneath(int dir, const char* rel, uint64_t flags, uint64_t mode) {
+  bool tmpfile = (flags & __O_TMPFILE) == __O_TMPFILE;
+  std::string_view path(rel), parent, name;
+  if (tmpfile) {
+    parent = path;
+    name = ".";
+  } else {
+    size_t slash = path.rfind('/');
+    parent = slash == std::string_view::npos ? std::string_view() : head(path, slash);
+    name = slash == std::string_view::npos ? path : tail(path, slash + 1);
+    if (name.empty() || name == "..") return -EXDEV;  // what RESOLVE_BENEATH says of a way out
+  }
+  long pfd = dir;
+  if (!parent.empty()) {
+    char p[kPathMax];
+    if (!copy_cstr(p, sizeof p, parent)) return -ENAMETOOLONG;
+    pfd = host::openat2_listed(dir, p, O_PATH | O_DIRECTORY);
+    if (pfd < 0) return pfd;
+  }
+  char last[kNameMax + 1];
+  long fd = copy_cstr(last, sizeof last, name)
+                ? host::sys(SYS_openat, pfd, last, (flags & kKnownOpenFlags) | (tmpfile ? 0 : O_NOFOLLOW) | O_CLOEXEC | O_NOCTTY,
+                            mode & 07777)
+                : -ENAMETOOLONG;
+  if (pfd != dir) host::sys(SYS_close, pfd);
+  return fd;
+}
+
+}  // namespace
+
 long hostfs_open_beneath(HostFs&, int dir, const char* rel, uint64_t flags, uint64_t mode) {
-  open_how how{};
+  if ((flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE) return create_beneath(dir, rel, flags, mode);
   // openat2 takes only these with O_PATH, and ignores nothing.
-  uint64_t keep = (flags & O_PATH) ? (O_PATH | O_DIRECTORY | O_NOFOLLOW) : (kKnownOpenFlags | O_NOCTTY);
-  how.flags = (flags & keep) | O_CLOEXEC;
-  how.mode = (flags & (O_CREAT | __O_TMPFILE)) ? (mode & 07777) : 0;
-  how.resolve = kResolve;
-  return host::sys(SYS_openat2, dir, rel, &how, sizeof how);
+  uint64_t keep = (flags & O_PATH) ? (O_PATH | O_DIRECTORY | O_NOFOLLOW) : kKnownOpenFlags;
+  return host::openat2_listed(dir, rel, flags & keep);
 }
 
 long hostfs_inner_path(HostFs& h, int fd, char* out, size_t n) {
@@ -434,9 +465,9 @@ void adopt_named(Task& t, HostFs& h, int dir, const char* name, uint32_t mode, u
 long fs_mkdir(Task& t, Filesystem& fs, Lookup& lk, int mode) {
   HostFs& h = hostfs_of(fs);
   return in_parent(fs, lk, [&](int dir, const char* name) {
-    // A host folder never gets the set-user-ID bit (unless it is the
-    // host's to keep); set-group-ID and sticky it holds, as Linux means them.
-    long r = host::sys(SYS_mkdirat, dir, name, mode & (h.host_owners ? 07777 : 03777));
+    // mkdir ignores set-id bits (a folder inherits set-group-ID from its
+    // folder); the host filter refuses them, so they are not passed.
+    long r = host::sys(SYS_mkdirat, dir, name, mode & (h.host_owners ? 07777 : 01777));
     if (r == 0) adopt_named(t, h, dir, name, (uint32_t)mode & ~(uint32_t)(S_ISVTX | S_ISGID), O_DIRECTORY);
     return r;
   });
@@ -651,10 +682,7 @@ long hostfs_mount(Kernel& k, const char*, unsigned long, const char* data, Files
   if (!copy_cstr(rel, sizeof rel, inside.empty() ? std::string_view(".") : inside)) return -ENAMETOOLONG;
   long anchor = host::sys(SYS_open, k.cfg.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (anchor < 0) return anchor;
-  open_how how{};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  long fd = host::sys(SYS_openat2, anchor, rel, &how, sizeof how);
+  long fd = host::openat2_listed((int)anchor, rel, O_PATH | O_DIRECTORY, host::Beneath::kMount);
   host::sys(SYS_close, anchor);
   if (fd == -EXDEV) return -EPERM;
   if (fd < 0) return fd;
