@@ -32,8 +32,6 @@ struct Entry {
 };
 static_assert(sizeof(Entry) == kOpenHowEntry);
 
-OpenHowState g_state = OpenHowState::kAbsent;
-
 uint64_t opening_flags(uint32_t index) {
   uint64_t f = index & O_ACCMODE;
   for (uint32_t b = 0; b < sizeof kIndexed / sizeof kIndexed[0]; b++)
@@ -72,28 +70,35 @@ int index_for(uint64_t flags, host::Beneath how) {
 
 }  // namespace
 
+// Asked of the host, as the kernel keeps no state outside its heap:
+// mprotect to what the mapping is already changes nothing, and a sealed
+// mapping refuses even that.
+OpenHowState open_how_table_state() {
+  long r = host::sys(SYS_mprotect, kOpenHowTable, kOpenHowSize, PROT_READ);
+  if (r == -EPERM) return OpenHowState::kSealed;
+  return r == 0 ? OpenHowState::kUnsealed : OpenHowState::kAbsent;
+}
+
 OpenHowState open_how_table_make() {
-  if (g_state != OpenHowState::kAbsent) return g_state;
+  if (OpenHowState made = open_how_table_state(); made != OpenHowState::kAbsent) return made;
   Entry table[kOpenHowSize / sizeof(Entry)] = {};
   for (uint32_t i = 0; i < kOpenHowEntries; i++) table[i] = entry_at(i);
   reinterpret_cast<char*>(table)[kSealedDot - kOpenHowTable] = '.';
   long fd = host::sys(SYS_memfd_create, "flatux-open-how", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return g_state;
+  if (fd < 0) return OpenHowState::kAbsent;
   bool ok = host::sys(SYS_ftruncate, fd, kOpenHowSize) == 0 &&
             host::sys(SYS_pwrite64, fd, table, sizeof table, 0) == (long)sizeof table &&
-            host::sys(SYS_fcntl, fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0 &&
-            host::sys(SYS_mmap, kOpenHowTable, kOpenHowSize, PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0) ==
-                (long)kOpenHowTable;
+            host::sys(SYS_fcntl, fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == 0;
+  long at = ok ? host::sys(SYS_mmap, kOpenHowTable, kOpenHowSize, PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0)
+               : -1;
   host::sys(SYS_close, fd);
-  if (!ok) return g_state;
-  g_state = host::sys(kSysMseal, kOpenHowTable, kOpenHowSize, 0) == 0 ? OpenHowState::kSealed
-                                                                       : OpenHowState::kUnsealed;
-  return g_state;
+  if (at == (long)kOpenHowTable) host::sys(kSysMseal, kOpenHowTable, kOpenHowSize, 0);
+  return open_how_table_state();
 }
 
 const void* open_how_entry_for(uint64_t flags, host::Beneath how) {
   int i = index_for(flags, how);
-  if (i < 0 || g_state == OpenHowState::kAbsent) return nullptr;
+  if (i < 0) return nullptr;
   return reinterpret_cast<const void*>(kOpenHowTable + (uintptr_t)i * kOpenHowEntry);
 }
 

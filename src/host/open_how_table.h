@@ -41,6 +41,8 @@ enum class OpenHowState : uint8_t {
 // Makes the table (once per address space; later calls say what the first
 // made). Runs before the filter and the kernel.
 OpenHowState open_how_table_make();
+// What the table at kOpenHowTable is now.
+OpenHowState open_how_table_state();
 
 namespace host {
 

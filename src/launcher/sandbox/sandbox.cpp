@@ -396,7 +396,7 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
                                         : std::string("no set-id mode or device node")) +
                          "; openat2 only with an open_how of a sealed table, none creating), "
                          "others fail with EPERM");
-    if (open_how_table_make() != OpenHowState::kSealed)
+    if (open_how_table_state() != OpenHowState::kSealed)
       s->missing.push_back("a sealed open_how table (no mseal on this host): a guest that can write the table "
                            "can make set-id files through openat2");
   } else {
