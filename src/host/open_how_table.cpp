@@ -21,11 +21,13 @@ constexpr uint64_t kAlways = O_CLOEXEC | O_NOCTTY;
 constexpr uint64_t kTmpfileBit = 020000000;  // O_TMPFILE without O_DIRECTORY
 constexpr uint64_t kSyncBit = 04000000;  // __O_SYNC: O_SYNC is it and O_DSYNC
 // The bits of an opening's index above the access mode, in order.
-constexpr uint64_t kIndexed[] = {O_TRUNC, O_NONBLOCK, O_DSYNC, kSyncBit, O_DIRECTORY, O_NOFOLLOW};
-constexpr uint64_t kLate = O_APPEND | O_NOATIME | O_DIRECT;  // F_SETFL sets them
+constexpr uint64_t kIndexed[] = {O_TRUNC, O_NONBLOCK, O_DSYNC, kSyncBit, O_DIRECTORY, O_NOFOLLOW, O_APPEND};
+constexpr uint64_t kLate = O_NOATIME | O_DIRECT;  // rare: F_SETFL sets them
 constexpr uint64_t kLargeFile = 0100000;  // the kernel's O_LARGEFILE (glibc's is 0 on x86_64)
 constexpr uint64_t kDropped = O_ASYNC | kLargeFile | O_EXCL | kAlways;  // ignored or implied
-constexpr uint32_t kFirstPath = 256, kMountEntry = 260;
+constexpr uint32_t kOpenings = 1u << (2 + sizeof kIndexed / sizeof kIndexed[0]);
+constexpr uint32_t kFirstPath = kOpenings, kMountEntry = kOpenings + 4;
+static_assert(kMountEntry + 1 == kOpenHowEntries);
 
 struct Entry {
   uint64_t flags, mode, resolve, pad;

@@ -18,7 +18,7 @@ namespace flatux {
 
 constexpr uintptr_t kOpenHowTable = 0x7dfffff00000ull;  // just below the kernel heap
 constexpr size_t kOpenHowEntry = 32;                      // an open_how (24 bytes) and padding
-constexpr size_t kOpenHowSize = 3 * 4096;                 // the mapping
+constexpr size_t kOpenHowSize = 5 * 4096;                 // the mapping
 
 // The path "." in the same sealed mapping. A chmod through it
 // (fchmodat(fd, kSealedDot, mode)) can only reach a folder, as "." names
@@ -29,7 +29,7 @@ inline const char* sealed_dot() { return reinterpret_cast<const char*>(kSealedDo
 
 // Entries: every opening the table can express (open_how_flags_for says
 // which), then the O_PATH lookups, then the mount's.
-constexpr uint32_t kOpenHowEntries = 256 + 4 + 1;
+constexpr uint32_t kOpenHowEntries = 512 + 4 + 1;
 static_assert(kOpenHowEntries * kOpenHowEntry <= kSealedDot - kOpenHowTable);
 
 enum class OpenHowState : uint8_t {
@@ -52,8 +52,8 @@ enum class Beneath : uint8_t { kNoLinks, kMount };
 
 // openat2(dir, rel) with `flags` as open(2) takes them, minus creation
 // (O_CREAT and O_TMPFILE go through openat, where the filter sees the
-// mode: -EINVAL here). Flags the table leaves out (O_APPEND, O_NOATIME,
-// O_DIRECT) are set on the descriptor after the open; O_ASYNC, which open
+// mode: -EINVAL here). Flags the table leaves out (O_NOATIME, O_DIRECT)
+// are set on the descriptor after the open; O_ASYNC, which open
 // ignores, is dropped; O_CLOEXEC and O_NOCTTY are always on. The host's
 // result: a descriptor or -errno.
 long openat2_listed(int dir, const char* rel, uint64_t flags, Beneath how = Beneath::kNoLinks);

@@ -364,7 +364,7 @@ static void probe_processes(void) {
 // The sealed table of open_how entries the filter takes for openat2
 // (src/host/open_how_table.h): where it lies and its "." path.
 #define OPEN_HOW_TABLE 0x7dfffff00000ull
-#define OPEN_HOW_TABLE_SIZE (3 * 4096)
+#define OPEN_HOW_TABLE_SIZE (5 * 4096)
 #define OPEN_HOW_SEALED_DOT (OPEN_HOW_TABLE + OPEN_HOW_TABLE_SIZE - 32)
 
 // Rewriting the table, or putting other memory in its place, would make an
