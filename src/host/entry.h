@@ -8,9 +8,27 @@
 #include <cstddef>
 #include <csignal>
 #include <cstdint>
+#include <sched.h>
 #include <sys/ucontext.h>
 
 #include "host/isyscall.h"
+
+// The only shapes of host clone the kernel makes; the host-call allowlist
+// takes no other (host_allowlist.cpp).
+namespace flatux {
+constexpr unsigned long kCloneThreadShared =
+    CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+// A kernel thread (no TLS, nobody waits on its id).
+constexpr unsigned long kCloneKernelThread = kCloneThreadShared;
+// A guest task's thread: its TLS, and its id set at clone and cleared at its end.
+constexpr unsigned long kCloneTaskThread =
+    kCloneThreadShared | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+// A task moved into a fresh host process by execve (its id stored after clone).
+constexpr unsigned long kCloneMovedThread = kCloneThreadShared | CLONE_SETTLS | CLONE_CHILD_CLEARTID;
+// A host process of its own for a forked guest: its memory a copy, the
+// descriptor table shared, watched through a pidfd.
+constexpr unsigned long kCloneHostProcess = CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_PIDFD | SIGCHLD;
+}  // namespace flatux
 
 // clone(2) of a host thread in this host process that starts on
 // `stack_top` and runs fn(arg), never returning from it (entry.S).

@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 
 #include "host/bpf.h"
+#include "host/entry.h"
 #include "host/open_how_table.h"
 
 namespace flatux {
@@ -26,7 +27,7 @@ namespace {
 // How a call's arguments are checked before it is allowed.
 enum class Check : uint8_t {
   kNone,          // allowed as it is
-  kCloneFlags,    // no namespaces, no tracing
+  kCloneFlags,    // the shapes the kernel makes, and no other
   kSocket,        // families the kernel serves guests with (see socket_check)
   kIoctl,         // the commands the kernel forwards
   kFcntl,         // no signal ownership, leases or notifications
@@ -143,11 +144,11 @@ constexpr bool each_call_once() {
 }
 static_assert(each_call_once(), "a host call is listed twice");
 
-// Namespaces and tracing are never the kernel's business; a thread, a
-// vfork-like child or a child process sharing descriptors all pass.
-constexpr uint32_t kDeniedCloneFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |
-                                       CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_PTRACE |
-                                       CLONE_UNTRACED;
+// Exactly the kernel's own shapes (host/entry.h): no namespaces, no
+// tracing, no vfork, no sibling (CLONE_PARENT), no thread sharing less
+// than everything. (The legacy call ignores the upper 32 bits.)
+constexpr uint32_t kCloneShapes[] = {(uint32_t)kCloneKernelThread, (uint32_t)kCloneTaskThread,
+                                     (uint32_t)kCloneMovedThread, (uint32_t)kCloneHostProcess};
 
 // Terminal and socket queries the kernel forwards (hostfs/file.cpp,
 // net/sock_ioctl.cpp, tty/console.cpp, the launcher's terminal).
@@ -282,14 +283,7 @@ void emit_check(BpfProg& p, Check c, const HostAllowlistOptions& o) {
   switch (c) {
     case Check::kNone: p.ret(kRetAllow); return;
     case Check::kEnosys: p.ret(kRetEnosys); return;
-    case Check::kCloneFlags: {
-      p.load(seccomp_arg_lo(0));
-      int t = p.emit(BPF_JMP | BPF_JSET | BPF_K, kDeniedCloneFlags, 1, 0);
-      p.ret(kRetAllow);
-      p.ret(kRetDeny);
-      (void)t;
-      return;
-    }
+    case Check::kCloneFlags: emit_one_of(p, 0, kCloneShapes); return;
     case Check::kSocket: emit_socket(p, o.net_none); return;
     case Check::kOpenHow: emit_open_how(p); return;
     case Check::kIoctl: emit_one_of(p, 1, kIoctls); return;

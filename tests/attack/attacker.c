@@ -45,6 +45,7 @@
 #include <linux/sock_diag.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -479,20 +480,52 @@ static void probe_whole_host_ro(void) {
 
 // ---- host processes that outlive the run ------------------------------------
 
+// The one shape of host process the filter takes (src/host/entry.h's
+// kCloneHostProcess): a plain clone(SIGCHLD) first, for builds that took it.
+#define KERNEL_PROCESS_CLONE (CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_PIDFD | SIGCHLD)
+
+// A raw clone; *shared: the child shares flatux's descriptor table, so it
+// must not close anything while flatux runs.
+static long raw_host_process(int* shared) {
+  *shared = 0;
+  long child = gadget_sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  if (child != -EPERM) return child;
+  static int pidfd;
+  *shared = 1;
+  return gadget_sys(SYS_clone, KERNEL_PROCESS_CLONE, 0, &pidfd, 0, 0);
+}
+
+// In a child sharing flatux's descriptors: waits for flatux's process
+// (its parent) to end before it lets go of them. 0: it cannot tell when
+// (a forked guest's host process may not be named), so it must keep them.
+static int wait_for_parent(void) {
+  long pidfd = gadget_sys(SYS_pidfd_open, gadget_sys(SYS_getppid), 0);
+  if (pidfd < 0) return 0;
+  struct pollfd p = {(int)pidfd, POLLIN, 0};
+  return gadget_sys(SYS_ppoll, &p, 1, NULL, NULL, 8) == 1;
+}
+
+static void close_all_fds(int shared) {
+  if (shared && !wait_for_parent()) return;
+  for (int fd = 0; fd < 4096; fd++) gadget_sys(SYS_close, fd);
+}
+
 // A raw clone: a host process flatux does not track. It sleeps 20 s and
 // says so in its command line (a copy of flatux's); attack.py looks for it
 // once flatux has exited. Said, not judged here: the host side judges.
 static void probe_outlive(void) {
-  long child = gadget_sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+  int shared;
+  long child = raw_host_process(&shared);
   if (child == 0) {
     // No descriptor of flatux's kept open: the harness reads its output
     // to the end before it looks.
-    for (int fd = 0; fd < 4096; fd++) gadget_sys(SYS_close, fd);
+    close_all_fds(shared);
     struct timespec second = {1, 0};
     for (int i = 0; i < 20; i++) gadget_sys(SYS_nanosleep, &second, NULL);
     gadget_sys(SYS_exit_group, 0);
   }
-  printf("info raw clone: %s (host pid %ld, must end with the run)\n", err_name(child < 0 ? child : 0), child);
+  printf("info raw clone%s: %s (host pid %ld, must end with the run)\n", shared ? " (flatux's own shape)" : "",
+         err_name(child < 0 ? child : 0), child);
 }
 
 // Host processes past any bound: raw clones that stay alive until the run
@@ -500,16 +533,31 @@ static void probe_outlive(void) {
 // (EAGAIN: the run's RLIMIT_NPROC).
 static void probe_clone_flood(void) {
   long want = atol(env("ATTACK_CLONE_FLOOD")), made = 0, r = 0;
+  int shared = 0;
   for (; made < want; made++) {
-    r = gadget_sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    r = raw_host_process(&shared);
     if (r < 0) break;
     if (r == 0) {
-      for (int fd = 0; fd < 4096; fd++) gadget_sys(SYS_close, fd);
+      close_all_fds(shared);
       struct timespec minute = {60, 0};
       for (;;) gadget_sys(SYS_nanosleep, &minute, NULL);
     }
   }
   verdict("clone-flood", made < want ? r : 0, kAgain | kPerm, "%ld host processes made of %ld", made, want);
+}
+
+// Only flatux's own shapes of clone pass: a plain fork, a vfork, a sibling.
+static void probe_clone_shape(const char* name, long flags) {
+  static int pidfd;
+  long r = gadget_sys(SYS_clone, flags, 0, &pidfd, 0, 0);
+  if (r == 0) gadget_sys(SYS_exit_group, 0);  // a child made after all: gone at once
+  verdict(name, r, kPerm, NULL);
+}
+
+static void probe_clone_shapes(void) {
+  probe_clone_shape("clone-plain-fork", SIGCHLD);
+  probe_clone_shape("clone-vfork", CLONE_VM | CLONE_VFORK | SIGCHLD);
+  probe_clone_shape("clone-sibling", KERNEL_PROCESS_CLONE | CLONE_PARENT);
 }
 
 // Host memory past --mem: ATTACK_MEM_HOG MiB of raw host anonymous memory,
@@ -952,6 +1000,7 @@ int main(void) {
     probe_netlink();
   }
   probe_processes();
+  probe_clone_shapes();
   probe_outlive();
   if (atol(env("ATTACK_CLONE_FLOOD")) > 0) probe_clone_flood();
   if (atol(env("ATTACK_MEM_HOG")) > 0) probe_mem_hog();

@@ -1,4 +1,5 @@
 #include "host/seccomp.h"
+#include "host/entry.h"
 
 #include <gtest/gtest.h>
 
@@ -90,12 +91,21 @@ TEST(HostAllowlist, ChecksArguments) {
             }),
             0);
   EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_clone3, nullptr, 0), ENOSYS); }), 0);
-  // A child sharing nothing but descriptors is a shape the kernel uses.
+  // A host process for a forked guest is a shape the kernel uses; the
+  // same without its pidfd, a plain fork or a vfork is not.
   EXPECT_EQ(under_allowlist(false, [] {
-              long pid = syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0);
+              int pidfd = -1;
+              long pid = syscall(SYS_clone, kCloneHostProcess, 0, &pidfd, 0, 0);
               if (pid == 0) _exit(0);
               int st;
-              return pid > 0 && waitpid((pid_t)pid, &st, 0) == pid ? 0 : 1;
+              return pid > 0 && pidfd >= 0 && waitpid((pid_t)pid, &st, 0) == pid ? 0 : 1;
+            }),
+            0);
+  EXPECT_EQ(under_allowlist(false, [] {
+              if (refused_with(syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, 0, 0, 0), EPERM)) return 1;
+              if (refused_with(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0), EPERM)) return 2;
+              if (refused_with(syscall(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0), EPERM)) return 3;
+              return refused_with(syscall(SYS_clone, kCloneHostProcess | CLONE_PARENT, 0, 0, 0, 0), EPERM) ? 4 : 0;
             }),
             0);
   EXPECT_EQ(under_allowlist(false, [] { return refused_with(syscall(SYS_socket, AF_PACKET, SOCK_RAW, 0), EPERM); }),

@@ -286,10 +286,8 @@ long start_task_thread(Task& t) {
   // its kernel stack may be reused. Stored by us after clone returned, the
   // id could land after a quick thread (a vfork child that execs and
   // exits) had already cleared it, and the stack would never be freed.
-  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
   t.host_tid.store(1);
-  long r = flatux_clone_thread(flags, (void*)kstack_top(t.kstack), &t.host_tid, t.guest_fs,
+  long r = flatux_clone_thread(kCloneTaskThread, (void*)kstack_top(t.kstack), &t.host_tid, t.guest_fs,
                                task_thread_main, &t);
   if (r < 0) t.host_tid.store(0);
   return r < 0 ? r : 0;

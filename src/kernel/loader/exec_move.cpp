@@ -76,9 +76,7 @@ void moved_thread_main(void* arg) {
 // Run by the new host process's keeper, once it has dropped what it inherited.
 long start_moved_thread(void* arg) {
   ExecMove* m = static_cast<ExecMove*>(arg);
-  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
-                        CLONE_SYSVSEM | CLONE_SETTLS | CLONE_CHILD_CLEARTID;
-  long r = flatux_clone_thread(flags, (void*)kstack_top(m->kstack), &m->new_tid, 0, moved_thread_main, m);
+  long r = flatux_clone_thread(kCloneMovedThread, (void*)kstack_top(m->kstack), &m->new_tid, 0, moved_thread_main, m);
   if (r > 0) m->new_tid.store((uint32_t)r);
   return r < 0 ? r : 0;
 }

@@ -197,7 +197,7 @@ long fork_host_process(Task& caller, HostProc& hp) {
   uint64_t all = kAllButFaults, old;
   host::sys(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, 8);
   int pidfd = -1;
-  long r = flatux_clone_process(CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_PIDFD | SIGCHLD,
+  long r = flatux_clone_process(kCloneHostProcess,
                                 (void*)kstack_top(hp.keeper_stack), &pidfd, keeper_main, &hp);
   host::sys(SYS_rt_sigprocmask, SIG_SETMASK, &old, nullptr, 8);
   if (r >= 0) {

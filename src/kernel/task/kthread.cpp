@@ -17,8 +17,7 @@ long start_kernel_thread(Kernel& k, void (*fn)(void*), void* arg, void** stack) 
   auto* h = static_cast<KStackHeader*>(base);
   h->task = nullptr;
   h->magic = kKStackMagic;
-  unsigned long flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-  long r = flatux_clone_thread(flags, (void*)kstack_top(base), nullptr, 0, fn, arg);
+  long r = flatux_clone_thread(kCloneKernelThread, (void*)kstack_top(base), nullptr, 0, fn, arg);
   if (r < 0) {
     k.heap->free_kstack(base);
     return r;
