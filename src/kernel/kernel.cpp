@@ -10,6 +10,8 @@
 #include "host/raw_syscall.h"
 
 #include "kernel/block/ubd.h"
+#include "kernel/cgroup/cgroup.h"
+#include "kernel/fs/cgroupfs/cgroupfs.h"
 #include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/devpts/devpts.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
@@ -116,14 +118,15 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->ptys = pty_table_create(heap);
   k->dnotify = dnotify_create(heap);
   k->inotify = inotify_create(heap);
+  k->cgroups = cgroup_tree_create(heap);
   if (!k->hproc0 || !k->hproc0->maps || !k->blocks || !k->ipc || !k->leases || !k->vfs || !k->dcache || !k->locks || !k->timers || !k->net ||
-      !k->log || !k->ptys || !k->dnotify || !k->inotify) {
+      !k->log || !k->ptys || !k->dnotify || !k->inotify || !k->cgroups) {
     heap->destroy();
     return nullptr;
   }
   for (const FsType* type :
        {&kHostFsType, &kProcFsType, &kDevFsType, &kDevPtsType, &kTmpFsType, &kExt4Type, &kExt3Type,
-        &kExt2Type})
+        &kExt2Type, &kCgroup2Type})
     k->vfs->register_type(type);
   k->log->console_loglevel = cfg.boot.loglevel;
   k->log->time = cfg.boot.printk_time;

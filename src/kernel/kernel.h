@@ -104,6 +104,8 @@ enum class HaltReason : uint32_t { kNone, kInitExited, kPowerOff, kHalt, kRestar
 
 constexpr int kMaxTasks = 4096;
 
+struct CgroupTree;
+
 struct Kernel {
   Heap* heap;
   KernelConfig cfg;
@@ -147,6 +149,7 @@ struct Kernel {
   PtyTable* ptys = nullptr;    // pseudo-terminals (kernel/tty/pty.h)
   Dnotify* dnotify = nullptr;  // F_NOTIFY watches (kernel/vfs/dnotify.h)
   Inotify* inotify = nullptr;  // inotify watches (kernel/vfs/inotify.h)
+  CgroupTree* cgroups = nullptr;  // the cgroup v2 hierarchy (kernel/cgroup/cgroup.h)
   KMutex devtmpfs_lock;
   Filesystem* devtmpfs = nullptr;  // the one devtmpfs (kernel/fs/devfs/devfs.h)
   MemAccount mem;

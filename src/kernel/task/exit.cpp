@@ -1,3 +1,4 @@
+#include "kernel/cgroup/cgroup.h"
 #include "kernel/task/exit.h"
 
 #include <cstring>
@@ -126,6 +127,7 @@ void exit_process(Task& t) {
     }
   }
   p.state = ProcState::kZombie;
+  cgroup_process_exited_locked(k, p);
   pidfd_process_exited(p);
   int status = p.wait_status;
   int code = WIFSIGNALED(status) ? (WCOREDUMP(status) ? CLD_DUMPED : CLD_KILLED) : CLD_EXITED;
@@ -175,6 +177,7 @@ void forget_vfork_child_locked(Task& t) {
 void release_zombie(Process& p) {
   Kernel& k = *p.kernel;
   pidfd_process_released(p);
+  cgroup_process_released_locked(k, p);
   if (Process* parent = p.parent) {
     Process** link = &parent->children;
     while (*link && *link != &p) link = &(*link)->sibling;
@@ -232,6 +235,7 @@ void exit_thread(Task& t) {
     }
     release_vfork_waiter(t);
     p.nthreads--;
+    cgroup_task_removed_locked(p);
     p.cpu_ns += cpu;
     k.remove_task_locked(&t);
     t.dead_next = k.dead_tasks;

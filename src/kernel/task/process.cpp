@@ -1,3 +1,4 @@
+#include "kernel/cgroup/cgroup.h"
 #include "kernel/task/process.h"
 
 #include <cstring>
@@ -130,6 +131,7 @@ Task* task_create_locked(Kernel& k, Process& p, int tid, HostProc* hp) {
     *link = t;
   }
   p.nthreads++;
+  cgroup_task_added_locked(p);
   hp->ntasks.fetch_add(1);
   return t;
 }
@@ -144,6 +146,7 @@ void discard_unstarted_task_locked(Task& t) {
     if (*link) *link = t.next_thread;
   }
   p.nthreads--;
+  cgroup_task_removed_locked(p);
   t.hproc->ntasks.fetch_sub(1);
   k.remove_task_locked(&t);
   k.heap->free(t.entry_fpstate);
@@ -190,6 +193,7 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     int pid = alloc_pid_locked(k);
     p = pid < 0 ? nullptr : process_create_locked(k, nullptr, pid);
     if (!p) return -ENOMEM;
+    cgroup_process_created_locked(k, *p, nullptr);
     p->mm = k.heap->make<Mm>(k.heap);
     if (p->mm) {
       p->mm->acct = &k.mem;

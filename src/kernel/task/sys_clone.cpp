@@ -7,6 +7,7 @@
 #include <linux/sched.h>
 #include <sys/syscall.h>
 
+#include "kernel/cgroup/cgroup.h"
 #include "kernel/entry/entry.h"
 #include "kernel/task/hostproc.h"
 #include "kernel/mm/usercopy.h"
@@ -127,6 +128,8 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
     // so a process at its limit leaves others room to make theirs.
     if ((flags & CLONE_THREAD) && share_verdict(kMaxTasks, kSmallThreads, k.ntasks, t.proc->nthreads, 1) != ShareVerdict::kOk)
       return -EAGAIN;
+    // The new task joins the caller's cgroup (a new process too): pids.max.
+    if (long e = cgroup_can_add_task_locked(*t.proc)) return e;
     HostProc* hp = fork ? hostproc_new_locked(k) : t.hproc;
     if (!hp) return -EAGAIN;
     int tid = alloc_pid_locked(k);
@@ -142,6 +145,7 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
         if (fork) hostproc_abandon(hp);
         return -EAGAIN;
       }
+      cgroup_process_created_locked(k, *proc, t.proc);
       // A sibling (CLONE_PARENT) tells the parent it shares what the caller
       // would have: the caller's own exit signal, whatever was asked (Linux
       // does the same; a chosen one could be fatal to that parent).

@@ -26,6 +26,7 @@ struct SyscallSites;
 struct SemUndoList;
 struct HostProc;
 struct HostPool;
+struct Cgroup;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -183,6 +184,8 @@ struct Process {
   Process* sibling = nullptr;
   Task* threads = nullptr;      // singly linked through Task::next_thread
   int nthreads = 0;
+  Cgroup* cgroup = nullptr;     // (tasks_lock) its cgroup, kernel/cgroup/cgroup.h
+  bool cgroup_live = false;     // counted there (until its last thread exits)
   ProcState state = ProcState::kRunning;
 
   Mm* mm = nullptr;

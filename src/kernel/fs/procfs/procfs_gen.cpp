@@ -1,3 +1,4 @@
+#include "kernel/cgroup/cgroup.h"
 #include "kernel/fs/procfs/procfs_gen.h"
 
 #include <cstring>
@@ -34,7 +35,7 @@ constexpr Named kPidFiles[] = {
     {"cmdline", ProcFile::kCmdline}, {"environ", ProcFile::kEnviron}, {"comm", ProcFile::kComm},
     {"stat", ProcFile::kStat},       {"statm", ProcFile::kStatm},     {"status", ProcFile::kStatus},
     {"maps", ProcFile::kMaps},       {"mounts", ProcFile::kMounts},   {"mountinfo", ProcFile::kMountinfo},
-    {"limits", ProcFile::kLimits},   {"pagemap", ProcFile::kPagemap},
+    {"limits", ProcFile::kLimits},   {"pagemap", ProcFile::kPagemap}, {"cgroup", ProcFile::kCgroup},
 };
 
 constexpr Named kGlobalFiles[] = {
@@ -42,7 +43,7 @@ constexpr Named kGlobalFiles[] = {
     {"uptime", ProcFile::kUptime},           {"loadavg", ProcFile::kLoadavg},
     {"version", ProcFile::kVersion},         {"filesystems", ProcFile::kFilesystems},
     {"mounts", ProcFile::kGlobalMounts},     {"cmdline", ProcFile::kKernelCmdline},
-    {"stat", ProcFile::kGlobalStat},
+    {"stat", ProcFile::kGlobalStat},         {"cgroups", ProcFile::kCgroups},
 };
 
 constexpr Named kSysvipc[] = {
@@ -297,6 +298,11 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
       gen_global_stat(o, k);
       return 0;
     }
+    case ProcFile::kCgroups: {
+      Guard g(k.tasks_lock);
+      cgroup_proc_cgroups(k, o);
+      return 0;
+    }
     case ProcFile::kSysvipcShm: shm_proc_show(k, o); return 0;
     case ProcFile::kSysvipcSem: sem_proc_show(k, o); return 0;
     case ProcFile::kSysvipcMsg: msg_proc_show(k, o); return 0;
@@ -319,6 +325,7 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
     case ProcFile::kStatus: gen_status(o, p, task); return 0;
     case ProcFile::kMaps: gen_maps(o, p); return 0;
     case ProcFile::kLimits: gen_limits(o, p); return 0;
+    case ProcFile::kCgroup: cgroup_proc_pid(k, p, o); return 0;
     default: return -ENOENT;
   }
 }

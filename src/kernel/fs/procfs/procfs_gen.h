@@ -10,10 +10,10 @@ namespace flatux {
 enum class ProcFile : uint8_t {
   kNone,
   // per process
-  kCmdline, kEnviron, kComm, kStat, kStatm, kStatus, kMaps, kMounts, kMountinfo, kLimits, kPagemap,
+  kCmdline, kEnviron, kComm, kStat, kStatm, kStatus, kMaps, kMounts, kMountinfo, kLimits, kPagemap, kCgroup,
   // global
   kMeminfo, kCpuinfo, kUptime, kLoadavg, kVersion, kFilesystems, kGlobalMounts, kKernelCmdline,
-  kGlobalStat,
+  kGlobalStat, kCgroups,
   // /proc/sysvipc
   kSysvipcShm, kSysvipcSem, kSysvipcMsg,
 };

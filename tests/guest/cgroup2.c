@@ -1,0 +1,225 @@
+// The cgroup v2 filesystem: a cgroup per folder, moving a process by
+// writing its pid to cgroup.procs (and what /proc/PID/cgroup then says),
+// the interface files a non-root cgroup has, rmdir of a populated cgroup,
+// cgroup.max.depth, cgroup.kill, and the pids controller (pids.max refuses
+// a fork with EAGAIN, counted in pids.events) where the hierarchy has it.
+//
+// argv[1] is a scratch folder: the hierarchy is mounted there, in a mount
+// namespace of its own where the kernel has them (natively). Natively this
+// works in the host's own hierarchy (a child of the program's cgroup, gone
+// afterwards); a host whose cgroup v2 hierarchy has no pids controller (all
+// bound to v1) skips those checks, saying so.
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "guest_check.h"
+
+static char top[PATH_MAX];   // the mount
+static char home[PATH_MAX];  // the program's own cgroup's folder
+static char self_rel[PATH_MAX];
+
+static const char* path_of(const char* fmt, const char* a, const char* b) {
+  static char buf[4][PATH_MAX];
+  static int i;
+  char* p = buf[i++ & 3];
+  snprintf(p, PATH_MAX, fmt, a, b);
+  return p;
+}
+
+static int read_file(const char* path, char* out, size_t n) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return -1;
+  ssize_t r = read(fd, out, n - 1);
+  close(fd);
+  if (r < 0) return -1;
+  out[r] = 0;
+  return (int)r;
+}
+
+// Writes `s` in one write(2); -1 with errno on refusal.
+static int write_file(const char* path, const char* s) {
+  int fd = open(path, O_WRONLY);
+  if (fd < 0) return -1;
+  ssize_t r = write(fd, s, strlen(s));
+  int e = errno;
+  close(fd);
+  errno = e;
+  return r == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static void own_cgroup(int pid, char* out, size_t n) {
+  char p[64], buf[PATH_MAX];
+  snprintf(p, sizeof p, "/proc/%d/cgroup", pid);
+  REQUIRE(read_file(p, buf, sizeof buf) > 0, "%s: %s", p, strerror(errno));
+  char* line = strstr(buf, "0::");
+  REQUIRE(line, "no cgroup v2 line in %s: %s", p, buf);
+  line += 3;
+  line[strcspn(line, "\n")] = 0;
+  snprintf(out, n, "%s", line);
+}
+
+static int lists(const char* file, const char* word) {
+  char buf[4096];
+  if (read_file(file, buf, sizeof buf) < 0) return 0;
+  for (char* t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
+    if (strcmp(t, word) == 0) return 1;
+  return 0;
+}
+
+static void move_to(const char* dir, int pid) {
+  char s[32];
+  snprintf(s, sizeof s, "%d\n", pid);
+  REQUIRE(write_file(path_of("%s/%s", dir, "cgroup.procs"), s) == 0, "moving %d to %s: %s", pid, dir,
+          strerror(errno));
+}
+
+static void test_membership(const char* cg) {
+  printf("membership\n");
+  struct stat st;
+  CHECK(stat(path_of("%s/%s", cg, "cgroup.events"), &st) == 0 && S_ISREG(st.st_mode));
+  CHECK(stat(path_of("%s/%s", cg, "cgroup.kill"), &st) == 0 && (st.st_mode & 0777) == 0200);
+  char buf[256];
+  CHECK(read_file(path_of("%s/%s", cg, "cgroup.type"), buf, sizeof buf) > 0 && strcmp(buf, "domain\n") == 0);
+  CHECK(read_file(path_of("%s/%s", cg, "cgroup.events"), buf, sizeof buf) > 0 && strstr(buf, "populated 0"));
+  move_to(cg, 0);  // 0: the writer
+  char now[PATH_MAX], want[PATH_MAX];
+  own_cgroup(getpid(), now, sizeof now);
+  snprintf(want, sizeof want, "%s%sflatux-cg", self_rel, strcmp(self_rel, "/") ? "/" : "");
+  CHECK(strcmp(now, want) == 0, "/proc/self/cgroup says %s, want %s", now, want);
+  char me[32];
+  snprintf(me, sizeof me, "%d", getpid());
+  CHECK(lists(path_of("%s/%s", cg, "cgroup.procs"), me));
+  CHECK(read_file(path_of("%s/%s", cg, "cgroup.events"), buf, sizeof buf) > 0 && strstr(buf, "populated 1"));
+  CHECK_ERR(rmdir(cg), EBUSY);
+  CHECK_ERR(mkdir(path_of("%s/%s", cg, "cgroup.procs"), 0755), EEXIST);
+  // A child forked now starts in the same cgroup.
+  pid_t c = fork();
+  if (c == 0) {
+    pause();
+    _exit(0);
+  }
+  char theirs[PATH_MAX];
+  own_cgroup(c, theirs, sizeof theirs);
+  CHECK(strcmp(theirs, want) == 0, "a child is in %s, want %s", theirs, want);
+  kill(c, SIGKILL);
+  waitpid(c, NULL, 0);
+  CHECK(write_file(path_of("%s/%s", cg, "cgroup.procs"), "-3\n") == -1 && errno == EINVAL, "errno %d", errno);
+  move_to(home, getpid());
+  CHECK(read_file(path_of("%s/%s", cg, "cgroup.events"), buf, sizeof buf) > 0 && strstr(buf, "populated 0"));
+}
+
+static void test_depth(const char* cg) {
+  printf("max.depth\n");
+  CHECK_OK(write_file(path_of("%s/%s", cg, "cgroup.max.depth"), "0\n"));
+  CHECK_ERR(mkdir(path_of("%s/%s", cg, "deeper"), 0755), EAGAIN);
+  CHECK_OK(write_file(path_of("%s/%s", cg, "cgroup.max.depth"), "max\n"));
+  CHECK_OK(mkdir(path_of("%s/%s", cg, "deeper"), 0755));
+  char buf[256];
+  CHECK(read_file(path_of("%s/%s", cg, "cgroup.stat"), buf, sizeof buf) > 0 && strstr(buf, "nr_descendants 1"), "%s",
+        buf);
+  CHECK_ERR(rmdir(cg), EBUSY);
+  CHECK_OK(rmdir(path_of("%s/%s", cg, "deeper")));
+}
+
+static void test_kill(const char* cg) {
+  printf("cgroup.kill\n");
+  int ready[2];
+  REQUIRE(pipe(ready) == 0);
+  pid_t c = fork();
+  if (c == 0) {
+    move_to(cg, 0);
+    (void)!write(ready[1], "x", 1);
+    for (;;) pause();
+  }
+  char x;
+  REQUIRE(read(ready[0], &x, 1) == 1);
+  CHECK_OK(write_file(path_of("%s/%s", cg, "cgroup.kill"), "1\n"));
+  int status = 0;
+  CHECK(waitpid(c, &status, 0) == c && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %#x", status);
+  CHECK(write_file(path_of("%s/%s", cg, "cgroup.kill"), "2\n") == -1 && errno == ERANGE, "errno %d", errno);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+static void test_pids(const char* cg) {
+  if (!lists(path_of("%s/%s", home, "cgroup.controllers"), "pids")) {
+    printf("pids: no pids controller in this hierarchy here: skipped\n");
+    return;
+  }
+  printf("pids\n");
+  const char* control = path_of("%s/%s", home, "cgroup.subtree_control");
+  int enabled_here = !lists(control, "pids");
+  if (enabled_here && write_file(control, "+pids\n") != 0) {
+    printf("pids: cannot enable it for the children of %s (%s): skipped\n", home, strerror(errno));
+    return;
+  }
+  CHECK(lists(path_of("%s/%s", cg, "cgroup.controllers"), "pids"));
+  char buf[256];
+  CHECK(read_file(path_of("%s/%s", cg, "pids.max"), buf, sizeof buf) > 0 && strcmp(buf, "max\n") == 0, "%s", buf);
+  CHECK_OK(write_file(path_of("%s/%s", cg, "pids.max"), "2\n"));
+  move_to(cg, 0);
+  CHECK(read_file(path_of("%s/%s", cg, "pids.current"), buf, sizeof buf) > 0 && strcmp(buf, "1\n") == 0, "%s", buf);
+  pid_t first = fork();
+  if (first == 0) {
+    pause();
+    _exit(0);
+  }
+  CHECK(first > 0);
+  CHECK(read_file(path_of("%s/%s", cg, "pids.current"), buf, sizeof buf) > 0 && strcmp(buf, "2\n") == 0, "%s", buf);
+  errno = 0;
+  pid_t second = fork();
+  if (second == 0) _exit(0);
+  CHECK(second == -1 && errno == EAGAIN, "a fork past pids.max: %d errno %d", (int)second, errno);
+  CHECK(read_file(path_of("%s/%s", cg, "pids.events"), buf, sizeof buf) > 0 && strcmp(buf, "max 1\n") == 0, "%s",
+        buf);
+  // Enabling a controller for the children of a cgroup with processes in it.
+  CHECK(write_file(path_of("%s/%s", cg, "cgroup.subtree_control"), "+pids\n") == -1 && errno == EBUSY, "errno %d",
+        errno);
+  kill(first, SIGKILL);
+  waitpid(first, NULL, 0);
+  move_to(home, getpid());
+  CHECK(read_file(path_of("%s/%s", cg, "pids.current"), buf, sizeof buf) > 0 && strcmp(buf, "0\n") == 0, "%s", buf);
+  if (enabled_here) CHECK_OK(write_file(control, "-pids\n"));
+}
+
+int main(int argc, char** argv) {
+  guest_name = "cgroup2";
+  REQUIRE(argc == 2, "usage: cgroup2 SCRATCH_DIR");
+  REQUIRE(realpath(argv[1], top));
+  if (unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
+  if (mount("none", top, "cgroup2", 0, NULL) != 0) {
+    // Not allowed here (no root): skipped. A kernel without cgroup2 (ENODEV) fails.
+    REQUIRE(errno == EPERM || errno == EACCES, "mount cgroup2: %s", strerror(errno));
+    printf("cgroup2: cannot mount a cgroup v2 hierarchy here (%s): skipped\n", strerror(errno));
+    return 77;
+  }
+  struct statfs sf;
+  CHECK(statfs(top, &sf) == 0 && sf.f_type == 0x63677270, "f_type %#lx", (unsigned long)sf.f_type);
+  own_cgroup(getpid(), self_rel, sizeof self_rel);
+  snprintf(home, sizeof home, "%s%s", top, strcmp(self_rel, "/") ? self_rel : "");
+  static char cg[PATH_MAX];
+  snprintf(cg, sizeof cg, "%s/flatux-cg", home);
+  rmdir(cg);  // a run killed before it could clean up
+  REQUIRE(mkdir(cg, 0755) == 0, "mkdir %s: %s", cg, strerror(errno));
+  CHECK_ERR(mkdir(cg, 0755), EEXIST);
+
+  test_membership(cg);
+  test_depth(cg);
+  test_kill(cg);
+  test_pids(cg);
+
+  CHECK_OK(rmdir(cg));
+  CHECK_ERR(rmdir(cg), ENOENT);
+  CHECK_OK(umount(top));
+  return guest_finish();
+}
