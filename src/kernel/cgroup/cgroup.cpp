@@ -94,8 +94,8 @@ Cgroup* cgroup_find_locked(Kernel& k, std::string_view path) {
     while (!path.empty() && path.front() == '/') path.remove_prefix(1);
     if (path.empty()) break;
     size_t slash = path.find('/');
-    std::string_view name = path.substr(0, slash);
-    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash);
+    std::string_view name = head(path, slash);
+    path = slash == std::string_view::npos ? std::string_view() : tail(path, slash);
     Cgroup* c = cg->children;
     while (c && name != c->name) c = c->sibling;
     if (!c) return nullptr;
@@ -180,12 +180,12 @@ long cgroup_set_subtree_control_locked(Cgroup& cg, std::string_view spec) {
     if (spec.empty()) break;
     size_t end = 0;
     while (end < spec.size() && spec[end] != ' ' && spec[end] != '\n' && spec[end] != '\t') end++;
-    std::string_view tok = spec.substr(0, end);
+    std::string_view tok = head(spec, end);
     spec.remove_prefix(end);
     if (tok.size() < 2 || (tok[0] != '+' && tok[0] != '-')) return -EINVAL;
     uint32_t bit = 0;
     for (const auto& c : kControllers)
-      if (tok.substr(1) == c.name) bit = c.bit;
+      if (tail(tok, 1) == c.name) bit = c.bit;
     if (!bit || !(cgroup_controllers(cg) & bit)) return -EINVAL;
     if (tok[0] == '+') {
       enable |= bit;

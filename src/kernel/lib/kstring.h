@@ -1,6 +1,7 @@
 // String helpers for kernel code (std::string_view based, no allocation).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
@@ -20,5 +21,17 @@ inline std::string_view tail(std::string_view s, size_t pos) {
   return pos < s.size() ? std::string_view(s.data() + pos, s.size() - pos) : std::string_view();
 }
 inline bool starts_with(std::string_view s, std::string_view p) { return head(s, p.size()) == p; }
+
+// Decimal digits only, at most `max_digits` of them (so no overflow below 19).
+inline bool parse_decimal(std::string_view s, size_t max_digits, uint64_t* out) {
+  if (s.empty() || s.size() > max_digits) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (uint64_t)(c - '0');
+  }
+  *out = v;
+  return true;
+}
 
 }  // namespace flatux

@@ -72,8 +72,8 @@ long resolve_locked(Kernel& k, const char* path, Node* n) {
   std::string_view p(path);
   while (!p.empty() && p.back() == '/') p.remove_suffix(1);
   size_t slash = p.rfind('/');
-  std::string_view dir = slash == std::string_view::npos ? std::string_view() : p.substr(0, slash);
-  std::string_view name = slash == std::string_view::npos ? p : p.substr(slash + 1);
+  std::string_view dir = slash == std::string_view::npos ? std::string_view() : head(p, slash);
+  std::string_view name = slash == std::string_view::npos ? p : tail(p, slash + 1);
   Cgroup* cg = cgroup_find_locked(k, dir);
   if (!cg) return -ENOENT;
   for (int i = 0; i < kNFiles; i++)
@@ -106,13 +106,9 @@ bool parse_limit(std::string_view s, int64_t* out) {
     *out = kCgroupMax;
     return true;
   }
-  if (s.empty() || s.size() > 18) return false;
-  int64_t v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  *out = v;
+  uint64_t v;
+  if (!parse_decimal(s, 18, &v)) return false;
+  *out = (int64_t)v;
   return true;
 }
 
@@ -319,8 +315,8 @@ long cg_mkdir(Task& t, Filesystem&, Lookup& lk, int) {
   std::string_view p(lk.path);
   while (!p.empty() && p.back() == '/') p.remove_suffix(1);
   size_t slash = p.rfind('/');
-  std::string_view dir = slash == std::string_view::npos ? std::string_view() : p.substr(0, slash);
-  std::string_view name = slash == std::string_view::npos ? p : p.substr(slash + 1);
+  std::string_view dir = slash == std::string_view::npos ? std::string_view() : head(p, slash);
+  std::string_view name = slash == std::string_view::npos ? p : tail(p, slash + 1);
   Guard g(k.tasks_lock);
   Node n;
   if (resolve_locked(k, lk.path, &n) == 0) return -EEXIST;

@@ -46,13 +46,9 @@ struct ProcLookup {
 };
 
 bool parse_int(std::string_view s, int* out) {
-  if (s.empty() || s.size() > 9) return false;
-  int v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  *out = v;
+  uint64_t v;
+  if (!parse_decimal(s, 9, &v)) return false;
+  *out = (int)v;
   return true;
 }
 
