@@ -14,19 +14,33 @@
 namespace flatux {
 namespace {
 
-constexpr const char* kDirs[] = {"block", "bus", "class", "dev", "devices", "firmware", "fs", "kernel", "module", "power"};
+// Every folder but the root, parents before children: /sys/fs/cgroup is
+// where init mounts the cgroup v2 hierarchy (kernel/fs/cgroupfs).
+constexpr const char* kDirs[] = {"block", "bus",    "class", "dev",   "devices",  "firmware",
+                                 "fs",    "kernel", "module", "power", "fs/cgroup"};
 constexpr int kNDirs = sizeof kDirs / sizeof kDirs[0];
 constexpr uint64_t kSysfsDev = 0x17;
 
 // -1: not found, 0: the root, i+1: kDirs[i].
-int lookup(const char* path) {
-  std::string_view p(path);
+int lookup(std::string_view p) {
   while (!p.empty() && p.front() == '/') p.remove_prefix(1);
   while (!p.empty() && p.back() == '/') p.remove_suffix(1);
   if (p.empty()) return 0;
   for (int i = 0; i < kNDirs; i++)
     if (p == kDirs[i]) return i + 1;
   return -1;
+}
+
+// The folder holding kDirs[i] (0: the root), and its last name.
+int parent_of(int i, std::string_view* name) {
+  std::string_view p(kDirs[i]);
+  size_t slash = p.rfind('/');
+  if (slash == std::string_view::npos) {
+    *name = p;
+    return 0;
+  }
+  *name = tail(p, slash + 1);
+  return lookup(head(p, slash));
 }
 
 long sys_stat_op(Task&, Filesystem&, Lookup& lk, struct stat* out) {
@@ -42,12 +56,12 @@ long sys_open_op(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out
   if ((flags & O_ACCMODE) != O_RDONLY) return -EISDIR;
   SynthDirent ents[kNDirs];
   int count = 0;
-  if (n == 0) {
-    for (int i = 0; i < kNDirs; i++, count++) {
-      copy_cstr(ents[i].name, sizeof ents[i].name, kDirs[i]);
-      ents[i].type = DT_DIR;
-      ents[i].ino = (uint64_t)i + 2;
-    }
+  for (int i = 0; i < kNDirs; i++) {
+    std::string_view name;
+    if (parent_of(i, &name) != n) continue;
+    copy_cstr(ents[count].name, sizeof ents[count].name, name);
+    ents[count].type = DT_DIR;
+    ents[count++].ino = (uint64_t)i + 2;
   }
   File* f = synth_dir_file(t.kernel->heap, ents, count, S_IFDIR | 0755, (uint64_t)n + 1);
   if (!f) return -ENOMEM;

@@ -1,5 +1,5 @@
-// sysfs, minimal: the top-level directories programs look for, empty.
-// Nothing under them is generated yet.
+// sysfs, minimal: the top-level directories programs look for, and
+// fs/cgroup to mount the cgroup hierarchy on; nothing else is generated yet.
 #pragma once
 #include "kernel/vfs/vfs.h"
 
