@@ -149,3 +149,19 @@ TEST_F(CgroupTest, PidsMaxRefusesTheTaskPastIt) {
   EXPECT_EQ(c->cgroup, &root);
   EXPECT_EQ(root.pids_current, 3);
 }
+
+TEST_F(CgroupTest, ADeepTreeIsWalkedWithoutRecursion) {
+  // Deeper than any fixed chain: paths and lookups by id stay whole.
+  Cgroup* c = &k->cgroups->root;
+  for (int i = 0; i < 300; i++) {
+    ASSERT_EQ(cgroup_mkdir_locked(*k, *c, "d"), 0);
+    c = c->children;
+  }
+  std::string want;
+  for (int i = 0; i < 300; i++) want += "/d";
+  EXPECT_EQ(path_of(*c), want);
+  EXPECT_EQ(cgroup_by_id_locked(*k, c->id), c);
+  ASSERT_EQ(cgroup_mkdir_locked(*k, k->cgroups->root, "e"), 0);
+  EXPECT_EQ(cgroup_by_id_locked(*k, child("e")->id), child("e"));
+  EXPECT_EQ(cgroup_by_id_locked(*k, 999999), nullptr);
+}

@@ -118,8 +118,7 @@ long cgroup_mkdir_locked(Kernel& k, Cgroup& parent, std::string_view name) {
     if (name == c->name) return -EEXIST;
   // Linux's cgroup_check_hierarchy_limits: every ancestor's limits.
   int depth = cgroup_depth(parent) + 1;
-  int below = 0;
-  for (Cgroup* a = &parent; a; a = a->parent, below++) {
+  for (Cgroup* a = &parent; a; a = a->parent) {
     if (a->ndescendants >= a->max_descendants) return -EAGAIN;
     if (depth - cgroup_depth(*a) > a->max_depth) return -EAGAIN;
   }
@@ -220,15 +219,36 @@ int cgroup_kill_locked(Kernel& k, Cgroup& cg, Process& caller) {
   return n;
 }
 
-void cgroup_path(const Cgroup& cg, SynthText& out) {
-  const Cgroup* chain[64];
-  int n = 0;
-  for (const Cgroup* c = &cg; c && c->parent && n < 64; c = c->parent) chain[n++] = c;
-  if (n == 0) {
-    out.ch('/');
-    return;
+Cgroup* cgroup_by_id_locked(Kernel& k, uint64_t id) {
+  // Iterative: a guest may make the tree as deep as it likes, and a
+  // recursion that deep would run off the kernel stack.
+  Cgroup* c = &k.cgroups->root;
+  while (c) {
+    if (c->id == id) return c;
+    if (c->children) {
+      c = c->children;
+      continue;
+    }
+    while (c && !c->sibling) c = c->parent;
+    if (c) c = c->sibling;
   }
-  while (n > 0) out.ch('/').str(chain[--n]->name);
+  return nullptr;
+}
+
+void cgroup_path(const Cgroup& cg, SynthText& out) {
+  // Built from the end, as Linux's kernfs_path; a path longer than
+  // PATH_MAX keeps its last part (Linux would refuse it with ENAMETOOLONG).
+  char buf[4096];
+  size_t at = sizeof buf;
+  for (const Cgroup* c = &cg; c && c->parent; c = c->parent) {
+    size_t len = strlen(c->name);
+    if (len + 1 > at) break;
+    at -= len;
+    memcpy(buf + at, c->name, len);
+    buf[--at] = '/';
+  }
+  if (at == sizeof buf) buf[--at] = '/';
+  out.str(std::string_view(buf + at, sizeof buf - at));
 }
 
 void cgroup_show_controllers(uint32_t bits, SynthText& out) {

@@ -61,6 +61,9 @@ long cgroup_can_add_task_locked(Process& p);
 void cgroup_task_added_locked(Process& p);
 void cgroup_task_removed_locked(Process& p);
 
+// The cgroup with inode number `id` (an open cgroupfs file names it so: a
+// rmdir cannot leave it a dangling pointer), or nullptr.
+Cgroup* cgroup_by_id_locked(Kernel& k, uint64_t id);
 // The cgroup at `path` (relative to the root, "" for it), or nullptr.
 Cgroup* cgroup_find_locked(Kernel& k, std::string_view path);
 // A child named `name` of `parent`: -EEXIST, -EAGAIN (max.descendants or

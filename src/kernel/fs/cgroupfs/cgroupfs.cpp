@@ -85,15 +85,6 @@ long resolve_locked(Kernel& k, const char* path, Node* n) {
   return -ENOENT;
 }
 
-// The cgroup with inode number `id`, searched from the root (the tree is
-// small; an open file keeps no pointer a rmdir could free).
-Cgroup* by_id_locked(Cgroup* cg, uint64_t id) {
-  if (cg->id == id) return cg;
-  for (Cgroup* c = cg->children; c; c = c->sibling)
-    if (Cgroup* f = by_id_locked(c, id)) return f;
-  return nullptr;
-}
-
 void show_limit(SynthText& o, int64_t v) {
   if (v == kCgroupMax) o.str("max\n");
   else o.dec(v).ch('\n');
@@ -179,7 +170,7 @@ long file_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
   SynthText text(k.heap);
   {
     Guard g(k.tasks_lock);
-    Cgroup* cg = by_id_locked(&k.cgroups->root, id_of(f));
+    Cgroup* cg = cgroup_by_id_locked(k, id_of(f));
     if (!cg) return -ENODEV;  // removed since it was opened
     show_locked(k, *cg, kFiles[file_of(f)].kind, text);
   }
@@ -198,7 +189,7 @@ long file_pwrite(Task& t, File& f, const void* buf, size_t n, int64_t) {
   if (copy_from_user(tmp, buf, n) < 0) return -EFAULT;
   Kernel& k = *t.kernel;
   Guard g(k.tasks_lock);
-  Cgroup* cg = by_id_locked(&k.cgroups->root, id_of(f));
+  Cgroup* cg = cgroup_by_id_locked(k, id_of(f));
   if (!cg) return -ENODEV;
   long r = store_locked(t, *cg, kFiles[file_of(f)].kind, std::string_view(tmp, n));
   return r < 0 ? r : (long)n;
