@@ -77,7 +77,14 @@ bool make_dir(const std::string& parent, const std::string& name,
               std::initializer_list<std::pair<const char*, std::string>> limits, RunCgroup::Dir* out,
               std::string* why) {
   int fd = open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || mkdirat(fd, name.c_str(), 0755) != 0) {
+  // The name is this launcher's host pid, which no live launcher shares:
+  // one that exists is an earlier run's left behind (its launcher killed
+  // before it could remove it) whose pid came round again. rmdir succeeds
+  // only on an empty cgroup, so nothing alive is taken over.
+  bool made = fd >= 0 && (mkdirat(fd, name.c_str(), 0755) == 0 ||
+                          (errno == EEXIST && unlinkat(fd, name.c_str(), AT_REMOVEDIR) == 0 &&
+                           mkdirat(fd, name.c_str(), 0755) == 0));
+  if (!made) {
     *why = "making " + parent + "/" + name + ": " + strerror(errno);
     if (fd >= 0) close(fd);
     return false;
