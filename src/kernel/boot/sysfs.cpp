@@ -63,7 +63,7 @@ long sys_open_op(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out
     ents[count].type = DT_DIR;
     ents[count++].ino = (uint64_t)i + 2;
   }
-  File* f = synth_dir_file(t.kernel->heap, ents, count, S_IFDIR | 0755, (uint64_t)n + 1);
+  File* f = synth_dir_file(t.kernel->heap, ents, count, S_IFDIR | 0755, (uint64_t)n + 1, kSysfsDev);
   if (!f) return -ENOMEM;
   f->fs = &fs;
   *out = f;

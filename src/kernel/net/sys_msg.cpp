@@ -150,7 +150,7 @@ long control_to_host(Task& t, unsigned char* buf, size_t len, HeldFiles& held) {
 
 File* adopt_received(Heap* heap, MemAccount& acct, int hfd) {
   long fl = host::sys(SYS_fcntl, hfd, F_GETFL);
-  uint32_t flags = fl < 0 ? O_RDWR : (uint32_t)fl & ~(uint32_t)(O_LARGEFILE | O_CLOEXEC);
+  uint32_t flags = fl < 0 ? O_RDWR : (uint32_t)fl & ~(uint32_t)O_CLOEXEC;
   struct stat st;
   if (host::sys(SYS_fstat, hfd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
     File* f = hostfs_adopt_host_fd(heap, hfd, flags);

@@ -13,6 +13,10 @@ struct statfs;
 
 namespace flatux {
 
+// The kernel's O_LARGEFILE, which every open(2) of a 64-bit process gets
+// (Linux's force_o_largefile) and F_GETFL shows; glibc's is 0 on x86_64.
+constexpr uint32_t kOLargeFile = 0100000;
+
 class Heap;
 struct File;
 struct Task;

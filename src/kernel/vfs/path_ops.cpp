@@ -223,6 +223,36 @@ long open_removed_folder(Task& t, const Path& p, int flags, File** out) {
   return 0;
 }
 
+// The open itself, once the walk found the place.
+long open_looked_up(Task& t, Lookup& lk, int flags, int mode, File** out) {
+  Filesystem& fs = *lk.mount->fs;
+  constexpr int kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
+  // Root's opens need no check of its own (root may open anything, and
+  // owns what it creates), so they take the shortest way.
+  bool root = t.proc->creds.fsuid == 0 && t.proc->creds.fsgid == 0;
+  if ((flags & kWrites) && !(flags & O_PATH) && lk.mount->readonly()) {
+    long r = open_on_readonly(t, lk, flags);
+    if (r <= 0) return r;
+  }
+  // Whether the open makes a new name, for watchers (only asked while
+  // something is watched).
+  struct stat before;
+  bool create = (flags & O_CREAT) && (dnotify_watching(t) || inotify_watching(t)) &&
+                fs.ops->stat(t, fs, lk, &before) == -ENOENT;
+  long r = root ? fs.ops->open(t, fs, lk, flags, mode, out) : open_checked(t, lk, flags, mode, out);
+  if (r < 0) return r;
+  (*out)->set_origin(lk.mount, lk.path);
+  attach_dentry(t, lk, **out, flags);
+  if (create) notify_created(t, lk, 0);
+  notify_open(t, **out);
+  // Leases on the file are broken before an open that conflicts returns.
+  if (t.kernel->leases->any() && (r = t.kernel->leases->break_for_open(t, **out, flags)) < 0) {
+    (*out)->put();
+    *out = nullptr;
+  }
+  return r;
+}
+
 }  // namespace
 
 long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out, const WalkScope* scope) {
@@ -239,10 +269,6 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
     if (flags & O_CREAT) return -EISDIR;
     flags |= O_DIRECTORY;
   }
-  constexpr int kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
-  // Root's opens need no check of its own (root may open anything, and
-  // owns what it creates), so they take the shortest way.
-  bool root = t.proc->creds.fsuid == 0 && t.proc->creds.fsgid == 0;
   return vfs_walk(t, dirfd, path, !(flags & O_NOFOLLOW), [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
     if (scope && lk.follow && (scope->no_magic() || scope->scoped()) && fs.ops->magic_file) {
@@ -255,28 +281,15 @@ long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** 
         return scope->no_magic() ? -ELOOP : -EXDEV;
       }
     }
-    if ((flags & kWrites) && !(flags & O_PATH) && lk.mount->readonly()) {
-      long r = open_on_readonly(t, lk, flags);
-      if (r <= 0) return r;
-    }
-    // Whether the open makes a new name, for watchers (only asked while
-    // something is watched).
-    struct stat before;
-    bool create = (flags & O_CREAT) && (dnotify_watching(t) || inotify_watching(t)) &&
-                  fs.ops->stat(t, fs, lk, &before) == -ENOENT;
-    long r = root ? fs.ops->open(t, fs, lk, flags, mode, out) : open_checked(t, lk, flags, mode, out);
-    if (r < 0) return r;
-    (*out)->set_origin(lk.mount, lk.path);
-    attach_dentry(t, lk, **out, flags);
-    if (create) notify_created(t, lk, 0);
-    notify_open(t, **out);
-    // Leases on the file are broken before an open that conflicts returns.
-    if (t.kernel->leases->any() && (r = t.kernel->leases->break_for_open(t, **out, flags)) < 0) {
-      (*out)->put();
-      *out = nullptr;
-    }
-    return r;
+    return open_looked_up(t, lk, flags, mode, out);
   }, scope);
+}
+
+long vfs_reopen(Task& t, File& f, int flags, File** out) {
+  if (!f.mount || !f.path) return -ENOENT;
+  Lookup lk(f.path, false, f.mount);
+  long r = open_looked_up(t, lk, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | __O_TMPFILE), 0, out);
+  return r == kRedirect ? -ENOENT : r;  // a link has taken the name meanwhile
 }
 
 namespace {
@@ -323,7 +336,7 @@ long stat_open(Task& t, File* f, struct stat* out) {
 
 }  // namespace
 
-long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out) {
+long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out, MountSpot* spot) {
   // A removed cwd or root has no path, but "." or "/" is still the folder
   // (nlink 0).
   if (dirfd == AT_FDCWD && path[0] == '.' && dots_only(path)) {
@@ -334,6 +347,7 @@ long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* ou
   }
   bool dir_only = trailing_slash(path);
   long r = vfs_walk(t, dirfd, path, follow || dir_only, [&](Lookup& lk) {
+    if (spot) *spot = {lk.mount->id, lk.mount->is_root(lk.path)};
     return lk.mount->fs->ops->stat(t, *lk.mount->fs, lk, out);
   });
   if (r == 0 && dir_only && !S_ISDIR(out->st_mode)) return -ENOTDIR;

@@ -10,7 +10,18 @@ struct WalkScope;
 // With a scope: openat2's RESOLVE_* limits on the walk (namei.h).
 long vfs_open(Task& t, int dirfd, const char* path, int flags, int mode, File** out,
               const WalkScope* scope = nullptr);
-long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out);
+// Where a walk ended: the mount it reached the node through, and whether the
+// node is that mount's root (statx's STATX_MNT_ID and STATX_ATTR_MOUNT_ROOT).
+struct MountSpot {
+  int mnt_id = 0;
+  bool root = false;
+};
+// Opens the file `f` is open on anew, through the mount and path it was
+// opened by (/proc/PID/fd/N opened: a new open file description with the
+// new flags, checked as an open of that path).
+long vfs_reopen(Task& t, File& f, int flags, File** out);
+long vfs_stat(Task& t, int dirfd, const char* path, bool follow, struct stat* out,
+              MountSpot* spot = nullptr);
 long vfs_readlink(Task& t, int dirfd, const char* path, char* buf, size_t n);
 // readlinkat(fd, ""): the symlink f was opened as (O_PATH | O_NOFOLLOW);
 // -ENOENT when f is no symlink.

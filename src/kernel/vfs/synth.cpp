@@ -17,6 +17,7 @@ namespace {
 struct SynthData {
   uint32_t mode;
   uint64_t ino;
+  uint64_t dev;  // the device of the filesystem the node belongs to
   size_t len;
   int ndirents;
   char bytes[];  // text, or SynthDirent[ndirents]
@@ -39,7 +40,7 @@ long synth_lseek(Task&, File& f, int64_t off, int whence) {
 
 long synth_stat_op(Task&, File& f, struct stat* st) {
   SynthData* d = data_of(f);
-  synth_stat(st, d->mode, d->ino, S_ISDIR(d->mode) ? 0 : d->len, 0x16);
+  synth_stat(st, d->mode, d->ino, S_ISDIR(d->mode) ? 0 : d->len, d->dev);
   return 0;
 }
 
@@ -191,23 +192,25 @@ SynthText& SynthText::oct(uint64_t v, int min_digits) {
   return *this;
 }
 
-File* SynthText::to_file(uint32_t open_flags, uint32_t mode, uint64_t ino) {
+File* SynthText::to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint64_t dev) {
   if (failed_) return nullptr;
   auto* d = static_cast<SynthData*>(heap_->alloc(sizeof(SynthData) + len_ + 1));
   if (!d) return nullptr;
   d->mode = mode;
   d->ino = ino;
+  d->dev = dev;
   d->len = len_;
   d->ndirents = 0;
   if (len_) memcpy(d->bytes, data_, len_);
   return make_file(heap_, &kSynthTextOps, d, open_flags);
 }
 
-File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, uint64_t ino) {
+File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, uint64_t ino, uint64_t dev) {
   auto* d = static_cast<SynthData*>(h->alloc(sizeof(SynthData) + sizeof(SynthDirent) * (n ? n : 1)));
   if (!d) return nullptr;
   d->mode = mode;
   d->ino = ino;
+  d->dev = dev;
   d->len = 0;
   d->ndirents = n;
   if (n) memcpy(d->bytes, entries, sizeof(SynthDirent) * n);

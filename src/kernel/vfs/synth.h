@@ -26,7 +26,7 @@ class SynthText {
   SynthText& ch(char c) { return str(std::string_view(&c, 1)); }
   bool ok() const { return !failed_; }
   // Hands the buffer to a new read-only file (the text is then empty).
-  File* to_file(uint32_t open_flags, uint32_t mode, uint64_t ino);
+  File* to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint64_t dev);
   std::string_view view() const { return {data_, len_}; }
 
  private:
@@ -44,7 +44,8 @@ struct SynthDirent {
 };
 
 // A directory listing as a File (getdents64, fstat); entries are copied.
-File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, uint64_t ino);
+File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, uint64_t ino,
+                     uint64_t dev);
 
 // A stat for generated nodes.
 void synth_stat(struct stat* st, uint32_t mode, uint64_t ino, uint64_t size, uint64_t dev);

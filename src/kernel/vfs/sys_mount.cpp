@@ -18,6 +18,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/vfs/new_fs.h"
 #include "kernel/vfs/namei.h"
+#include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/patharg.h"
 
 namespace flatux {
@@ -44,9 +45,23 @@ struct Target {
   bool is_mount_root() const { return mount->is_root(inner); }
 };
 
-long resolve(Task& t, const char* path, bool follow, Target* out) {
-  return vfs_walk(t, AT_FDCWD, path, follow, [&](Lookup& lk) -> long {
+constexpr long kMagic = 1;  // the walk ended on a magic link: go on from its file's path
+
+long resolve(Task& t, const char* path, bool follow, Target* out, int depth = 0) {
+  char* real = nullptr;  // the magic link's file's path (kernel heap: off the stack)
+  long r = vfs_walk(t, AT_FDCWD, path, follow, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
+    File* f = nullptr;
+    if (follow && depth == 0 && fs.ops->magic_file && fs.ops->magic_file(t, fs, lk, &f) == 0) {
+      // mount(…, "/proc/self/fd/N", …), as systemd mounts: Linux follows
+      // the link to the open file's own place.
+      bool deleted = false;
+      real = static_cast<char*>(t.kernel->heap->alloc(kPathMax));
+      long g = !real ? -ENOMEM : !f->mount ? -ENOENT : vfs_of(t).file_guest_path(t, *f, real, kPathMax, &deleted);
+      f->put();
+      if (g < 0) return g;
+      return deleted ? -ENOENT : kMagic;
+    }
     long r = fs.ops->stat(t, fs, lk, &out->st);
     if (r < 0) return r;
     if (!copy_cstr(out->inner, sizeof out->inner, lk.path)) return -ENAMETOOLONG;
@@ -55,6 +70,9 @@ long resolve(Task& t, const char* path, bool follow, Target* out) {
     out->mount = lk.mount;
     return 0;
   });
+  if (r == kMagic) r = resolve(t, real, true, out, depth + 1);
+  if (real) t.kernel->heap->free(real);
+  return r;
 }
 
 long copy_string(uint64_t guest, char* buf, size_t cap, const char* fallback) {

@@ -28,6 +28,9 @@ long do_open(Task& t, int dirfd, uint64_t guest_path, uint64_t flags, uint64_t m
   long r = strncpy_from_user(path, (const char*)guest_path, sizeof path);
   if (r < 0) return r;
   if (r == 0) return -ENOENT;
+  // O_PATH keeps only these, as Linux's build_open_flags (musl's open
+  // adds O_LARGEFILE to every call).
+  if (flags & O_PATH) flags &= O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   if (flags & (O_CREAT | __O_TMPFILE)) mode &= ~(uint64_t)t.proc->fs->umask;
   File* f = nullptr;
   if (resolve) {
@@ -40,6 +43,7 @@ long do_open(Task& t, int dirfd, uint64_t guest_path, uint64_t flags, uint64_t m
     r = vfs_open(t, dirfd, path, (int)flags, (int)mode, &f);
   }
   if (r < 0) return r;
+  if (!(f->flags & O_PATH)) f->flags |= kOLargeFile;
   long fd = t.proc->files->install(f, flags & O_CLOEXEC);
   f->put();
   return fd;
@@ -91,7 +95,7 @@ long sys_openat2(Task& t, SyscallArgs a) {
     if (c) return -E2BIG;
   }
   constexpr uint64_t kValidFlags = O_RDONLY | O_WRONLY | O_RDWR | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC |
-                                   O_APPEND | O_NONBLOCK | O_DSYNC | FASYNC | O_DIRECT | O_LARGEFILE |
+                                   O_APPEND | O_NONBLOCK | O_DSYNC | FASYNC | O_DIRECT | kOLargeFile |
                                    O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_PATH | __O_TMPFILE |
                                    O_SYNC;
   constexpr uint64_t kValidResolve = 0x1f;
@@ -194,7 +198,7 @@ long sys_fcntl(Task& t, SyscallArgs a) {
       return t.proc->files->install(&*f, (int)a[1] == F_DUPFD_CLOEXEC, (int)a[2]);
     case F_GETFD: return t.proc->files->cloexec(fd) ? FD_CLOEXEC : 0;
     case F_SETFD: return t.proc->files->set_cloexec(fd, a[2] & FD_CLOEXEC);
-    case F_GETFL: return f->flags | (f->flags & O_PATH ? 0 : O_LARGEFILE);
+    case F_GETFL: return f->flags;
     case F_SETFL: {
       if ((a[2] & O_NOATIME) && !(f->flags & O_NOATIME)) {
         // Only the file's owner (or root) may stop its access times.

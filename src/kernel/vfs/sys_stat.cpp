@@ -15,15 +15,17 @@
 namespace flatux {
 namespace {
 
-long fd_stat(Task& t, uint64_t fd, struct stat* st) {
+long fd_stat(Task& t, uint64_t fd, struct stat* st, MountSpot* spot = nullptr) {
   FdRef f(t, fd);
   if (!f) return -EBADF;
   if (!f->ops->stat) return -EINVAL;
+  if (spot && f->mount && f->path) *spot = {f->mount->id, f->mount->is_root(f->path)};
   return f->ops->stat(t, *f, st);
 }
 
 // Resolves (dirfd, path, flags) the way every *at stat-like call does.
-long stat_at(Task& t, int dirfd, uint64_t guest_path, int flags, struct stat* st) {
+long stat_at(Task& t, int dirfd, uint64_t guest_path, int flags, struct stat* st,
+             MountSpot* spot = nullptr) {
   if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE))
     return -EINVAL;
   char path[kPathMax];
@@ -31,10 +33,10 @@ long stat_at(Task& t, int dirfd, uint64_t guest_path, int flags, struct stat* st
   if (r < 0) return r;
   if (r == 0) {
     if (!(flags & AT_EMPTY_PATH)) return -ENOENT;
-    if (dirfd == AT_FDCWD) return vfs_stat(t, AT_FDCWD, ".", true, st);
-    return fd_stat(t, (uint64_t)(int64_t)dirfd, st);
+    if (dirfd == AT_FDCWD) return vfs_stat(t, AT_FDCWD, ".", true, st, spot);
+    return fd_stat(t, (uint64_t)(int64_t)dirfd, st, spot);
   }
-  return vfs_stat(t, dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW), st);
+  return vfs_stat(t, dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW), st, spot);
 }
 
 long put_stat(uint64_t guest, long r, const struct stat& st) {
@@ -127,11 +129,21 @@ long sys_statx(Task& t, SyscallArgs a) {
   if (a[3] & STATX__RESERVED) return -EINVAL;
   if (((int)a[2] & AT_STATX_SYNC_TYPE) == AT_STATX_SYNC_TYPE) return -EINVAL;
   struct stat st;
-  long r = stat_at(t, (int)a[0], a[1], (int)a[2], &st);
+  MountSpot spot;
+  long r = stat_at(t, (int)a[0], a[1], (int)a[2], &st, &spot);
   if (r < 0) return r;
   struct statx sx;
   memset(&sx, 0, sizeof sx);
   sx.stx_mask = STATX_BASIC_STATS;
+  if (spot.mnt_id) {
+    // As Linux's: the mount's id as /proc/PID/mountinfo numbers it, and
+    // whether the node is that mount's root (how systemd and findmnt tell
+    // a mount point without parsing mountinfo).
+    sx.stx_mask |= STATX_MNT_ID;
+    sx.stx_mnt_id = (uint64_t)spot.mnt_id;
+    sx.stx_attributes_mask |= STATX_ATTR_MOUNT_ROOT;
+    if (spot.root) sx.stx_attributes |= STATX_ATTR_MOUNT_ROOT;
+  }
   sx.stx_blksize = (uint32_t)st.st_blksize;
   sx.stx_nlink = (uint32_t)st.st_nlink;
   sx.stx_uid = st.st_uid;

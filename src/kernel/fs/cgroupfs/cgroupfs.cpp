@@ -244,7 +244,7 @@ File* list_locked(Kernel& k, Cgroup& cg) {
     ents[n].type = DT_DIR;
     ents[n++].ino = c->id;
   }
-  File* f = synth_dir_file(k.heap, ents, n, S_IFDIR | 0755, cg.id);
+  File* f = synth_dir_file(k.heap, ents, n, S_IFDIR | 0755, cg.id, kCgroupfsDev);
   k.heap->free(ents);
   return f;
 }

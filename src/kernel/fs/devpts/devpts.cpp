@@ -85,7 +85,7 @@ long pts_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int, File** out) {
       ents[i + 1].type = DT_CHR;
       ents[i + 1].ino = (uint64_t)idx[i] + 3;
     }
-    File* dir = synth_dir_file(t.kernel->heap, ents, n + 1, S_IFDIR | 0755, 1);
+    File* dir = synth_dir_file(t.kernel->heap, ents, n + 1, S_IFDIR | 0755, 1, kDevPtsDev);
     t.kernel->heap->free(ents);
     if (!dir) return -ENOMEM;
     *out = dir;

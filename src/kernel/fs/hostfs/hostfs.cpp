@@ -44,7 +44,7 @@ namespace {
 
 // open(2) ignores unknown flag bits, openat2(2) rejects them: keep the known ones.
 constexpr uint32_t kKnownOpenFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |
-                                     O_NONBLOCK | O_DSYNC | O_ASYNC | O_DIRECT | O_LARGEFILE |
+                                     O_NONBLOCK | O_DSYNC | O_ASYNC | O_DIRECT | kOLargeFile |
                                      O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_SYNC |
                                      O_PATH | O_TMPFILE;
 

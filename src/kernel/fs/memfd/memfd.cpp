@@ -261,7 +261,7 @@ long sys_memfd_create(Task& t, SyscallArgs a) {
     host::sys(SYS_close, fd);
     return -ENOMEM;
   }
-  File* f = hostfs_adopt_host_fd(t.kernel->heap, (int)fd, O_RDWR | O_LARGEFILE);
+  File* f = hostfs_adopt_host_fd(t.kernel->heap, (int)fd, O_RDWR | kOLargeFile);
   if (!f) {
     host_charge_put(c);
     return -ENOMEM;

@@ -31,7 +31,7 @@ constexpr uint64_t kProcDev = 0x16;
 
 enum class Node {
   kNone, kRoot, kSelfLink, kPidDir, kExe, kCwd, kRootLink, kFdDir, kFdLink, kTaskDir, kTaskEntry,
-  kPidFile, kGlobalFile, kSysctlDir, kSysctlFile, kSysvipcDir,
+  kPidFile, kGlobalFile, kSysctlDir, kSysctlFile, kSysvipcDir, kFdInfoDir, kFdInfo,
 };
 
 struct ProcLookup {
@@ -71,7 +71,9 @@ ProcLookup lookup_pid_path(Task& t, int pid, std::string_view rest) {
     l.node = c == "exe" ? Node::kExe : c == "cwd" ? Node::kCwd : Node::kRootLink;
     if (!c2.empty()) l.rest = rest.empty() ? c2 : std::string_view(c2.data(), rest.data() + rest.size() - c2.data());
   }
-  else if ((c == "fd" || c == "fdinfo") && c2.empty()) l.node = Node::kFdDir;
+  else if (c == "fd" && c2.empty()) l.node = Node::kFdDir;
+  else if (c == "fdinfo" && c2.empty()) l.node = Node::kFdInfoDir;
+  else if (c == "fdinfo" && rest.empty() && parse_int(c2, &l.fd)) l.node = Node::kFdInfo;
   else if (c == "fd" && parse_int(c2, &l.fd)) {
     l.node = Node::kFdLink;
     while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
@@ -126,7 +128,7 @@ bool exists_locked(Kernel& k, const ProcLookup& l) {
     case Node::kRoot: case Node::kGlobalFile: case Node::kSysctlDir: case Node::kSysctlFile:
     case Node::kSysvipcDir:
       return true;
-    case Node::kFdLink: {
+    case Node::kFdLink: case Node::kFdInfo: {
       Process* p = target(k, l.pid);
       if (!p || !p->files) return false;
       File* f = p->files->get(l.fd);
@@ -228,8 +230,8 @@ bool is_link(Node n) {
   return n == Node::kSelfLink || n == Node::kExe || n == Node::kCwd || n == Node::kRootLink || n == Node::kFdLink;
 }
 bool is_dir(Node n) {
-  return n == Node::kRoot || n == Node::kPidDir || n == Node::kFdDir || n == Node::kTaskDir ||
-         n == Node::kSysctlDir || n == Node::kSysvipcDir;
+  return n == Node::kRoot || n == Node::kPidDir || n == Node::kFdDir || n == Node::kFdInfoDir ||
+         n == Node::kTaskDir || n == Node::kSysctlDir || n == Node::kSysvipcDir;
 }
 
 // A link whose target is a guest path (exe, cwd, root, an fd opened by
@@ -275,6 +277,7 @@ long proc_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   }
   uint32_t mode = is_link(l.node) ? (S_IFLNK | 0777) : is_dir(l.node) ? (S_IFDIR | 0555)
                   : l.node == Node::kSysctlFile ? (S_IFREG | sysctl_mode(l.sysctl))
+                  : l.node == Node::kFdInfo ? (S_IFREG | 0444)
                   : (S_IFREG | proc_file_mode(l.file));
   synth_stat(out, mode, ino_of(l), 0, kProcDev);
   return 0;
@@ -316,7 +319,7 @@ File* list_dir(Task& t, const ProcLookup& l) {
       add("fdinfo", DT_DIR, 12);
       add("task", DT_DIR, 13);
       for (int i = 0; i < proc_pid_file_count(); i++) add(proc_pid_file_name(i), DT_REG, 20 + i);
-    } else if (l.node == Node::kFdDir) {
+    } else if (l.node == Node::kFdDir || l.node == Node::kFdInfoDir) {
       Process* p = target(k, l.pid);
       // The listing is made at open, before its own descriptor exists: a
       // process listing its own fds also sees the one this open will get.
@@ -324,7 +327,7 @@ File* list_dir(Task& t, const ProcLookup& l) {
       for (int fd = 0; p && p->files && fd < FdTable::kMaxFds; fd++) {
         File* f = p->files->get(fd);
         if (f) f->put();
-        if (f || fd == own) add_num(fd, DT_LNK);
+        if (f || fd == own) add_num(fd, l.node == Node::kFdDir ? DT_LNK : DT_REG);
       }
     } else if (l.node == Node::kTaskDir) {
       Process* p = target(k, l.pid);
@@ -335,7 +338,7 @@ File* list_dir(Task& t, const ProcLookup& l) {
       for (const char* name : {"msg", "sem", "shm"}) add(name, DT_REG, 8);
     }
   }
-  File* f = synth_dir_file(h, ents, n, S_IFDIR | 0555, ino_of(l));
+  File* f = synth_dir_file(h, ents, n, S_IFDIR | 0555, ino_of(l), kProcDev);
   h->free(ents);
   return f;
 }
@@ -352,7 +355,17 @@ long open_fd_link(Task& t, const ProcLookup& l, int flags, File** out) {
   }
   if (!f) return -ENOENT;
   if (f->host_fd < 0) {
-    *out = f;  // a kernel-made file: share its description
+    // A kernel-made file opened by path (ext4, tmpfs, a device) is opened
+    // anew with the new flags, as Linux does; one without a path (a
+    // socket, an eventfd) or whose name is gone shares its description.
+    bool deleted = true;
+    char path[kPathMax];
+    if (f->mount && vfs_of(t).file_guest_path(t, *f, path, sizeof path, &deleted) >= 0 && !deleted) {
+      long r = vfs_reopen(t, *f, flags, out);
+      f->put();
+      return r;
+    }
+    *out = f;
     return 0;
   }
   char path[48];
@@ -372,11 +385,40 @@ long open_fd_link(Task& t, const ProcLookup& l, int flags, File** out) {
   return 0;
 }
 
+// /proc/PID/fdinfo/N: Linux's common lines (position, the open flags with
+// close-on-exec from the descriptor, the mount it was opened through, the
+// inode). Kinds of file with lines of their own (eventfd, inotify, epoll)
+// show only these.
+long fdinfo_text(Task& t, const ProcLookup& l, SynthText& text) {
+  Kernel& k = *t.kernel;
+  File* f;
+  bool cloexec;
+  {
+    Guard g(k.tasks_lock);
+    Process* p = target(k, l.pid);
+    f = p && p->files ? p->files->get(l.fd) : nullptr;
+    cloexec = f && p->files->cloexec(l.fd);
+  }
+  if (!f) return -ENOENT;
+  int64_t pos = 0;
+  if (f->ops->lseek && !(f->flags & O_PATH)) {
+    long r = f->ops->lseek(t, *f, 0, SEEK_CUR);
+    if (r > 0) pos = r;
+  }
+  struct stat st;
+  if (!f->ops->stat || f->ops->stat(t, *f, &st) < 0) st.st_ino = 0;
+  uint32_t flags = f->flags | (cloexec ? O_CLOEXEC : 0);
+  text.str("pos:\t").dec(pos).str("\nflags:\t0").oct(flags).str("\nmnt_id:\t")
+      .dec(f->mount ? f->mount->id : 0).str("\nino:\t").udec(st.st_ino).ch('\n');
+  f->put();
+  return text.ok() ? 0 : -ENOMEM;
+}
+
 // A link opened with O_PATH | O_NOFOLLOW: a descriptor of the link itself
 // (fstat shows it; readlinkat(fd, "") reads it through its path).
 long open_link_itself(Task& t, Filesystem& fs, const ProcLookup& l, int flags, File** out) {
   SynthText none(t.kernel->heap);
-  File* f = none.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFLNK | 0777, ino_of(l));
+  File* f = none.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFLNK | 0777, ino_of(l), kProcDev);
   if (!f) return -ENOMEM;
   f->fs = &fs;
   *out = f;
@@ -420,9 +462,9 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
   }
   if (flags & O_DIRECTORY) return -ENOTDIR;
   SynthText text(t.kernel->heap);
-  long r = proc_generate(t, l.file, l.pid, text);
+  long r = l.node == Node::kFdInfo ? fdinfo_text(t, l, text) : proc_generate(t, l.file, l.pid, text);
   if (r < 0) return r;
-  File* f = text.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFREG | 0444, ino_of(l));
+  File* f = text.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFREG | 0444, ino_of(l), kProcDev);
   if (!f) return -ENOMEM;
   f->fs = &fs;
   *out = f;
