@@ -56,6 +56,7 @@ struct UnixName {
 
 struct ConnectRecord;
 struct SockPriv;
+struct NetlinkRefusals;
 
 struct NetState {
   KMutex lock;
@@ -71,6 +72,7 @@ struct SockPriv {
   UnixName* peer = nullptr;    // the name it connected to
   PeerCred peer_cred;          // guarded by NetState::lock
   bool netlink = false;        // an AF_NETLINK socket: requests are checked (netlink.cpp)
+  NetlinkRefusals* refusals = nullptr;  // its refused requests awaiting their answers
   NetState* connect_registry = nullptr;  // set once it has had a ConnectRecord
 };
 
@@ -136,9 +138,15 @@ void connect_forget(SockPriv* client);
 void accept_find_peer(Task& t, File& accepted);
 
 // AF_NETLINK (NETLINK_ROUTE only, read-only): sends the message in `km`
-// (iovecs checked by access_ok, name and control in kernel memory) after
-// copying its data into kernel memory and refusing anything but queries.
-long netlink_sendmsg(Task& t, int host_fd, msghdr& km, int flags);
+// (iovecs checked by access_ok, name and control in kernel memory) on the
+// netlink socket `f` after copying its data into kernel memory; requests
+// that are not queries are refused with Linux's -EPERM answer.
+long netlink_sendmsg(Task& t, File& f, msghdr& km, int flags);
+// After `bytes` were received into the guest's iovecs: the answers to
+// refused requests made Linux's (a peek leaves them to be made again).
+void netlink_received(SockPriv& p, const iovec* iov, size_t n, size_t bytes, bool peek);
+// Frees what a netlink socket kept.
+void netlink_release(Heap* heap, SockPriv& p);
 // connect() destinations: only the host kernel itself.
 long netlink_check_dest(const sockaddr_storage& sa, socklen_t len);
 

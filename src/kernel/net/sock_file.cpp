@@ -15,9 +15,17 @@
 namespace flatux {
 namespace {
 
+// What was received on a netlink socket, made Linux's (netlink.cpp).
+long netlink_fixed(File& f, const iovec* iov, size_t n, long r) {
+  auto* p = static_cast<SockPriv*>(f.priv);
+  if (r > 0 && p->netlink) netlink_received(*p, iov, n, (size_t)r, false);
+  return r;
+}
+
 long sock_read(Task& t, File& f, void* buf, size_t n) {
   if (!access_ok(buf, n)) return -EFAULT;
-  return restartable(isys(t, SYS_read, f.host_fd, buf, n));
+  iovec v = {buf, n};
+  return netlink_fixed(f, &v, 1, restartable(isys(t, SYS_read, f.host_fd, buf, n)));
 }
 
 long sock_write(Task& t, File& f, const void* buf, size_t n) {
@@ -27,7 +35,7 @@ long sock_write(Task& t, File& f, const void* buf, size_t n) {
     msghdr m{};
     m.msg_iov = &v;
     m.msg_iovlen = 1;
-    return netlink_sendmsg(t, f.host_fd, m, 0);
+    return netlink_sendmsg(t, f, m, 0);
   }
   // MSG_NOSIGNAL: the guest's SIGPIPE is raised by the write path, never
   // the host's.
@@ -43,7 +51,7 @@ long sock_readv(Task& t, File& f, const iovec* iov, int cnt, int64_t, int flags)
   msghdr m{};
   m.msg_iov = const_cast<iovec*>(iov);
   m.msg_iovlen = (size_t)cnt;
-  return restartable(isys(t, SYS_recvmsg, f.host_fd, &m, 0));
+  return netlink_fixed(f, iov, (size_t)cnt, restartable(isys(t, SYS_recvmsg, f.host_fd, &m, 0)));
 }
 
 long sock_writev(Task& t, File& f, const iovec* iov, int cnt, int64_t, int flags) {
@@ -51,7 +59,7 @@ long sock_writev(Task& t, File& f, const iovec* iov, int cnt, int64_t, int flags
   msghdr m{};
   m.msg_iov = const_cast<iovec*>(iov);
   m.msg_iovlen = (size_t)cnt;
-  if (static_cast<SockPriv*>(f.priv)->netlink) return netlink_sendmsg(t, f.host_fd, m, 0);
+  if (static_cast<SockPriv*>(f.priv)->netlink) return netlink_sendmsg(t, f, m, 0);
   return restartable(isys(t, SYS_sendmsg, f.host_fd, &m, MSG_NOSIGNAL));
 }
 
@@ -63,6 +71,7 @@ void sock_release(File& f) {
   if (p->connect_registry) connect_forget(p);
   unix_name_put(f.heap, p->local);
   unix_name_put(f.heap, p->peer);
+  netlink_release(f.heap, *p);
   f.heap->destroy_obj(p);
   f.priv = nullptr;
 }

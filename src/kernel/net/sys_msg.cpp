@@ -249,7 +249,7 @@ long send_one(Task& t, Sock& s, KIov& iov, uint64_t name, uint64_t namelen, uint
     km.msg_controllen = controllen;
   }
   SockPriv* p = sock_priv(*s.f);
-  long r = p && p->netlink ? netlink_sendmsg(t, s.f->host_fd, km, flags)
+  long r = p && p->netlink ? netlink_sendmsg(t, *s.f, km, flags)
                            : restartable(isys(t, SYS_sendmsg, s.f->host_fd, &km, flags | MSG_NOSIGNAL));
   if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
     send_signal(*t.proc, &t, SIGPIPE, user_siginfo(t, SIGPIPE, SI_USER), sent_by(*t.proc));
@@ -281,6 +281,7 @@ long recv_one(Task& t, Sock& s, KIov& iov, int flags, uint64_t gmsg, const msghd
   }
   long r = restartable(isys(t, SYS_recvmsg, s.f->host_fd, &km, flags | MSG_CMSG_CLOEXEC));
   if (r < 0) return r;
+  if (SockPriv* p = sock_priv(*s.f); p && p->netlink) netlink_received(*p, km.msg_iov, km.msg_iovlen, (size_t)r, flags & MSG_PEEK);
   socklen_t alen = want_name ? km.msg_namelen : 0;
   if (want_name) addr_to_guest(t, &*s.f, sa, alen);
   if (!gmsg) {
