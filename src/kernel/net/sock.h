@@ -32,6 +32,8 @@ constexpr size_t kSunPathMax = sizeof(sockaddr_un::sun_path);  // 108
 constexpr size_t kSunPathOff = offsetof(sockaddr_un, sun_path);  // 2
 constexpr size_t kTagLen = 8;  // abstract-name tag bytes (hex digits)
 constexpr char kLongTagMark = '~';  // first tag byte of hashed long abstract names
+constexpr char kNodeTagMark = '^';  // first tag byte of names bound on the kernel's filesystems
+constexpr size_t kNodeIdLen = 16;   // hex digits of such a name's number
 
 struct NetState;
 
@@ -52,6 +54,10 @@ struct UnixName {
   char guest[kSunPathMax + 1]{};
   PeerCred owner;  // who bound it (or last listened on it); guarded by NetState::lock
   bool abstract = false;  // a long abstract name: host and guest are exact sun_path bytes
+  // A path on a filesystem the kernel keeps (tmpfs, ext4): the socket node
+  // there, by which connect finds the host's abstract name (also abstract).
+  bool on_node = false;
+  uint64_t node_dev = 0, node_ino = 0;
 };
 
 struct ConnectRecord;
@@ -64,6 +70,7 @@ struct NetState {
   ConnectRecord* connects = nullptr;  // connected AF_UNIX clients not yet accepted (peercred.cpp)
   char tag[kTagLen];
   Heap* heap = nullptr;
+  std::atomic<uint64_t> node_names{0};  // numbers of names bound on the kernel's filesystems
 };
 
 // A guest socket's kernel-side data (File::priv).

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
@@ -13,6 +14,7 @@
 #include "kernel/net/net.h"
 #include "kernel/net/sock.h"
 #include "kernel/vfs/path_ops.h"
+#include "kernel/vfs/perm.h"
 
 namespace flatux {
 namespace {
@@ -34,6 +36,70 @@ void set_host_path(HostAddr* out, const char* host, size_t len) {
   out->len = (socklen_t)(kSunPathOff + len + 1);
 }
 
+void set_host_abstract(HostAddr* out, const char* host, size_t len) {
+  sockaddr_un& su = un(out->sa);
+  memset(su.sun_path, 0, sizeof su.sun_path);
+  memcpy(su.sun_path, host, len);
+  out->len = (socklen_t)(kSunPathOff + len);
+}
+
+// A socket node on a filesystem the kernel keeps: the host name of the
+// socket bound there, found by the node's device and inode (the newest
+// binding first: a node's inode number may come round again).
+long node_to_reach(Task& t, File& f, HostAddr* out) {
+  struct stat st;
+  long r = f.ops->stat ? f.ops->stat(t, f, &st) : -ECONNREFUSED;
+  if (r < 0) return r;
+  if (!S_ISSOCK(st.st_mode)) return -ECONNREFUSED;
+  // Linux's unix_find_bsd: connecting takes write permission on the node.
+  if ((r = permission(creds_of(t), perms_of(st), W_OK)) < 0) return r;
+  NetState& ns = *t.kernel->net;
+  Guard g(ns.lock);
+  for (UnixName* n = ns.names; n; n = n->next) {
+    if (!n->on_node || n->node_dev != st.st_dev || n->node_ino != st.st_ino) continue;
+    set_host_abstract(out, n->host, n->host_len);
+    return 0;
+  }
+  return -ECONNREFUSED;  // a node whose socket is gone, as after a reboot
+}
+
+// Binding a path on a filesystem the kernel keeps (tmpfs, ext4): the node
+// is made as Linux's unix_bind makes it (S_IFSOCK, 0777 less the umask;
+// EADDRINUSE when the name exists) and the host socket gets an abstract
+// name of the kernel's own, numbered, which connect finds by the node.
+long node_to_bind(Task& t, int host_fd, const char* path, size_t path_len, HostAddr* out) {
+  // A socket already bound is refused before anything is made (EINVAL).
+  sockaddr_un now{};
+  socklen_t now_len = sizeof now;
+  if (host::sys(SYS_getsockname, host_fd, &now, &now_len) == 0 && now_len > kSunPathOff) return -EINVAL;
+  long r = vfs_mknod(t, AT_FDCWD, path, (int)(S_IFSOCK | (0777 & ~t.proc->fs->umask)), 0);
+  if (r == -EEXIST) return -EADDRINUSE;
+  if (r < 0) return r;
+  struct stat st;
+  if ((r = vfs_stat(t, AT_FDCWD, path, false, &st)) < 0) return r;
+  NetState& ns = *t.kernel->net;
+  UnixName* n = t.kernel->heap->make<UnixName>();
+  if (!n) return -ENOMEM;
+  char host[kSunPathMax];
+  memset(host, 0, sizeof host);
+  memcpy(host + 1, ns.tag, kTagLen);
+  host[1] = kNodeTagMark;
+  uint64_t id = ns.node_names.fetch_add(1, std::memory_order_relaxed);
+  for (size_t i = 0; i < kNodeIdLen; i++) host[1 + kTagLen + i] = kHex[(id >> (4 * (kNodeIdLen - 1 - i))) & 15];
+  size_t hlen = 1 + kTagLen + kNodeIdLen;
+  n->abstract = n->on_node = true;
+  n->node_dev = st.st_dev;
+  n->node_ino = st.st_ino;
+  memcpy(n->host, host, hlen);
+  n->host_len = hlen;
+  memcpy(n->guest, path, path_len);
+  n->guest_len = path_len + 1;
+  n->owner = peer_cred_of(t);
+  out->name = n;
+  set_host_abstract(out, host, hlen);
+  return 0;
+}
+
 // Reaching an existing socket: the whole guest path is opened through the
 // VFS (symlinks included, confined to the root) and the host is given the
 // magic link of that O_PATH descriptor, "/proc/self/fd/<fd>", which it
@@ -43,7 +109,7 @@ long unix_path_to_reach(Task& t, const char* path, HostAddr* out) {
   long r = vfs_open(t, AT_FDCWD, path, O_PATH, 0, &f);
   if (r < 0) return r;
   out->dir = f;
-  if (f->host_fd < 0) return -ECONNREFUSED;  // a kernel-made file is never a socket
+  if (f->host_fd < 0) return node_to_reach(t, *f, out);
   char host[kSunPathMax + 1];
   KFmt k(host, sizeof host);
   k.str("/proc/self/fd/").dec(f->host_fd);
@@ -54,7 +120,7 @@ long unix_path_to_reach(Task& t, const char* path, HostAddr* out) {
 // Binding a new name: the parent directory is opened through the VFS and
 // the host creates "/proc/self/fd/<dir>/<base>". The base is one plain
 // component, so the host cannot walk out of that directory.
-long unix_path_to_bind(Task& t, const char* path, size_t path_len, HostAddr* out) {
+long unix_path_to_bind(Task& t, int host_fd, const char* path, size_t path_len, HostAddr* out) {
   char dirpath[kSunPathMax + 2];
   const char* base;
   const char* slash = nullptr;
@@ -75,7 +141,7 @@ long unix_path_to_bind(Task& t, const char* path, size_t path_len, HostAddr* out
   long r = vfs_open(t, AT_FDCWD, dirpath, O_PATH | O_DIRECTORY, 0, &dir);
   if (r < 0) return r;
   out->dir = dir;
-  if (dir->host_fd < 0) return -EACCES;  // not a host directory (procfs): nothing to bind in
+  if (dir->host_fd < 0) return node_to_bind(t, host_fd, path, path_len, out);
   if (dir->mount && dir->mount->readonly()) return -EROFS;
   char host[kSunPathMax + 1];
   KFmt f(host, sizeof host);
@@ -144,9 +210,12 @@ long abstract_to_host(Task& t, size_t plen, AddrUse use, HostAddr* out) {
   return 0;
 }
 
+// A host name the kernel made for a name of the guest's (a long abstract
+// one, or a path on the kernel's filesystems), which the registry maps back.
 bool is_long_abstract(const NetState& ns, const char* sun_path, size_t plen) {
-  return plen == 1 + kTagLen + Sha256::kDigestSize && sun_path[0] == 0 && sun_path[1] == kLongTagMark &&
-         memcmp(sun_path + 2, ns.tag + 1, kTagLen - 1) == 0;
+  if (plen < 1 + kTagLen || sun_path[0] != 0 || memcmp(sun_path + 2, ns.tag + 1, kTagLen - 1) != 0) return false;
+  return (sun_path[1] == kLongTagMark && plen == 1 + kTagLen + Sha256::kDigestSize) ||
+         (sun_path[1] == kNodeTagMark && plen == 1 + kTagLen + kNodeIdLen);
 }
 
 // The guest's spelling of a long abstract name the host reported, from the
@@ -246,7 +315,7 @@ long addr_from_user(Task& t, int host_fd, uint64_t guest, uint64_t len, AddrUse 
   size_t n = bounded_len(su.sun_path, plen);
   memcpy(path, su.sun_path, n);
   path[n] = 0;
-  return use == AddrUse::kBind ? unix_path_to_bind(t, path, n, out) : unix_path_to_reach(t, path, out);
+  return use == AddrUse::kBind ? unix_path_to_bind(t, host_fd, path, n, out) : unix_path_to_reach(t, path, out);
 }
 
 void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len) {
