@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static size_t slurp(const char* path, char* buf, size_t cap) {
@@ -187,6 +188,36 @@ static void devices(void) {
   printf("  null, zero, urandom, full and their device numbers\n");
 }
 
+// /proc/PID/oom_score_adj: written whole, within [-1000, 1000], kept
+// across fork; fs/file-max is a number.
+static void oom_score_adj(void) {
+  int fd = open("/proc/self/oom_score_adj", O_RDWR);
+  REQUIRE(fd >= 0, "oom_score_adj: %s", strerror(errno));
+  CHECK_ERR(write(fd, "2000", 4), EINVAL);
+  CHECK_ERR(write(fd, "x", 1), EINVAL);
+  CHECK(write(fd, "250\n", 4) == 4, "write 250: %s", strerror(errno));
+  close(fd);
+  char buf[32] = {0};
+  fd = open("/proc/self/oom_score_adj", O_RDONLY);
+  CHECK(read(fd, buf, sizeof buf - 1) > 0 && strcmp(buf, "250\n") == 0, "read back '%s'", buf);
+  close(fd);
+  pid_t child = fork();
+  if (child == 0) {
+    char cbuf[32] = {0};
+    int cfd = open("/proc/self/oom_score_adj", O_RDONLY);
+    _exit(read(cfd, cbuf, sizeof cbuf - 1) > 0 && strcmp(cbuf, "250\n") == 0 ? 0 : 1);
+  }
+  int status;
+  CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's value");
+  fd = open("/proc/self/oom_score_adj", O_WRONLY);
+  CHECK(write(fd, "0", 1) == 1);
+  close(fd);
+  fd = open("/proc/sys/fs/file-max", O_RDONLY);
+  memset(buf, 0, sizeof buf);
+  CHECK(fd >= 0 && read(fd, buf, sizeof buf - 1) > 1 && atol(buf) > 0, "fs/file-max: '%s'", buf);
+  close(fd);
+}
+
 int main(int argc, char** argv) {
   guest_name = "procfs";
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -195,5 +226,6 @@ int main(int argc, char** argv) {
   pid_files();
   reopen_pipe();
   devices();
+  oom_score_adj();
   return guest_finish();
 }

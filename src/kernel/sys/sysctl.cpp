@@ -139,6 +139,10 @@ void show_file_nr(Kernel& k, SynthText& o) {
   o.dec(k.host_fds.used.load(std::memory_order_relaxed)).str("\t0\t").dec(k.host_fds.limit).ch('\n');
 }
 
+// fs/file-max: the files guests may hold open in all, which is the host
+// descriptors the kernel shares out (not to be raised past the host's).
+void show_file_max(Kernel& k, SynthText& o) { o.dec(k.host_fds.limit).ch('\n'); }
+
 // Linux's proc_taint: CAP_SYS_ADMIN, and bits are only ever added.
 long store_tainted(Task& t, std::string_view s) {
   if (!root(t)) return -EPERM;
@@ -193,6 +197,7 @@ constexpr Entry num(const char* path) {
 // kept, as Linux keeps it, within Linux's range.
 constexpr Entry kEntries[] = {
     num<lease_break_time, INT32_MIN, INT32_MAX>("fs/lease-break-time"),
+    {"fs/file-max", 0444, show_file_max, nullptr},
     {"fs/file-nr", 0444, show_file_nr, nullptr},
     num<nr_open, 64, 2147483584>("fs/nr_open"),  // sysctl_nr_open_min .. _max
     {"fs/pipe-max-size", 0644, show_num<pipe_max_size>, store_pipe_max},

@@ -99,6 +99,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     parent->children = p;
     p->creds = parent->creds;
     p->personality = parent->personality;
+    p->oom_score_adj = parent->oom_score_adj;
     p->ctty = parent->ctty;
     memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
     memcpy(p->exe, parent->exe, sizeof p->exe);

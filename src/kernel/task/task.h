@@ -198,6 +198,9 @@ struct Process {
   char exe[kPathMax] = "";
   char comm[16] = "";
   uint32_t personality = 0;     // personality(2): PER_LINUX and its flags
+  // /proc/PID/oom_score_adj: kept and inherited as Linux's; flatux has no
+  // OOM killer to weigh it (past mem= an allocation fails with ENOMEM).
+  int oom_score_adj = 0;
 
   // Signals directed at the whole process.
   KMutex siglock;

@@ -18,6 +18,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
+#include "kernel/mm/usercopy.h"
 #include "kernel/sys/sysctl.h"
 #include "kernel/task/process.h"
 #include "kernel/vfs/namei.h"
@@ -385,6 +386,63 @@ long open_fd_link(Task& t, const ProcLookup& l, int flags, File** out) {
   return 0;
 }
 
+// A writable per-process file opened for writing (oom_score_adj): each
+// write is stored whole, as Linux's; reads show the value as it is now.
+// priv_word: the pid << 8 | the ProcFile.
+int store_pid(const File& f) { return (int)(f.priv_word >> 8); }
+ProcFile store_file(const File& f) { return (ProcFile)(f.priv_word & 0xff); }
+
+long store_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
+  if (off < 0) return -EINVAL;
+  SynthText text(t.kernel->heap);
+  TRY_LONG(proc_generate(t, store_file(f), store_pid(f), text));
+  if (!text.ok()) return -ENOMEM;
+  std::string_view v = text.view();
+  if ((uint64_t)off >= v.size()) return 0;
+  size_t take = v.size() - (size_t)off < n ? v.size() - (size_t)off : n;
+  return copy_to_user(buf, v.data() + off, take) < 0 ? -EFAULT : (long)take;
+}
+
+long store_pwrite(Task& t, File& f, const void* buf, size_t n, int64_t off) {
+  if (off < 0) return -EINVAL;
+  char tmp[64];
+  if (n >= sizeof tmp) return -EINVAL;
+  if (copy_from_user(tmp, buf, n) < 0) return -EFAULT;
+  long r = proc_store(t, store_file(f), store_pid(f), std::string_view(tmp, n));
+  return r < 0 ? r : (long)n;
+}
+
+long store_lseek(Task&, File& f, int64_t off, int whence) { return file_seek_kept(f, off, whence, -1); }
+
+long store_stat(Task&, File& f, struct stat* st) {
+  synth_stat(st, S_IFREG | proc_file_mode(store_file(f)), ((uint64_t)store_pid(f) << 16) + (uint64_t)store_file(f), 0,
+             kProcDev);
+  return 0;
+}
+
+const FileOps kStoreOps = {
+    .read = file_read_at_pos,
+    .write = file_write_at_pos,
+    .pread = store_pread,
+    .pwrite = store_pwrite,
+    .lseek = store_lseek,
+    .stat = store_stat,
+    .getdents64 = nullptr,
+    .ioctl = nullptr,
+    .statfs = nullptr,
+    .release = nullptr,
+};
+
+long open_store(Task& t, Filesystem& fs, const ProcLookup& l, int flags, File** out) {
+  if (flags & O_DIRECTORY) return -ENOTDIR;
+  File* f = file_alloc(t.kernel->heap, &kStoreOps, (uint32_t)flags & ~(O_CLOEXEC | O_CREAT | O_TRUNC), -1);
+  if (!f) return -ENOMEM;
+  f->priv_word = ((uint64_t)l.pid << 8) | (uint64_t)l.file;
+  f->fs = &fs;
+  *out = f;
+  return 0;
+}
+
 // /proc/PID/fdinfo/N: Linux's common lines (position, the open flags with
 // close-on-exec from the descriptor, the mount it was opened through, the
 // inode). Kinds of file with lines of their own (eventfd, inotify, epoll)
@@ -455,6 +513,7 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
     return r;
   }
   if ((flags & O_ACCMODE) != O_RDONLY && !proc_file_writable(l.file)) return -EACCES;
+  if ((flags & O_ACCMODE) != O_RDONLY && l.file == ProcFile::kOomScoreAdj) return open_store(t, fs, l, flags, out);
   if (l.file == ProcFile::kPagemap) {
     long r = procfs_open_pagemap(t, l.pid, (uint32_t)flags & ~O_CLOEXEC, out);
     if (r == 0) (*out)->fs = &fs;

@@ -36,6 +36,7 @@ constexpr Named kPidFiles[] = {
     {"stat", ProcFile::kStat},       {"statm", ProcFile::kStatm},     {"status", ProcFile::kStatus},
     {"maps", ProcFile::kMaps},       {"mounts", ProcFile::kMounts},   {"mountinfo", ProcFile::kMountinfo},
     {"limits", ProcFile::kLimits},   {"pagemap", ProcFile::kPagemap}, {"cgroup", ProcFile::kCgroup},
+    {"oom_score_adj", ProcFile::kOomScoreAdj},
 };
 
 constexpr Named kGlobalFiles[] = {
@@ -243,7 +244,27 @@ ProcFile proc_file_named(std::string_view name, bool per_pid) {
   return per_pid ? find(kPidFiles, name) : find(kGlobalFiles, name);
 }
 ProcFile proc_sysvipc_file(std::string_view name) { return find(kSysvipc, name); }
-bool proc_file_writable(ProcFile f) { return f == ProcFile::kComm; }
+bool proc_file_writable(ProcFile f) { return f == ProcFile::kComm || f == ProcFile::kOomScoreAdj; }
+
+// Linux's oom_score_adj_write: an integer in [-1000, 1000] (EINVAL), and
+// going below the current value takes CAP_SYS_RESOURCE (EACCES).
+long proc_store(Task& t, ProcFile f, int pid, std::string_view text) {
+  if (f != ProcFile::kOomScoreAdj) return -EINVAL;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  bool negative = !text.empty() && text.front() == '-';
+  if (negative || (!text.empty() && text.front() == '+')) text.remove_prefix(1);
+  uint64_t v;
+  if (!parse_decimal(text, 5, &v) || v > 1000) return -EINVAL;
+  int adj = negative ? -(int)v : (int)v;
+  Kernel& k = *t.kernel;
+  Guard g(k.tasks_lock);
+  Task* x = find_task_locked(k, pid);
+  if (!x || x->proc->state != ProcState::kRunning) return -ESRCH;
+  if (adj < x->proc->oom_score_adj && t.proc->creds.euid != 0) return -EACCES;
+  x->proc->oom_score_adj = adj;
+  return 0;
+}
 uint32_t proc_file_mode(ProcFile f) { return f == ProcFile::kPagemap ? 0400 : proc_file_writable(f) ? 0644 : 0444; }
 int proc_global_count() { return (int)(sizeof kGlobalFiles / sizeof kGlobalFiles[0]); }
 const char* proc_global_name(int i) { return kGlobalFiles[i].name; }
@@ -326,6 +347,7 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
     case ProcFile::kMaps: gen_maps(o, p); return 0;
     case ProcFile::kLimits: gen_limits(o, p); return 0;
     case ProcFile::kCgroup: cgroup_proc_pid(k, p, o); return 0;
+    case ProcFile::kOomScoreAdj: o.dec(p.oom_score_adj).ch('\n'); return 0;
     default: return -ENOENT;
   }
 }

@@ -11,6 +11,7 @@ enum class ProcFile : uint8_t {
   kNone,
   // per process
   kCmdline, kEnviron, kComm, kStat, kStatm, kStatus, kMaps, kMounts, kMountinfo, kLimits, kPagemap, kCgroup,
+  kOomScoreAdj,
   // global
   kMeminfo, kCpuinfo, kUptime, kLoadavg, kVersion, kFilesystems, kGlobalMounts, kKernelCmdline,
   kGlobalStat, kCgroups,
@@ -21,6 +22,8 @@ enum class ProcFile : uint8_t {
 ProcFile proc_file_named(std::string_view name, bool per_pid);
 ProcFile proc_sysvipc_file(std::string_view name);
 bool proc_file_writable(ProcFile f);
+// A write to a writable per-process file (oom_score_adj): 0 or -errno.
+long proc_store(Task& t, ProcFile f, int pid, std::string_view text);
 // The mode bits of a generated file (0444; 0644 writable; 0400 pagemap).
 uint32_t proc_file_mode(ProcFile f);
 
