@@ -112,11 +112,25 @@ void exit_process(Task& t) {
     k.halted.store(1);
     futex_wake(&k.halted, 1 << 30);
   }
-  // Orphans go to the first process, as they would to init.
+  // Orphans go to the nearest live subreaper above (PR_SET_CHILD_SUBREAPER),
+  // else to the first process, as they would to init; each that asked for
+  // it (PR_SET_PDEATHSIG) hears of its parent's death.
+  Process* adopter = nullptr;
+  for (Process* up = p.parent; up && !adopter; up = up->parent)
+    if (up->child_subreaper && up->state == ProcState::kRunning) adopter = up;
+  if (!adopter && k.init && k.init != &p) adopter = k.init;
   while (Process* c = p.children) {
     p.children = c->sibling;
-    Process* adopter = (k.init && k.init != &p) ? k.init : nullptr;
     c->parent = adopter;
+    if (c->pdeath_signal && c->state == ProcState::kRunning) {
+      siginfo_t si;
+      memset(&si, 0, sizeof si);
+      si.si_signo = c->pdeath_signal;
+      si.si_code = SI_USER;
+      si.si_pid = p.pid;
+      si.si_uid = p.creds.uid;
+      send_signal(*c, nullptr, c->pdeath_signal, si, sent_by(p));
+    }
     c->exit_signal = SIGCHLD;  // the adopter hears SIGCHLD, whatever the first parent asked (Linux's reparent_leader)
     if (adopter) {
       c->sibling = adopter->children;

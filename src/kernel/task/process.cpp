@@ -100,6 +100,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     p->creds = parent->creds;
     p->personality = parent->personality;
     p->oom_score_adj = parent->oom_score_adj;
+    p->no_new_privs = parent->no_new_privs;  // pdeath_signal and child_subreaper start clear
     p->ctty = parent->ctty;
     memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
     memcpy(p->exe, parent->exe, sizeof p->exe);

@@ -74,39 +74,43 @@ long set_fs(Creds& c, IdSet s, uint32_t id) {
   return old;
 }
 
+// Linux's commit_creds: a change of the effective or filesystem ids drops
+// the parent-death signal (PR_SET_PDEATHSIG).
+template <typename Change>
+long changing_creds(Process& p, Change change) {
+  Creds before = p.creds;
+  long r = change(p.creds);
+  const Creds& c = p.creds;
+  if (c.euid != before.euid || c.egid != before.egid || c.fsuid != before.fsuid || c.fsgid != before.fsgid)
+    p.pdeath_signal = 0;
+  return r;
+}
+
 }  // namespace
 
 long sys_setuid(Task& t, SyscallArgs a) {
-  Creds& c = t.proc->creds;
-  return set_one(c, user_ids(c), (uint32_t)a[0]);
+  return changing_creds(*t.proc, [&](Creds& c) { return set_one(c, user_ids(c), (uint32_t)a[0]); });
 }
 long sys_setgid(Task& t, SyscallArgs a) {
-  Creds& c = t.proc->creds;
-  return set_one(c, group_ids(c), (uint32_t)a[0]);
+  return changing_creds(*t.proc, [&](Creds& c) { return set_one(c, group_ids(c), (uint32_t)a[0]); });
 }
 long sys_setreuid(Task& t, SyscallArgs a) {
-  Creds& c = t.proc->creds;
-  return set_re(c, user_ids(c), (uint32_t)a[0], (uint32_t)a[1]);
+  return changing_creds(*t.proc, [&](Creds& c) { return set_re(c, user_ids(c), (uint32_t)a[0], (uint32_t)a[1]); });
 }
 long sys_setregid(Task& t, SyscallArgs a) {
-  Creds& c = t.proc->creds;
-  return set_re(c, group_ids(c), (uint32_t)a[0], (uint32_t)a[1]);
+  return changing_creds(*t.proc, [&](Creds& c) { return set_re(c, group_ids(c), (uint32_t)a[0], (uint32_t)a[1]); });
 }
 long sys_setresuid(Task& t, SyscallArgs a) {
-  Creds& c = t.proc->creds;
-  return set_res(c, user_ids(c), (uint32_t)a[0], (uint32_t)a[1], (uint32_t)a[2]);
+  return changing_creds(*t.proc, [&](Creds& c) { return set_res(c, user_ids(c), (uint32_t)a[0], (uint32_t)a[1], (uint32_t)a[2]); });
 }
 long sys_setresgid(Task& t, SyscallArgs a) {
-  Creds& c = t.proc->creds;
-  return set_res(c, group_ids(c), (uint32_t)a[0], (uint32_t)a[1], (uint32_t)a[2]);
+  return changing_creds(*t.proc, [&](Creds& c) { return set_res(c, group_ids(c), (uint32_t)a[0], (uint32_t)a[1], (uint32_t)a[2]); });
 }
 long sys_setfsuid(Task& t, SyscallArgs a) {
-  Creds& c = t.proc->creds;
-  return set_fs(c, user_ids(c), (uint32_t)a[0]);
+  return changing_creds(*t.proc, [&](Creds& c) { return set_fs(c, user_ids(c), (uint32_t)a[0]); });
 }
 long sys_setfsgid(Task& t, SyscallArgs a) {
-  Creds& c = t.proc->creds;
-  return set_fs(c, group_ids(c), (uint32_t)a[0]);
+  return changing_creds(*t.proc, [&](Creds& c) { return set_fs(c, group_ids(c), (uint32_t)a[0]); });
 }
 
 long sys_getgroups(Task& t, SyscallArgs a) {

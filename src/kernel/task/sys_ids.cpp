@@ -173,26 +173,6 @@ long sys_arch_prctl(Task& t, SyscallArgs a) {
   }
 }
 
-long sys_prctl(Task& t, SyscallArgs a) {
-  switch ((int)a[0]) {
-    case PR_SET_NAME: {
-      char name[16];
-      long r = strncpy_from_user(name, (const char*)a[1], sizeof name);
-      if (r == -ENAMETOOLONG) {
-        if (copy_from_user(name, (const void*)a[1], 15) < 0) return -EFAULT;
-        name[15] = 0;
-      } else if (r < 0) {
-        return r;
-      }
-      __builtin_memcpy(t.proc->comm, name, sizeof name);
-      return 0;
-    }
-    case PR_GET_NAME: return copy_to_user((void*)a[1], t.proc->comm, sizeof t.proc->comm);
-    case PR_GET_DUMPABLE: return 1;
-    default: return -EINVAL;
-  }
-}
-
 // personality(2): the old value; 0xffffffff only asks. The domain is
 // kept as given; PER_LINUX32 shows in uname, READ_IMPLIES_EXEC in mmap.
 long sys_personality(Task& t, SyscallArgs a) {

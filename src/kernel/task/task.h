@@ -201,6 +201,9 @@ struct Process {
   // /proc/PID/oom_score_adj: kept and inherited as Linux's; flatux has no
   // OOM killer to weigh it (past mem= an allocation fails with ENOMEM).
   int oom_score_adj = 0;
+  int pdeath_signal = 0;         // PR_SET_PDEATHSIG: sent when the parent exits
+  bool child_subreaper = false;  // PR_SET_CHILD_SUBREAPER: adopts orphans below it
+  bool no_new_privs = false;     // PR_SET_NO_NEW_PRIVS: kept across fork and exec, never unset
 
   // Signals directed at the whole process.
   KMutex siglock;

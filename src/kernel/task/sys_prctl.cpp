@@ -1,0 +1,70 @@
+// prctl(2): the options of a process's own that flatux keeps. Capability
+// sets are not modelled (root holds every capability, others none: see
+// sys_creds.cpp), so the bounding set reads full and securebits read
+// clear; changing either is refused (EINVAL), as an option the kernel
+// lacks.
+#include <csignal>
+#include <linux/capability.h>
+#include <linux/errno.h>
+#include <linux/prctl.h>
+
+#include "kernel/kernel.h"
+#include "kernel/mm/usercopy.h"
+#include "kernel/syscalls.h"
+#include "kernel/task/process.h"
+
+namespace flatux {
+namespace {
+
+long set_name(Task& t, uint64_t guest) {
+  char name[16];
+  long r = strncpy_from_user(name, (const char*)guest, sizeof name);
+  if (r == -ENAMETOOLONG) {
+    if (copy_from_user(name, (const void*)guest, 15) < 0) return -EFAULT;
+    name[15] = 0;
+  } else if (r < 0) {
+    return r;
+  }
+  __builtin_memcpy(t.proc->comm, name, sizeof name);
+  return 0;
+}
+
+// Linux's PR_SET_NO_NEW_PRIVS: arg2 must be 1 and the rest 0; once set it
+// stays. flatux's execve never raises privileges (set-id bits are kept as
+// the guest's metadata, not applied), so the promise always holds.
+long set_no_new_privs(Task& t, SyscallArgs a) {
+  if (a[1] != 1 || a[2] || a[3] || a[4]) return -EINVAL;
+  t.proc->no_new_privs = true;
+  return 0;
+}
+
+}  // namespace
+
+long sys_prctl(Task& t, SyscallArgs a) {
+  Process& p = *t.proc;
+  switch ((int)a[0]) {
+    case PR_SET_NAME: return set_name(t, a[1]);
+    case PR_GET_NAME: return copy_to_user((void*)a[1], p.comm, sizeof p.comm);
+    case PR_GET_DUMPABLE: return 1;
+    case PR_SET_PDEATHSIG:
+      if (a[1] > (uint64_t)_NSIG - 1) return -EINVAL;
+      p.pdeath_signal = (int)a[1];
+      return 0;
+    case PR_GET_PDEATHSIG: return put_user((void*)a[1], p.pdeath_signal);
+    case PR_SET_CHILD_SUBREAPER: {
+      Guard g(t.kernel->tasks_lock);  // exit reads it while it reparents
+      p.child_subreaper = a[1] != 0;
+      return 0;
+    }
+    case PR_GET_CHILD_SUBREAPER: return put_user((void*)a[1], (int)p.child_subreaper);
+    case PR_SET_NO_NEW_PRIVS: return set_no_new_privs(t, a);
+    case PR_GET_NO_NEW_PRIVS:
+      if (a[1] || a[2] || a[3] || a[4]) return -EINVAL;
+      return p.no_new_privs ? 1 : 0;
+    case PR_CAPBSET_READ: return a[1] <= CAP_LAST_CAP ? 1 : -EINVAL;
+    case PR_GET_SECUREBITS: return 0;
+    default: return -EINVAL;
+  }
+}
+
+}  // namespace flatux
