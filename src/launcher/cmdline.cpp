@@ -148,8 +148,13 @@ bool parse_boot_command_line(const std::vector<std::string>& args, BootConfig* b
   std::string cmdline;
   bool to_init = false;  // after "--" every word is init's
   for (const std::string& a : args) {
-    if (!cmdline.empty()) cmdline += ' ';
-    cmdline += a;
+    // /proc/cmdline is the kernel's command line: flatux's own options
+    // (before "--") are the launcher's, not the kernel's.
+    bool own_option = !to_init && a.size() > 1 && a[0] == '-' && a != "--";
+    if (!own_option) {
+      if (!cmdline.empty()) cmdline += ' ';
+      cmdline += a;
+    }
     if (to_init) {
       if (!append_word(b->init_args, sizeof b->init_args, &b->init_args_len, &b->init_nargs, a, error))
         return false;
