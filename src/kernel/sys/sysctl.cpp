@@ -226,14 +226,9 @@ constexpr int kCount = (int)(sizeof kEntries / sizeof kEntries[0]);
 const Entry& entry_of(File& f) { return kEntries[f.priv_word]; }
 
 long sysctl_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
-  if (off < 0) return -EINVAL;
   SynthText text(t.kernel->heap);
   entry_of(f).show(*t.kernel, text);  // the value as it is now
-  if (!text.ok()) return -ENOMEM;
-  std::string_view v = text.view();
-  if ((uint64_t)off >= v.size()) return 0;
-  size_t take = v.size() - (size_t)off < n ? v.size() - (size_t)off : n;
-  return copy_to_user(buf, v.data() + off, take) < 0 ? -EFAULT : (long)take;
+  return text.pread_to_user(buf, n, off);
 }
 
 // Linux's strict sysctl writes: a value is written whole at offset 0; a

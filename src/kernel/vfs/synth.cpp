@@ -134,6 +134,14 @@ void synth_stat(struct stat* st, uint32_t mode, uint64_t ino, uint64_t size, uin
 
 SynthText::~SynthText() { heap_->free(data_); }
 
+long SynthText::pread_to_user(void* guest_buf, size_t n, int64_t off) const {
+  if (off < 0) return -EINVAL;
+  if (failed_) return -ENOMEM;
+  if ((uint64_t)off >= len_) return 0;
+  size_t take = len_ - (size_t)off < n ? len_ - (size_t)off : n;
+  return copy_to_user(guest_buf, data_ + off, take) < 0 ? -EFAULT : (long)take;
+}
+
 bool SynthText::reserve(size_t more) {
   if (failed_) return false;
   if (len_ + more <= cap_) return true;

@@ -28,6 +28,9 @@ class SynthText {
   // Hands the buffer to a new read-only file (the text is then empty).
   File* to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint64_t dev);
   std::string_view view() const { return {data_, len_}; }
+  // Copies what lies at `off` to the guest (a pread of the text): bytes,
+  // 0 past the end, -ENOMEM when making it failed, -EFAULT.
+  long pread_to_user(void* guest_buf, size_t n, int64_t off) const;
 
  private:
   bool reserve(size_t more);

@@ -393,14 +393,9 @@ int store_pid(const File& f) { return (int)(f.priv_word >> 8); }
 ProcFile store_file(const File& f) { return (ProcFile)(f.priv_word & 0xff); }
 
 long store_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
-  if (off < 0) return -EINVAL;
   SynthText text(t.kernel->heap);
-  TRY_LONG(proc_generate(t, store_file(f), store_pid(f), text));
-  if (!text.ok()) return -ENOMEM;
-  std::string_view v = text.view();
-  if ((uint64_t)off >= v.size()) return 0;
-  size_t take = v.size() - (size_t)off < n ? v.size() - (size_t)off : n;
-  return copy_to_user(buf, v.data() + off, take) < 0 ? -EFAULT : (long)take;
+  TRY_LONG(proc_generate(t, store_file(f), store_pid(f), text));  // the value as it is now
+  return text.pread_to_user(buf, n, off);
 }
 
 long store_pwrite(Task& t, File& f, const void* buf, size_t n, int64_t off) {
