@@ -327,6 +327,13 @@ static void rtnetlink(void) {
   CHECK(nl_reply(s, 5, NULL, NULL) == -ENODEV, "GETLINK part");
   err = nl_reply(s, 6, NULL, NULL);
   CHECK(err == -ENODEV || err == -EPERM, "DELLINK part: error %d", err);
+  // A request of a type no kernel knows (the one flatux uses to carry a
+  // refusal to the host) is the guest's own: its answer stays the host's.
+  errno = 0;
+  CHECK(nl_request(s, 0xfff0, NLM_F_ACK, 7, &none, sizeof none) > 0, "send type 0xfff0: %s", strerror(errno));
+  err = nl_reply(s, 7, NULL, NULL);
+  CHECK(err == -EOPNOTSUPP && last_echo.nlmsg_type == 0xfff0, "type 0xfff0: error %d, echo type %u", err,
+        last_echo.nlmsg_type);
   CHECK_ERR(syscall(SYS_sendto, s, (void*)0x7e0000001000, 32, 0, NULL, 0), EFAULT);
   close(s);
   same_answer_every_way();
