@@ -13,6 +13,7 @@
 #include "kernel/kernel.h"
 #include "kernel/task/task.h"
 #include "kernel/vfs/file.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -109,7 +110,7 @@ long set_direct_io(LoopDevice& lo, uint64_t on) {
 }
 
 // What changes a device needs it opened for writing, or CAP_SYS_ADMIN.
-bool may_change(Task& t, File& f) { return (f.flags & O_ACCMODE) != O_RDONLY || t.proc->creds.euid == 0; }
+bool may_change(Task& t, File& f) { return (f.flags & O_ACCMODE) != O_RDONLY || capable(t.proc->creds, CAP_SYS_ADMIN); }
 
 long loop_control_ioctl(Task& t, File&, unsigned cmd, uint64_t arg) {
   Kernel& k = *t.kernel;

@@ -12,6 +12,7 @@
 #include "kernel/kernel.h"
 #include "kernel/time.h"
 #include "kernel/vfs/perm.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 
@@ -83,13 +84,13 @@ long ipc_permitted(Task& t, const IpcObject& obj, int flag) {
   uint32_t granted = obj.mode;
   if (c.euid == obj.cuid || c.euid == obj.uid) granted >>= 6;
   else if (in_group(t, obj.cgid) || in_group(t, obj.gid)) granted >>= 3;
-  if ((requested & ~(int)granted & 07) && c.euid != 0) return -EACCES;
+  if ((requested & ~(int)granted & 07) && !capable(c, CAP_IPC_OWNER)) return -EACCES;
   return 0;
 }
 
 long ipc_may_change(Task& t, const IpcObject& obj) {
   uint32_t euid = t.proc->creds.euid;
-  return euid == obj.cuid || euid == obj.uid || euid == 0 ? 0 : -EPERM;
+  return euid == obj.cuid || euid == obj.uid || capable(t.proc->creds, CAP_SYS_ADMIN) ? 0 : -EPERM;
 }
 
 void ipc_init_object(Task& t, IpcObject& obj, int32_t key, int flag) {

@@ -18,6 +18,7 @@
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/synth.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 
@@ -240,7 +241,7 @@ long info_cmd(IpcNamespace& ns, int cmd, uint64_t buf) {
 // find it removed: EIDRM). msg.lock held.
 long change(Task& t, IpcNamespace& ns, MsgQueue& q, int cmd, const msqid64_ds& in) {
   if (cmd == IPC_SET) {
-    if (in.msg_qbytes > (unsigned long)ns.limits.msgmnb.load() && t.proc->creds.euid != 0) return -EPERM;
+    if (in.msg_qbytes > (unsigned long)ns.limits.msgmnb.load() && !capable(t.proc->creds, CAP_SYS_RESOURCE)) return -EPERM;
     q.qbytes = in.msg_qbytes;
     ipc_set_perm(q, in.msg_perm);
     ipc_wake(q);  // a larger queue may take a waiting sender's message

@@ -26,6 +26,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/sys/host_share.h"
 #include "kernel/vfs/synth.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 
@@ -189,7 +190,7 @@ long lock_cmd(Task& t, IpcNamespace& ns, int id, int cmd) {
   ShmSegment* s = find_id(ns, id);
   if (!s) return -EINVAL;
   uint32_t euid = t.proc->creds.euid;
-  if (euid != 0) {
+  if (!capable(t.proc->creds, CAP_IPC_LOCK)) {
     if (euid != s->uid && euid != s->cuid) return -EPERM;
     if (cmd == SHM_LOCK && t.proc->rlimits[RLIMIT_MEMLOCK][0] == 0) return -EPERM;
   }

@@ -15,6 +15,9 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/loader/elf_parse.h"
 #include "kernel/mm/mm.h"
+#include "kernel/task/caps.h"
+#include "kernel/vfs/file.h"
+#include "kernel/vfs/vfs.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/perm.h"
 
@@ -62,6 +65,32 @@ long open_exec(Task& t, const char* path, ExecFile& ef) {
     if (fd >= 0) ef.f->host_fd = (int)fd;
   }
   return 0;
+}
+
+// The credentials the program in `ef` runs with: its set-id bits and its
+// capabilities (security.capability) applied to the caller's (caps.h).
+long program_creds(Task& t, ExecFile& ef, ExecResult* out) {
+  FileCaps fcaps;
+  const FileCaps* caps = nullptr;
+  if (ef.f->ops->xattr) {
+    uint8_t raw[XATTR_CAPS_SZ_3];
+    XattrOp op;
+    op.kind = XattrOp::kGet;
+    op.name = "security.capability";
+    op.value = raw;
+    op.size = sizeof raw;
+    long n = ef.f->ops->xattr(t, *ef.f, op);
+    if (n >= 0) {
+      long r = parse_file_caps(raw, (size_t)n, &fcaps);
+      if (r == 0) caps = &fcaps;
+      else if (r != -ENODATA) return r;
+    } else if (n != -ENODATA && n != -EOPNOTSUPP) {
+      return n;
+    }
+  }
+  bool nosuid = ef.f->mount && (ef.f->mount->flags_now() & MS_NOSUID);
+  ExecFileIdentity id{ef.st.st_mode, ef.st.st_uid, ef.st.st_gid, nosuid, caps};
+  return exec_creds(t.proc->creds, id, t.proc->no_new_privs, &out->creds, &out->secure);
 }
 
 // Maps every PT_LOAD of `img` from `f`; *bias receives the load bias.
@@ -152,7 +181,7 @@ int count(const char* const* v) {
 
 long build_stack(Task& t, Mm& mm, const char* execfn, const char* const* argv,
                  const char* const* envp, const loader::ElfImage& img, uintptr_t bias,
-                 uintptr_t interp_bias, uintptr_t* sp_out) {
+                 uintptr_t interp_bias, const ExecResult& res, uintptr_t* sp_out) {
   int argc = count(argv), envc = count(envp);
   size_t bytes = 0;
   for (int i = 0; i < argc; i++) bytes += strlen(argv[i]) + 1;
@@ -179,7 +208,7 @@ long build_stack(Task& t, Mm& mm, const char* execfn, const char* const* argv,
   mm.arg_start = sb.sp();
 
   const KernelConfig& c = t.kernel->cfg;
-  const Creds& cr = t.proc->creds;
+  const Creds& cr = res.creds;
   const uint64_t auxv[][2] = {
       {AT_SYSINFO_EHDR, c.vdso_base},  // dropped below when there is no vDSO
       {AT_MINSIGSTKSZ, c.minsigstksz ? c.minsigstksz : 2048},
@@ -196,7 +225,7 @@ long build_stack(Task& t, Mm& mm, const char* execfn, const char* const* argv,
       {AT_EUID, cr.euid},
       {AT_GID, cr.gid},
       {AT_EGID, cr.egid},
-      {AT_SECURE, 0},
+      {AT_SECURE, res.secure},
       {AT_RANDOM, random_p},
       {AT_HWCAP2, c.hwcap2},
       {AT_EXECFN, execfn_p},
@@ -286,6 +315,7 @@ long exec_depth(Task& t, Mm& mm, const char* path, const char* const* argv, cons
   // Neither a script nor ELF: the shell's "Exec format error".
   if (n < 4 || memcmp(head, ELFMAG, SELFMAG) != 0) return -ENOEXEC;
 
+  if ((r = program_creds(t, ef, out)) < 0) return r;
   loader::ElfImage img;
   uintptr_t bias = 0, interp_bias = 0;
   r = load_elf_file(t, mm, ef, head, (size_t)n, &img, &bias, &out->why);
@@ -325,7 +355,7 @@ long exec_depth(Task& t, Mm& mm, const char* path, const char* const* argv, cons
   r = mm_setup_brk(mm, image_end);
   if (r < 0) return r;
   uintptr_t sp;
-  r = build_stack(t, mm, path, argv, envp, img, bias, interp_bias, &sp);
+  r = build_stack(t, mm, path, argv, envp, img, bias, interp_bias, *out, &sp);
   if (r < 0) return r;
 
   memset(out->regs, 0, sizeof out->regs);

@@ -13,6 +13,8 @@ struct ExecResult {
   char exe[kPathMax];     // canonical guest path of the executable (for /proc/PID/exe)
   char comm[16];
   const char* why;        // for ENOEXEC: what is wrong with the file
+  Creds creds;            // the credentials the new image runs with
+  bool secure = false;    // it runs with more privilege than its caller (AT_SECURE)
 };
 
 // ExecResult::why when an ET_EXEC image's link address range is taken in

@@ -119,6 +119,11 @@ void reset_process_state(Task& t, const ExecResult& res) {
   t.guest_fs = 0;
   host::sys(SYS_arch_prctl, 0x1002 /*ARCH_SET_FS*/, 0);
   t.tid = p.pid;
+  // The new credentials (Linux's commit_creds at exec): a process that
+  // gained privileges no longer takes its parent's death signal.
+  const Creds& old = p.creds;
+  if (res.secure || old.euid != res.creds.euid || old.egid != res.creds.egid) p.pdeath_signal = 0;
+  p.creds = res.creds;
   copy_cstr(p.exe, sizeof p.exe, res.exe);
   copy_cstr(p.comm, sizeof p.comm, res.comm);
 }

@@ -11,6 +11,7 @@
 #include "host/raw_syscall.h"
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -21,7 +22,7 @@ constexpr int kMlockOnfault = 1;  // MLOCK_ONFAULT
 // anything; others nothing with a zero limit (EPERM), and no more than it
 // (ENOMEM).
 long may_lock(Task& t, const Mm& mm, size_t more) {
-  if (t.proc->creds.euid == 0) return 0;
+  if (capable(t.proc->creds, CAP_IPC_LOCK)) return 0;
   uint64_t limit = t.proc->rlimits[RLIMIT_MEMLOCK][0];
   if (limit == 0) return -EPERM;
   if (limit != RLIM_INFINITY && mm.regions.locked_bytes() + more > limit) return -ENOMEM;

@@ -13,6 +13,7 @@
 #include "kernel/net/sock.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -129,7 +130,7 @@ long sys_socket(Task& t, SyscallArgs a) {
   // The type and protocol are the host's to judge (its errno is Linux's).
   long hfd = host::sys(SYS_socket, domain, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, a[2]);
   if (hfd < 0) return hfd;
-  if (needs_net_raw(domain, type & 0xf) && t.proc->creds.euid != 0) {
+  if (needs_net_raw(domain, type & 0xf) && !capable(t.proc->creds, CAP_NET_RAW)) {
     host::sys(SYS_close, hfd);
     return -EPERM;
   }

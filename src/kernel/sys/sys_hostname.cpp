@@ -5,6 +5,7 @@
 #include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -12,7 +13,7 @@ namespace {
 constexpr size_t kUtsLen = 64;  // __NEW_UTS_LEN
 
 long set_name(Task& t, uint64_t guest, uint64_t len, char (&dst)[kUtsLen + 1]) {
-  if (t.proc->creds.euid != 0) return -EPERM;  // CAP_SYS_ADMIN
+  if (!capable(t.proc->creds, CAP_SYS_ADMIN)) return -EPERM;
   if ((int64_t)len < 0 || len > kUtsLen) return -EINVAL;
   char tmp[kUtsLen + 1];
   if (len && copy_from_user(tmp, (const void*)guest, len) < 0) return -EFAULT;

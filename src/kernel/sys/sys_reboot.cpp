@@ -5,11 +5,12 @@
 #include "kernel/boot/boot.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 
 long sys_reboot(Task& t, SyscallArgs a) {
-  if (t.proc->creds.euid != 0) return -EPERM;  // CAP_SYS_BOOT
+  if (!capable(t.proc->creds, CAP_SYS_BOOT)) return -EPERM;
   uint32_t magic1 = (uint32_t)a[0], magic2 = (uint32_t)a[1], cmd = (uint32_t)a[2];
   if (magic1 != LINUX_REBOOT_MAGIC1 ||
       (magic2 != LINUX_REBOOT_MAGIC2 && magic2 != LINUX_REBOOT_MAGIC2A &&

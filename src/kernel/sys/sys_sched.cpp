@@ -20,6 +20,7 @@
 #include "kernel/lib/error_or.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/process.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -52,7 +53,7 @@ ErrorOr<HostThread> host_thread_of(Task& t, uint64_t tid) {
   return host_view_locked(*x);
 }
 
-bool capable_sys_nice(const Task& t) { return t.proc->creds.euid == 0; }
+bool capable_sys_nice(const Task& t) { return capable(t.proc->creds, CAP_SYS_NICE); }
 
 // Linux's check_same_owner (or CAP_SYS_NICE): may t change x's scheduling?
 bool may_change(const Task& t, const HostThread& x) {

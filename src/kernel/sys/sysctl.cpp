@@ -15,6 +15,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/vfs/synth.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 
@@ -66,7 +67,7 @@ void store_string(std::string_view s, char* dst, size_t cap) {
   dst[n] = 0;
 }
 
-bool root(Task& t) { return t.proc->creds.euid == 0; }
+bool root(Task& t) { return capable(t.proc->creds, CAP_SYS_ADMIN); }
 
 // --- the entries' show and store ------------------------------------------
 

@@ -23,6 +23,7 @@
 #include "kernel/task/process.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/synth.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 
@@ -98,7 +99,7 @@ long target_locked(Kernel& k, File& f, Process** out) {
 bool may_inspect(const Process& me, const Process& p) {
   const Creds& c = me.creds;
   const Creds& x = p.creds;
-  if (c.euid == 0) return true;
+  if (capable(c, CAP_SYS_PTRACE)) return true;
   return c.uid == x.uid && c.uid == x.euid && c.uid == x.suid && c.gid == x.gid && c.gid == x.egid &&
          c.gid == x.sgid;
 }

@@ -10,6 +10,7 @@
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/process.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -125,7 +126,7 @@ long sys_prlimit64(Task& t, SyscallArgs a) {
     if (nw[0] > nw[1]) return -EINVAL;
     // Linux's do_prlimit: no file limit above fs.nr_open, for root too.
     if (a[1] == RLIMIT_NOFILE && nw[1] > t.kernel->sysctl.nr_open.load()) return -EPERM;
-    if (nw[1] > lim[1] && t.proc->creds.euid != 0) return -EPERM;
+    if (nw[1] > lim[1] && !capable(t.proc->creds, CAP_SYS_RESOURCE)) return -EPERM;
   }
   if (a[3] && copy_to_user((void*)a[3], lim, 16) < 0) return -EFAULT;
   if (a[2]) {

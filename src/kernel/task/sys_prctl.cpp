@@ -1,8 +1,6 @@
-// prctl(2): the options of a process's own that flatux keeps. Capability
-// sets are not modelled (root holds every capability, others none: see
-// sys_creds.cpp), so the bounding set reads full and securebits read
-// clear; changing either is refused (EINVAL), as an option the kernel
-// lacks.
+// prctl(2): the options of a process's own that flatux keeps, with the
+// capability options (bounding and ambient sets, securebits, keepcaps)
+// under caps.h's rules.
 #include <csignal>
 #include <linux/capability.h>
 #include <linux/errno.h>
@@ -11,6 +9,7 @@
 #include "kernel/kernel.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/syscalls.h"
+#include "kernel/task/caps.h"
 #include "kernel/task/process.h"
 
 namespace flatux {
@@ -30,8 +29,7 @@ long set_name(Task& t, uint64_t guest) {
 }
 
 // Linux's PR_SET_NO_NEW_PRIVS: arg2 must be 1 and the rest 0; once set it
-// stays. flatux's execve never raises privileges (set-id bits are kept as
-// the guest's metadata, not applied), so the promise always holds.
+// stays, and execve then ignores set-id bits and file capabilities.
 long set_no_new_privs(Task& t, SyscallArgs a) {
   if (a[1] != 1 || a[2] || a[3] || a[4]) return -EINVAL;
   t.proc->no_new_privs = true;
@@ -61,8 +59,13 @@ long sys_prctl(Task& t, SyscallArgs a) {
     case PR_GET_NO_NEW_PRIVS:
       if (a[1] || a[2] || a[3] || a[4]) return -EINVAL;
       return p.no_new_privs ? 1 : 0;
-    case PR_CAPBSET_READ: return a[1] <= CAP_LAST_CAP ? 1 : -EINVAL;
-    case PR_GET_SECUREBITS: return 0;
+    case PR_CAPBSET_READ: return known_cap(a[1]) ? (p.creds.cap_bset & cap_bit((int)a[1])) != 0 : -EINVAL;
+    case PR_CAPBSET_DROP: return caps_bset_drop(p.creds, a[1]);
+    case PR_CAP_AMBIENT: return caps_ambient(p.creds, a[1], a[2], a[3], a[4]);
+    case PR_GET_SECUREBITS: return p.creds.securebits;
+    case PR_SET_SECUREBITS: return caps_set_securebits(p.creds, a[1]);
+    case PR_GET_KEEPCAPS: return has_securebit(p.creds, SECURE_KEEP_CAPS);
+    case PR_SET_KEEPCAPS: return caps_set_keepcaps(p.creds, a[1]);
     default: return -EINVAL;
   }
 }

@@ -165,12 +165,20 @@ struct FsContext {
   }
 };
 
+// Every capability Linux defines (CAP_CHOWN .. CAP_LAST_CAP), one bit each.
+constexpr uint64_t kAllCaps = (uint64_t{1} << 41) - 1;
+
 struct Creds {
   static constexpr int kMaxGroups = 64;
   uint32_t uid = 0, euid = 0, suid = 0, fsuid = 0;
   uint32_t gid = 0, egid = 0, sgid = 0, fsgid = 0;
   int ngroups = 0;
   uint32_t groups[kMaxGroups]{};
+  // The capability sets (capabilities(7)); the first process holds all,
+  // as Linux's init does. The policy is kernel/task/caps.h's.
+  uint64_t cap_inheritable = 0, cap_permitted = kAllCaps, cap_effective = kAllCaps;
+  uint64_t cap_bset = kAllCaps, cap_ambient = 0;
+  uint32_t securebits = 0;  // SECBIT_* (prctl PR_SET_SECUREBITS)
 };
 
 enum class ProcState : uint8_t { kRunning, kZombie };

@@ -12,6 +12,7 @@
 #include "kernel/task/process.h"
 #include "kernel/tty/tty.h"
 #include "kernel/tty/tty_internal.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -107,7 +108,7 @@ long set_ctty(Task& t, Tty& tty, uint64_t arg) {
   Guard l(tty.lock);
   if (tty.session && tty.session != p.sid && session_alive_locked(k, tty.session)) {
     // Stealing needs arg 1 and CAP_SYS_ADMIN (every guest is root).
-    if (arg != 1 || p.creds.euid != 0) return -EPERM;
+    if (arg != 1 || !capable(p.creds, CAP_SYS_ADMIN)) return -EPERM;
     for (Task* x : k.live_tasks())
       if (x && x->proc->sid == tty.session && x->proc->ctty == &tty) x->proc->ctty = nullptr;
   }

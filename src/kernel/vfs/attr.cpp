@@ -26,7 +26,7 @@ long check_setattr(Task& t, const struct stat& st, Attr& a, bool by_fd) {
   if (a.mask & (kAttrUid | kAttrGid)) {
     bool uid_change = (a.mask & kAttrUid) && a.uid != st.st_uid;
     bool gid_change = (a.mask & kAttrGid) && a.gid != st.st_gid;
-    if (c.fsuid != 0 && (uid_change || (gid_change && (c.fsuid != st.st_uid || !in_group(t, a.gid)))))
+    if (!capable(c, CAP_CHOWN) && (uid_change || (gid_change && (c.fsuid != st.st_uid || !in_group(t, a.gid)))))
       return -EPERM;
     // A new owner must not inherit the old one's set-id rights.
     if (!S_ISDIR(st.st_mode) && !(a.mask & kAttrMode)) {
@@ -42,7 +42,7 @@ long check_setattr(Task& t, const struct stat& st, Attr& a, bool by_fd) {
   if (a.mask & kAttrMode) {
     if (!owner_or_root(t, st.st_uid)) return -EPERM;
     uint32_t gid = (a.mask & kAttrGid) ? a.gid : st.st_gid;
-    if (c.fsuid != 0 && !in_group(t, gid)) a.mode &= ~(uint32_t)S_ISGID;
+    if (!capable(c, CAP_FSETID) && !in_group(t, gid)) a.mode &= ~(uint32_t)S_ISGID;
     a.mode &= 07777;
   }
   if (a.mask & (kAttrAtime | kAttrMtime)) {

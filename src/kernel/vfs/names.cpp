@@ -15,6 +15,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/perm.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -64,7 +65,7 @@ long stat_dir_and_victim(Task& t, Lookup& lk, struct stat* dir, struct stat* vic
 // directory's write permission, once the caller may search it.
 long may_create_at(Task& t, Lookup& lk) {
   const Creds& c = creds_of(t);
-  if (c.fsuid == 0) return 0;
+  if (passes_dac(c)) return 0;
   struct stat dir, there;
   if (long r = stat_dir_and_victim(t, lk, &dir, nullptr)) return r;
   long r = may_create(c, perms_of(dir));
@@ -75,7 +76,7 @@ long may_create_at(Task& t, Lookup& lk) {
 // Removing the name at lk (may_delete: the sticky rule).
 long may_delete_at(Task& t, Lookup& lk) {
   const Creds& c = creds_of(t);
-  if (c.fsuid == 0) return 0;
+  if (passes_dac(c)) return 0;
   struct stat dir, victim;
   if (long r = stat_dir_and_victim(t, lk, &dir, &victim)) return r;
   return may_delete(c, perms_of(dir), perms_of(victim));
@@ -84,7 +85,7 @@ long may_delete_at(Task& t, Lookup& lk) {
 // Renaming a to b (both on one mount): may_rename on what is there.
 long may_rename_at(Task& t, Lookup& a, Lookup& b, unsigned flags) {
   const Creds& c = creds_of(t);
-  if (c.fsuid == 0) return 0;
+  if (passes_dac(c)) return 0;
   struct stat adir, source, bdir, target;
   if (long r = stat_dir_and_victim(t, a, &adir, &source)) return r;
   if (long r = stat_dir_and_victim(t, b, &bdir, nullptr)) return r;
@@ -181,7 +182,7 @@ long vfs_mknod(Task& t, int dirfd, const char* path, int mode, uint64_t dev) {
     case S_IFDIR: return -EPERM;
     default: return -EINVAL;
   }
-  if ((S_ISCHR(mode) || S_ISBLK(mode)) && t.proc->creds.euid != 0) return -EPERM;
+  if ((S_ISCHR(mode) || S_ISBLK(mode)) && !capable(t.proc->creds, CAP_MKNOD)) return -EPERM;
   return vfs_walk(t, dirfd, path, false, [&](Lookup& lk) -> long {
     Filesystem& fs = *lk.mount->fs;
     long r = vfs_may_create(t, lk);

@@ -20,6 +20,7 @@
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/perm.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 
@@ -229,7 +230,7 @@ long open_looked_up(Task& t, Lookup& lk, int flags, int mode, File** out) {
   constexpr int kWrites = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC;
   // Root's opens need no check of its own (root may open anything, and
   // owns what it creates), so they take the shortest way.
-  bool root = t.proc->creds.fsuid == 0 && t.proc->creds.fsgid == 0;
+  bool root = t.proc->creds.fsuid == 0 && t.proc->creds.fsgid == 0 && passes_dac(t.proc->creds);
   if ((flags & kWrites) && !(flags & O_PATH) && lk.mount->readonly()) {
     long r = open_on_readonly(t, lk, flags);
     if (r <= 0) return r;

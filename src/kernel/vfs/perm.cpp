@@ -20,21 +20,26 @@ bool in_group(const Creds& c, uint32_t gid) {
   return false;
 }
 
-bool owner_or_root(const Creds& c, uint32_t uid) { return c.fsuid == 0 || c.fsuid == uid; }
+bool owner_or_root(const Creds& c, uint32_t uid) { return c.fsuid == uid || capable(c, CAP_FOWNER); }
 
 long permission(const Creds& c, FilePerms f, int mask) {
   mask &= R_OK | W_OK | X_OK;
-  if (c.fsuid == 0) {
-    // Root reads and writes anything, and executes what anyone may
-    // execute; directories are always searchable.
-    if (!(mask & X_OK) || S_ISDIR(f.mode) || (f.mode & 0111)) return 0;
-    return -EACCES;
-  }
   unsigned bits;
   if (c.fsuid == f.uid) bits = (f.mode >> 6) & 7;
   else if (in_group(c, f.gid)) bits = (f.mode >> 3) & 7;
   else bits = f.mode & 7;
-  return ((unsigned)mask & ~bits) ? -EACCES : 0;
+  if (!((unsigned)mask & ~bits)) return 0;
+  // The capabilities that override the bits: reading a file and reading
+  // or searching a directory (CAP_DAC_READ_SEARCH); anything on a
+  // directory, and on a file all but executing one nobody may execute
+  // (CAP_DAC_OVERRIDE).
+  if (S_ISDIR(f.mode)) {
+    if (!(mask & W_OK) && capable(c, CAP_DAC_READ_SEARCH)) return 0;
+    return capable(c, CAP_DAC_OVERRIDE) ? 0 : -EACCES;
+  }
+  if (mask == R_OK && capable(c, CAP_DAC_READ_SEARCH)) return 0;
+  if ((!(mask & X_OK) || (f.mode & 0111)) && capable(c, CAP_DAC_OVERRIDE)) return 0;
+  return -EACCES;
 }
 
 long may_lookup(const Creds& c, FilePerms dir) { return permission(c, dir, X_OK); }
@@ -42,7 +47,7 @@ long may_lookup(const Creds& c, FilePerms dir) { return permission(c, dir, X_OK)
 long may_create(const Creds& c, FilePerms dir) { return permission(c, dir, W_OK | X_OK); }
 
 bool sticky_blocks(const Creds& c, FilePerms dir, FilePerms victim) {
-  return (dir.mode & S_ISVTX) && c.fsuid != victim.uid && c.fsuid != dir.uid && c.fsuid != 0;
+  return (dir.mode & S_ISVTX) && c.fsuid != victim.uid && c.fsuid != dir.uid && !capable(c, CAP_FOWNER);
 }
 
 long may_delete(const Creds& c, FilePerms dir, FilePerms victim) {
@@ -84,7 +89,7 @@ FilePerms init_owner(const Creds& c, FilePerms dir, uint32_t mode) {
   if (dir.mode & S_ISGID) {
     n.gid = dir.gid;
     if (S_ISDIR(mode)) n.mode |= S_ISGID;
-    else if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && c.fsuid != 0 && !in_group(c, dir.gid))
+    else if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && !capable(c, CAP_FSETID) && !in_group(c, dir.gid))
       n.mode &= ~S_ISGID;
   }
   return n;

@@ -11,6 +11,7 @@
 #pragma once
 #include <sys/stat.h>
 
+#include "kernel/task/caps.h"
 #include "kernel/task/task.h"
 
 namespace flatux {
@@ -35,7 +36,8 @@ inline const Creds& creds_of(Task& t) { return t.creds_override ? *t.creds_overr
 
 // Whether the fsgid (or a supplementary group) is `gid`.
 bool in_group(const Creds& c, uint32_t gid);
-// Whether the caller is root (CAP_FOWNER) or owns a file with owner `uid`.
+// Whether the caller owns a file with owner `uid` or holds CAP_FOWNER
+// (Linux's inode_owner_or_capable).
 bool owner_or_root(const Creds& c, uint32_t uid);
 
 // Linux's generic_permission: 0 when `c` may access the file for `mask`
@@ -46,9 +48,18 @@ long permission(const Creds& c, FilePerms f, int mask);
 // path walk (namei.cpp) asks it of every directory it looks a name up in,
 // ".." included, as Linux's link_path_walk does.
 long may_lookup(const Creds& c, FilePerms dir);
-// Whether `c` passes every search check whatever the bits (root's
-// CAP_DAC_READ_SEARCH): the walk then need not read them.
-inline bool searches_every_dir(const Creds& c) { return c.fsuid == 0; }
+// Whether `c` passes every search check whatever the bits
+// (CAP_DAC_READ_SEARCH or CAP_DAC_OVERRIDE): the walk then need not read them.
+inline bool searches_every_dir(const Creds& c) {
+  return capable(c, CAP_DAC_READ_SEARCH) || capable(c, CAP_DAC_OVERRIDE);
+}
+
+// Whether no read, write or search check and no ownership check can
+// refuse `c` (root with its filesystem capabilities): callers may skip
+// them. Execute bits are still checked (permission()).
+inline bool passes_dac(const Creds& c) {
+  return capable(c, CAP_DAC_OVERRIDE) && capable(c, CAP_DAC_READ_SEARCH) && capable(c, CAP_FOWNER);
+}
 
 // A new name in `dir` (the name was found absent): write and search
 // permission on it, EACCES.

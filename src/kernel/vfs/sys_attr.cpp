@@ -14,6 +14,7 @@
 #include "kernel/vfs/path_ops.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/vfs/patharg.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -215,7 +216,7 @@ long sys_syncfs(Task& t, SyscallArgs a) {
 long sys_chroot(Task& t, SyscallArgs a) {
   PathArg p(a[0]);
   if (!p.ok()) return p.err;
-  if (t.proc->creds.euid != 0) return -EPERM;
+  if (!capable(t.proc->creds, CAP_SYS_CHROOT)) return -EPERM;
   File* dir = nullptr;
   long r = vfs_open(t, AT_FDCWD, p.buf, O_PATH | O_DIRECTORY, 0, &dir);
   if (r < 0) return r;

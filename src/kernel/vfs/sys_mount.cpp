@@ -20,6 +20,7 @@
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/patharg.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -30,7 +31,7 @@ constexpr unsigned long kPropagation = MS_SHARED | MS_PRIVATE | MS_SLAVE | MS_UN
 constexpr size_t kDataMax = 4096;  // Linux copies one page of options
 
 // CAP_SYS_ADMIN, which only root has here.
-bool capable(Task& t) { return t.proc->creds.euid == 0; }
+bool capable(Task& t) { return capable(t.proc->creds, CAP_SYS_ADMIN); }
 
 // A resolved path: the mount showing it (one reference held), the path
 // inside its filesystem, the canonical guest path, and what it is.

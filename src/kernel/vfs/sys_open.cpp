@@ -18,6 +18,7 @@
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/perm.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -58,7 +59,7 @@ long pipe_size(Task& t, File& f, int cmd, uint32_t arg) {
   if (cur < 0 || cmd == F_GETPIPE_SZ) return cur;
   uint32_t size = round_pipe_size(arg);
   if (!size) return -EINVAL;
-  if (size > (uint64_t)cur && size > t.kernel->sysctl.pipe_max_size.load() && t.proc->creds.euid != 0)
+  if (size > (uint64_t)cur && size > t.kernel->sysctl.pipe_max_size.load() && !capable(t.proc->creds, CAP_SYS_RESOURCE))
     return -EPERM;
   if (!f.charge) return host::sys(SYS_fcntl, f.host_fd, F_SETPIPE_SZ, size);
   // The capacity is charged to mem= (fs/pipe/pipe.cpp): growth before, as

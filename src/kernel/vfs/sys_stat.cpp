@@ -10,6 +10,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/path_ops.h"
+#include "kernel/task/caps.h"
 #include "kernel/vfs/perm.h"
 
 namespace flatux {
@@ -62,6 +63,8 @@ long do_access(Task& t, int dirfd, uint64_t guest_path, uint64_t mode, uint64_t 
   Creds real = t.proc->creds;
   real.fsuid = real.uid;
   real.fsgid = real.gid;
+  // The real user's rights: root's whole permitted set, nobody else's.
+  if (!has_securebit(real, SECURE_NO_SETUID_FIXUP)) real.cap_effective = real.uid == 0 ? real.cap_permitted : 0;
   t.creds_override = &real;
   long r = access_as(t, dirfd, guest_path, mode, flags);
   t.creds_override = nullptr;

@@ -13,6 +13,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/syscalls.h"
+#include "kernel/task/caps.h"
 #include "kernel/vfs/fdref.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/path_ops.h"
@@ -92,7 +93,19 @@ long permitted(Task& t, const struct stat& st, bool readonly, const XattrOp& op)
   if (write && readonly) return -EROFS;
   if (op.kind == XattrOp::kList) return 0;
   if (!known_namespace(op.name)) return -EOPNOTSUPP;
-  if (starts_with(op.name, "trusted.") && t.proc->creds.euid != 0) return write ? -EPERM : -ENODATA;
+  const Creds& c = t.proc->creds;
+  if (starts_with(op.name, "trusted.") && !capable(c, CAP_SYS_ADMIN)) return write ? -EPERM : -ENODATA;
+  if (write && starts_with(op.name, "security.")) {
+    // Linux's cap_inode_setxattr and cap_convert_nscap: file capabilities
+    // need CAP_SETFCAP and a well-formed value; other security labels
+    // CAP_SYS_ADMIN.
+    if (!strcmp(op.name, "security.capability")) {
+      if (op.kind == XattrOp::kSet)
+        if (long r = check_file_caps_value(op.value, op.size)) return r;
+      return capable(c, CAP_SETFCAP) ? 0 : -EPERM;
+    }
+    return capable(c, CAP_SYS_ADMIN) ? 0 : -EPERM;
+  }
   if (starts_with(op.name, "user.")) {
     // Only regular files and folders carry user attributes; in a sticky
     // folder only its owner may change them.

@@ -279,7 +279,7 @@ long cg_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
   struct stat st;
   if (long r = cg_stat(t, fs, lk, &st)) return r;
   uint32_t bits = creds_of(t).fsuid == 0 ? (st.st_mode >> 6) & 7 : st.st_mode & 7;
-  if (creds_of(t).fsuid == 0 && S_ISDIR(st.st_mode)) return 0;
+  if (passes_dac(creds_of(t)) && S_ISDIR(st.st_mode)) return 0;
   if (((mode & R_OK) && !(bits & 4)) || ((mode & W_OK) && !(bits & 2)) || ((mode & X_OK) && !(bits & 1)))
     return -EACCES;
   return 0;
@@ -299,9 +299,10 @@ long cg_statfs(Task&, Filesystem&, Lookup&, struct statfs* out) {
   return 0;
 }
 
-// mkdir and rmdir: root only (no delegation by chown yet).
+// mkdir and rmdir: write permission on the folder, which root owns with
+// mode 0755 (no delegation by chown yet).
 long cg_mkdir(Task& t, Filesystem&, Lookup& lk, int) {
-  if (creds_of(t).fsuid != 0) return -EACCES;
+  if (long r = permission(creds_of(t), {S_IFDIR | 0755, 0, 0}, W_OK | X_OK)) return r;
   Kernel& k = *t.kernel;
   std::string_view p(lk.path);
   while (!p.empty() && p.back() == '/') p.remove_suffix(1);
@@ -317,7 +318,7 @@ long cg_mkdir(Task& t, Filesystem&, Lookup& lk, int) {
 }
 
 long cg_rmdir(Task& t, Filesystem&, Lookup& lk) {
-  if (creds_of(t).fsuid != 0) return -EACCES;
+  if (long r = permission(creds_of(t), {S_IFDIR | 0755, 0, 0}, W_OK | X_OK)) return r;
   Kernel& k = *t.kernel;
   Guard g(k.tasks_lock);
   Node n;

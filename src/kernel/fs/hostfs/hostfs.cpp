@@ -38,6 +38,7 @@
 #include "kernel/lib/kfmt.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/vfs/perm.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -316,7 +317,7 @@ long look_up(HostFs& h, Lookup& lk, Found* f) {
 // A device node (kept as a node link) opens the kernel's device of that number.
 long open_device(Task& t, Lookup& lk, const struct stat& st, int flags, File** out) {
   if (lk.mount && (lk.mount->flags & MS_NODEV)) return -EACCES;
-  if (creds_of(t).fsuid != 0)
+  if (!passes_dac(creds_of(t)))
     if (long r = may_open(t, st, flags)) return r;
   return S_ISCHR(st.st_mode) ? devfs_open_rdev(t, st.st_rdev, flags, out) : devfs_open_block(t, st.st_rdev, flags, out);
 }
@@ -439,7 +440,7 @@ long fs_access(Task& t, Filesystem& fs, Lookup& lk, int mode) {
   // The host's rights first (a read-only host file system, the host
   // user's own permissions); a device node is judged by its guest mode.
   if (!f.guest.device) r = host::sys(SYS_faccessat2, f.fd, "", mode, AT_EMPTY_PATH);
-  if (r == 0 && (creds_of(t).fsuid != 0 || f.guest.device)) r = may_access(t, f.guest.st, mode);
+  if (r == 0 && (!passes_dac(creds_of(t)) || f.guest.device)) r = may_access(t, f.guest.st, mode);
   return r;
 }
 

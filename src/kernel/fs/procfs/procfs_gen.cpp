@@ -22,6 +22,7 @@
 #include "kernel/timer/timer.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/vfs.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -127,6 +128,12 @@ void gen_status(SynthText& o, Process& p, Task* task) {
   o.str("\nSigBlk:\t"), mask_hex(o, task ? task->sigmask : 0);
   o.str("\nSigIgn:\t"), mask_hex(o, ign);
   o.str("\nSigCgt:\t"), mask_hex(o, cgt);
+  o.str("\nCapInh:\t"), mask_hex(o, c.cap_inheritable);
+  o.str("\nCapPrm:\t"), mask_hex(o, c.cap_permitted);
+  o.str("\nCapEff:\t"), mask_hex(o, c.cap_effective);
+  o.str("\nCapBnd:\t"), mask_hex(o, c.cap_bset);
+  o.str("\nCapAmb:\t"), mask_hex(o, c.cap_ambient);
+  o.str("\nNoNewPrivs:\t").dec(p.no_new_privs ? 1 : 0);
   o.ch('\n');
 }
 
@@ -261,7 +268,7 @@ long proc_store(Task& t, ProcFile f, int pid, std::string_view text) {
   Guard g(k.tasks_lock);
   Task* x = find_task_locked(k, pid);
   if (!x || x->proc->state != ProcState::kRunning) return -ESRCH;
-  if (adj < x->proc->oom_score_adj && t.proc->creds.euid != 0) return -EACCES;
+  if (adj < x->proc->oom_score_adj && !capable(t.proc->creds, CAP_SYS_RESOURCE)) return -EACCES;
   x->proc->oom_score_adj = adj;
   return 0;
 }

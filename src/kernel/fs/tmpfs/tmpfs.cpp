@@ -97,6 +97,8 @@ long fs_setattr(Task& t, Filesystem& fs, Lookup& lk, const Attr& a) {
   return tmp_setattr_path(t, tmpfs_of(fs), lk, a);
 }
 
+long fs_xattr(Task& t, Filesystem& fs, Lookup& lk, XattrOp& op) { return tmp_xattr_path(t, tmpfs_of(fs), lk, op); }
+
 long fs_link_file(Task& t, Filesystem& fsys, File& f, Lookup& lk) {
   if (f.ops != &kTmpfsFileOps) return -ENOENT;  // a FIFO or device: no inode of ours at hand
   Tmpfs& fs = tmpfs_of(fsys);
@@ -144,6 +146,7 @@ const FsOps kTmpFsOps = {
     .setattr = fs_setattr,
     .link_file = fs_link_file,
     .dir_path = fs_dir_path,
+    .xattr = fs_xattr,
     .lookup = fs_lookup,
     .open_dentry = fs_open_dentry,
     .dir_perms = fs_dir_perms,

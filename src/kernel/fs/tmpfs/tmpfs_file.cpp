@@ -15,6 +15,7 @@
 #include "kernel/fs/tmpfs/tmpfs_internal.h"
 #include "kernel/task/task.h"
 #include "kernel/vfs/vfs.h"
+#include "kernel/task/caps.h"
 
 namespace flatux {
 namespace {
@@ -36,12 +37,14 @@ void read_accessed(File& f, TmpInode& n) {
     n.atime = now;
 }
 
-// A write by someone other than root drops setuid, and setgid on a group
-// executable, as Linux's file_remove_privs does.
+// A write drops the file's capabilities, and, by someone without
+// CAP_FSETID, setuid and setgid on a group executable, as Linux's
+// file_remove_privs does.
 void written(Task& t, TmpInode& n) {
   timespec now = tmp_now();
   n.mtime = n.ctime = now;
-  if (t.proc->creds.fsuid != 0) {
+  tmp_kill_file_caps(*n.fs, n);
+  if (!capable(t.proc->creds, CAP_FSETID)) {
     if (n.mode & S_ISUID) n.mode &= ~S_ISUID;
     if ((n.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP)) n.mode &= ~S_ISGID;
   }
@@ -200,6 +203,12 @@ long file_setattr(Task&, File& f, const Attr& a) {
   return tmp_setattr(*n.fs, n, a);
 }
 
+long file_xattr(Task& t, File& f, XattrOp& op) {
+  TmpInode& n = inode_of(f);
+  Guard g(n.fs->lock);
+  return tmp_xattr(t, *n.fs, n, op);
+}
+
 long file_fsync(Task&, File&, bool) { return 0; }  // memory is where the data lives
 
 long file_fallocate(Task&, File& f, int mode, int64_t off, int64_t len) {
@@ -235,6 +244,7 @@ const FileOps kTmpfsFileOps = {
     .fsync = file_fsync,
     .fallocate = file_fallocate,
     .shared_map_fd = file_shared_map_fd,
+    .xattr = file_xattr,
 };
 
 void tmpfs_fill_statfs(Tmpfs& fs, const Mount* m, struct statfs* out) {

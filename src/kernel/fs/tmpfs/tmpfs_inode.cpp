@@ -43,6 +43,7 @@ void free_inode(TmpInode* n) {
   if (S_ISREG(n->mode)) tmp_pages_drop(fs, *n, 0, UINT64_MAX);
   if (n->fifo_fd >= 0) host::sys(SYS_close, n->fifo_fd);
   fs.heap->free(n->target);
+  tmp_xattrs_free(fs, *n);
   fs.used_inodes--;
   fs.heap->free(n);
 }

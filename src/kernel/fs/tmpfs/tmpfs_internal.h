@@ -33,6 +33,7 @@ struct TmpPages {
 };
 
 struct TmpDirent;
+struct TmpXattr;
 
 struct TmpInode {
   Tmpfs* fs;
@@ -46,6 +47,7 @@ struct TmpInode {
   // once both this and nlink are zero.
   int refs = 0;
   bool linkable = true;  // false for O_TMPFILE|O_EXCL files
+  TmpXattr* xattrs = nullptr;  // extended attributes (tmpfs_xattr.cpp)
 
   // S_IFREG
   TmpPages pages;
@@ -180,6 +182,14 @@ long tmp_open_dentry_inode(Task& t, Tmpfs& fs, const Dentry& d, int flags, TmpIn
 // Callers hold fs.lock for these.
 long tmp_link_inode(Task& t, Tmpfs& fs, TmpInode* n, Lookup& new_p);
 long tmp_setattr(Tmpfs& fs, TmpInode& n, const Attr& a);
+
+// Extended attributes (tmpfs_xattr.cpp). Callers hold fs.lock, except
+// for tmp_xattr_path, which takes it.
+long tmp_xattr(Task& t, Tmpfs& fs, TmpInode& n, XattrOp& op);
+long tmp_xattr_path(Task& t, Tmpfs& fs, Lookup& p, XattrOp& op);
+// A write or a change of owner drops the file's capabilities.
+void tmp_kill_file_caps(Tmpfs& fs, TmpInode& n);
+void tmp_xattrs_free(Tmpfs& fs, TmpInode& n);
 void tmp_fill_stat(const TmpInode& n, struct stat* out);
 
 }  // namespace flatux

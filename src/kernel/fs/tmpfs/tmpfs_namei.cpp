@@ -344,6 +344,8 @@ long tmp_setattr(Tmpfs& fs, TmpInode& n, const Attr& a) {
     if (!S_ISREG(n.mode)) return -EINVAL;
     if (long r = tmp_truncate(fs, n, a.size)) return r;
   }
+  // Truncating a file or giving it an owner drops its capabilities.
+  if ((a.mask & kAttrSize) || ((a.mask & (kAttrUid | kAttrGid)) && !S_ISDIR(n.mode))) tmp_kill_file_caps(fs, n);
   if (a.mask & kAttrMode) n.mode = (n.mode & S_IFMT) | (a.mode & 07777);
   if (a.mask & kAttrUid) n.uid = a.uid;
   if (a.mask & kAttrGid) n.gid = a.gid;
@@ -359,6 +361,14 @@ long tmp_setattr_path(Task& t, Tmpfs& fs, Lookup& p, const Attr& a) {
   long r = walk_existing(t, fs, p, &w, p.follow);
   if (r < 0) return r;
   return tmp_setattr(fs, *w.inode, a);
+}
+
+long tmp_xattr_path(Task& t, Tmpfs& fs, Lookup& p, XattrOp& op) {
+  Guard g(fs.lock);
+  Walk w;
+  long r = walk_existing(t, fs, p, &w, p.follow);
+  if (r < 0) return r;
+  return tmp_xattr(t, fs, *w.inode, op);
 }
 
 long tmp_open_dentry_inode(Task& t, Tmpfs& fs, const Dentry& d, int flags, TmpInode** out) {
