@@ -132,6 +132,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->log->time = cfg.boot.printk_time;
   k->mem.limit = cfg.boot.mem_bytes;
   k->sysctl.pid_max.store(default_pid_max());
+  sysctl_start(k->sysctl);
   // Booting mounts what the command line asks for (kernel/boot/boot.cpp),
   // and numbers its processes from init's 1 on its own.
   if (cfg.boot.enabled) return k;

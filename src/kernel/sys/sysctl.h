@@ -24,7 +24,11 @@ struct Sysctl {
   std::atomic<uint32_t> pipe_max_size{1048576};  // fs/pipe-max-size
   std::atomic<int> lease_break_time{45};    // fs/lease-break-time, seconds
   std::atomic<uint32_t> nr_open{1048576};   // fs/nr_open: RLIMIT_NOFILE's ceiling
+  char boot_id[37] = "";                    // kernel/random/boot_id (sysctl_start)
 };
+
+// What a kernel instance fixes at its start: the boot id.
+void sysctl_start(Sysctl& s);
 
 // Linux's round_pipe_size: a pipe's capacity for a requested size (whole
 // pages, a power of two), or 0 when it is too big.
