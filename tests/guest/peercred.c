@@ -4,7 +4,8 @@
 // SCM_CREDENTIALS received from a child carry the child's pid. Two children
 // connect at once, started with posix_spawn; each says its pid in the data,
 // so each accepted socket can be matched to its child. As root, the
-// children first become nobody, so their ids differ from the parent's.
+// children first become nobody, so their ids differ from the parent's. A
+// datagram from a forked child carries its credentials unasked.
 //   peercred SCRATCH_DIR
 #include "guest_check.h"
 
@@ -154,6 +155,45 @@ static const char* self_path(const char* argv0) {
   return argv0;
 }
 
+// A datagram to a receiver with SO_PASSCRED carries the sender's pid and
+// real ids though the sender attached nothing (a forked child, which
+// waits until the parent has read it).
+static void datagram_from_child(const char* dir) {
+  struct sockaddr_un a = path_addr(dir, "dgram.sock");
+  int r = socket(AF_UNIX, SOCK_DGRAM, 0), on = 1, done[2];
+  REQUIRE(r >= 0 && bind(r, (struct sockaddr*)&a, sizeof a) == 0 && pipe(done) == 0);
+  CHECK_OK(setsockopt(r, SOL_SOCKET, SO_PASSCRED, &on, sizeof on));
+  CHECK_OK(chmod(a.sun_path, 0666));  // a sender that dropped root may write to it
+  struct timeval tv = {10, 0};
+  CHECK_OK(setsockopt(r, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv));
+  int root = geteuid() == 0;
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (root && (setresgid(kNobody, kNobody, kNobody) != 0 || setresuid(kNobody, kNobody, kNobody) != 0)) _exit(101);
+    int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+    if (s < 0 || sendto(s, "hi", 2, 0, (struct sockaddr*)&a, sizeof a) != 2) _exit(102);
+    char c;
+    (void)!read(done[0], &c, 1);
+    _exit(0);
+  }
+  char buf[8], ctl[CMSG_SPACE(sizeof(struct ucred))];
+  struct iovec iov = {buf, sizeof buf};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+  struct ucred cr = {0, 0, 0};
+  CHECK(recvmsg(r, &m, 0) == 2 && got_cred(&m, &cr), "a datagram with credentials");
+  uid_t want = root ? kNobody : getuid();
+  CHECK(cr.pid == pid && cr.uid == want && cr.gid == (root ? kNobody : getgid()),
+        "the sender's pid %d and ids %u/%u: got %d %u/%u", (int)pid, (unsigned)want, (unsigned)want, (int)cr.pid,
+        (unsigned)cr.uid, (unsigned)cr.gid);
+  (void)!write(done[1], "k", 1);
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the sender: status %#x", st);
+  close(r);
+  close(done[0]);
+  close(done[1]);
+}
+
 int main(int argc, char** argv) {
   if (argc == 5 && strcmp(argv[1], "child") == 0)
     return child_main(argv[2], atoi(argv[3]), strcmp(argv[4], "drop") == 0);
@@ -164,5 +204,6 @@ int main(int argc, char** argv) {
   in_process(argv[1]);
   two_children(self, argv[1], SOCK_STREAM, "SOCK_STREAM");
   two_children(self, argv[1], SOCK_SEQPACKET, "SOCK_SEQPACKET");
+  datagram_from_child(argv[1]);
   return guest_finish();
 }

@@ -156,6 +156,28 @@ void accept_find_peer(Task& t, File& accepted) {
 // The peer's credentials in guest terms: a guest peer as recorded (the
 // reader's own ids when nothing was), a peer outside flatux as pid 0 and
 // the overflow uid/gid: its host identity is not the guest's business.
+namespace {
+
+// The guest process a host pid names in received credentials (a datagram's,
+// which no connection recorded): the one guest process whose threads run
+// in that host process. The host names a process, not a guest, so where
+// several guests share one host process (vfork children beside their
+// parent) it cannot tell: false.
+bool sole_guest_of(Kernel& k, int host_pid, PeerCred* out) {
+  Guard g(k.tasks_lock);
+  Process* found = nullptr;
+  for (Task* x : k.live_tasks()) {
+    if (!x || x->proc->state != ProcState::kRunning || task_host_pid(*x) != host_pid) continue;
+    if (found && found != x->proc) return false;
+    found = x->proc;
+  }
+  if (!found) return false;
+  *out = {found->pid, found->creds.uid, found->creds.gid};
+  return true;
+}
+
+}  // namespace
+
 void peer_cred_to_guest(Task& t, File* sock, ucred& c) {
   if (c.pid == 0) return;  // no peer
   if (!is_kernel_host_pid(*t.kernel, c.pid)) {
@@ -168,7 +190,7 @@ void peer_cred_to_guest(Task& t, File* sock, ucred& c) {
     Guard g(t.kernel->net->lock);
     pc = p->peer_cred;
   }
-  if (!pc.pid) pc = {0, t.proc->creds.euid, t.proc->creds.egid};
+  if (!pc.pid && !sole_guest_of(*t.kernel, c.pid, &pc)) pc = {0, t.proc->creds.euid, t.proc->creds.egid};
   c = {pc.pid, pc.uid, pc.gid};
 }
 
