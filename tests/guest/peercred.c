@@ -5,7 +5,8 @@
 // connect at once, started with posix_spawn; each says its pid in the data,
 // so each accepted socket can be matched to its child. As root, the
 // children first become nobody, so their ids differ from the parent's. A
-// datagram from a forked child carries its credentials unasked.
+// datagram from a forked child carries its credentials unasked; a client
+// gone before the accept is still the accepted socket's peer.
 //   peercred SCRATCH_DIR
 #include "guest_check.h"
 
@@ -194,6 +195,32 @@ static void datagram_from_child(const char* dir) {
   close(done[1]);
 }
 
+// A client that connected, wrote and exited before the accept: the
+// accepted socket still names it (Linux records the credentials at
+// connect).
+static void closed_before_accept(const char* dir) {
+  struct sockaddr_un a = path_addr(dir, "late.sock");
+  int l = socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(l >= 0 && bind(l, (struct sockaddr*)&a, sizeof a) == 0 && listen(l, 4) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (s < 0 || connect(s, (struct sockaddr*)&a, sizeof a) != 0 || write(s, "x", 1) != 1) _exit(101);
+    _exit(0);
+  }
+  int st;
+  REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "client: %#x", st);
+  int c = accept(l, NULL, NULL);
+  REQUIRE(c >= 0);
+  struct ucred cr = {0, 0, 0};
+  socklen_t len = sizeof cr;
+  CHECK(getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid == pid && cr.uid == getuid(),
+        "the departed client %d: got pid %d uid %u", (int)pid, (int)cr.pid, (unsigned)cr.uid);
+  close(c);
+  close(l);
+}
+
 int main(int argc, char** argv) {
   if (argc == 5 && strcmp(argv[1], "child") == 0)
     return child_main(argv[2], atoi(argv[3]), strcmp(argv[4], "drop") == 0);
@@ -205,5 +232,6 @@ int main(int argc, char** argv) {
   two_children(self, argv[1], SOCK_STREAM, "SOCK_STREAM");
   two_children(self, argv[1], SOCK_SEQPACKET, "SOCK_SEQPACKET");
   datagram_from_child(argv[1]);
+  closed_before_accept(argv[1]);
   return guest_finish();
 }

@@ -10,7 +10,9 @@
 //   records its host socket's inode with its credentials; accept asks the
 //   host (NETLINK_SOCK_DIAG, UDIAG_SHOW_PEER) for the inode of the accepted
 //   socket's peer and takes the matching record. A client that closed
-//   before the accept has no inode any more and shows pid 0.
+//   before the accept has no inode any more: its record is kept (a few,
+//   the oldest dropped first) and found by the host process that
+//   connected, which the host's own SO_PEERCRED names.
 #include <cstring>
 #include <linux/errno.h>
 #include <linux/netlink.h>
@@ -27,8 +29,9 @@ namespace flatux {
 
 struct ConnectRecord {
   ConnectRecord* next;
-  SockPriv* client;
-  uint64_t ino;  // the client's host socket inode
+  SockPriv* client;  // null once the client closed
+  uint64_t ino;      // the client's host socket inode
+  int host_pid;      // the host process that connected
   PeerCred cred;
 };
 
@@ -108,24 +111,38 @@ void connect_record(Task& t, File& client) {
     ns.heap->free(rec);
     return;
   }
-  *rec = {nullptr, p, ino, peer_cred_of(t)};
+  *rec = {nullptr, p, ino, task_host_pid(t), peer_cred_of(t)};
   Guard g(ns.lock);
   rec->next = ns.connects;
   ns.connects = rec;
   p->connect_registry = &ns;
 }
 
+namespace {
+
+// Closed clients' records kept for a late accept.
+constexpr int kClosedKept = 64;
+
+}  // namespace
+
 void connect_forget(SockPriv* client) {
   NetState& ns = *client->connect_registry;
   ConnectRecord* gone = nullptr;
   {
     Guard g(ns.lock);
-    for (ConnectRecord** link = &ns.connects; *link; link = &(*link)->next)
-      if ((*link)->client == client) {
-        gone = *link;
-        *link = gone->next;
-        break;
+    // The record stays, without its client; past kClosedKept closed
+    // records the oldest goes (the list runs newest first).
+    int closed = 0;
+    for (ConnectRecord** link = &ns.connects; *link;) {
+      ConnectRecord* r = *link;
+      if (r->client == client) r->client = nullptr;
+      if (!r->client && ++closed > kClosedKept && !gone) {
+        gone = r;
+        *link = r->next;
+        continue;
       }
+      link = &r->next;
+    }
   }
   ns.heap->free(gone);
 }
@@ -138,17 +155,25 @@ void accept_find_peer(Task& t, File& accepted) {
     if (!ns.connects || !p) return;  // no guest is waiting to be accepted
   }
   uint64_t peer = host_peer_ino(host_ino(accepted.host_fd));
-  if (!peer) return;
+  ucred host{};
+  socklen_t len = sizeof host;
+  if (!peer && host::sys(SYS_getsockopt, accepted.host_fd, SOL_SOCKET, SO_PEERCRED, &host, &len) < 0) return;
   ConnectRecord* found = nullptr;
   {
     Guard g(ns.lock);
-    for (ConnectRecord** link = &ns.connects; *link; link = &(*link)->next)
-      if ((*link)->ino == peer) {
-        found = *link;
-        *link = found->next;
-        p->peer_cred = found->cred;
-        break;
+    ConnectRecord** match = nullptr;
+    for (ConnectRecord** link = &ns.connects; *link; link = &(*link)->next) {
+      ConnectRecord* r = *link;
+      if (peer ? r->ino == peer : (!r->client && r->host_pid == host.pid)) {
+        match = link;  // by inode: the one; by host process: the oldest
+        if (peer) break;
       }
+    }
+    if (match) {
+      found = *match;
+      *match = found->next;
+      p->peer_cred = found->cred;
+    }
   }
   ns.heap->free(found);
 }
