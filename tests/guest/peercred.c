@@ -195,29 +195,47 @@ static void datagram_from_child(const char* dir) {
   close(done[1]);
 }
 
-// A client that connected, wrote and exited before the accept: the
-// accepted socket still names it (Linux records the credentials at
-// connect).
+// Clients that connected, wrote and exited before the accept: the
+// accepted sockets still name them (Linux records the credentials at
+// connect), also for an acceptor that is another process.
+static int accept_two(int l, pid_t a, pid_t b) {
+  pid_t seen[2] = {0, 0};
+  for (int i = 0; i < 2; i++) {
+    int c = accept(l, NULL, NULL);
+    struct ucred cr = {0, 0, 0};
+    socklen_t len = sizeof cr;
+    if (c < 0 || getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0) return 101;
+    printf("  accepted a departed client: pid %d uid %u\n", (int)cr.pid, (unsigned)cr.uid);
+    seen[i] = cr.pid;
+    close(c);
+  }
+  fflush(stdout);
+  return ((seen[0] == a && seen[1] == b) || (seen[0] == b && seen[1] == a)) ? 0 : 102;
+}
+
 static void closed_before_accept(const char* dir) {
   struct sockaddr_un a = path_addr(dir, "late.sock");
   int l = socket(AF_UNIX, SOCK_STREAM, 0);
   REQUIRE(l >= 0 && bind(l, (struct sockaddr*)&a, sizeof a) == 0 && listen(l, 4) == 0);
-  pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    int s = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (s < 0 || connect(s, (struct sockaddr*)&a, sizeof a) != 0 || write(s, "x", 1) != 1) _exit(101);
-    _exit(0);
+  pid_t client[2];
+  for (int i = 0; i < 2; i++) {
+    client[i] = fork();
+    REQUIRE(client[i] >= 0);
+    if (client[i] == 0) {
+      int s = socket(AF_UNIX, SOCK_STREAM, 0);
+      if (s < 0 || connect(s, (struct sockaddr*)&a, sizeof a) != 0 || write(s, "x", 1) != 1) _exit(101);
+      _exit(0);
+    }
+    int st;
+    REQUIRE(waitpid(client[i], &st, 0) == client[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0, "client: %#x", st);
   }
+  fflush(stdout);
+  pid_t acceptor = fork();
+  REQUIRE(acceptor >= 0);
+  if (acceptor == 0) _exit(accept_two(l, client[0], client[1]));
   int st;
-  REQUIRE(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "client: %#x", st);
-  int c = accept(l, NULL, NULL);
-  REQUIRE(c >= 0);
-  struct ucred cr = {0, 0, 0};
-  socklen_t len = sizeof cr;
-  CHECK(getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid == pid && cr.uid == getuid(),
-        "the departed client %d: got pid %d uid %u", (int)pid, (int)cr.pid, (unsigned)cr.uid);
-  close(c);
+  CHECK(waitpid(acceptor, &st, 0) == acceptor && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "the accepted sockets name the departed clients %d and %d (status %#x)", (int)client[0], (int)client[1], st);
   close(l);
 }
 

@@ -205,15 +205,17 @@ bool sole_guest_of(Kernel& k, int host_pid, PeerCred* out) {
 
 void peer_cred_to_guest(Task& t, File* sock, ucred& c) {
   if (c.pid == 0) return;  // no peer
-  if (!is_kernel_host_pid(*t.kernel, c.pid)) {
-    c = {0, 65534, 65534};
-    return;
-  }
+  // What the connection recorded comes first: the host process that
+  // connected may be gone by now.
   SockPriv* p = sock ? sock_priv(*sock) : nullptr;
   PeerCred pc;
   if (p) {
     Guard g(t.kernel->net->lock);
     pc = p->peer_cred;
+  }
+  if (!pc.pid && !is_kernel_host_pid(*t.kernel, c.pid)) {
+    c = {0, 65534, 65534};
+    return;
   }
   if (!pc.pid && !sole_guest_of(*t.kernel, c.pid, &pc)) pc = {0, t.proc->creds.euid, t.proc->creds.egid};
   c = {pc.pid, pc.uid, pc.gid};
