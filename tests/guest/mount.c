@@ -7,7 +7,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <sys/stat.h>
@@ -368,6 +371,62 @@ static void test_remount_race(void) {
   CHECK_OK(umount(b));
 }
 
+// Linux's mounts_poll: a reader of mountinfo learns of each change of the
+// mount table once, as POLLPRI|POLLERR, by poll or epoll (systemd and
+// libmount's monitor wait for mounts this way).
+static void mountinfo_poll(void) {
+  char a[PATH_MAX + 16];
+  snprintf(a, sizeof a, "%s/polled", mnt);
+  REQUIRE(mkdir(a, 0755) == 0);
+  int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  struct pollfd p = {fd, POLLPRI, 0};
+  CHECK(poll(&p, 1, 0) == 0, "nothing changed yet: revents %#x", p.revents);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  struct epoll_event ev = {.events = EPOLLPRI, .data.u32 = 7};
+  CHECK_OK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+  fflush(stdout);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    usleep(100000);
+    _exit(mount("none", a, "tmpfs", 0, "size=1m") == 0 ? 0 : 1);
+  }
+  struct epoll_event out = {0};
+  int n = epoll_wait(ep, &out, 1, 5000);
+  CHECK(n == 1 && (out.events & EPOLLPRI) && (out.events & EPOLLERR) && out.data.u32 == 7,
+        "epoll_wait woke for another process's mount: %d events %#x", n, out.events);
+  int st;
+  CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the mount: %#x", st);
+  // Once reported, a change is not reported again (the first look may
+  // still see one made meanwhile on the host, natively).
+  poll(&p, 1, 0);
+  p.revents = 0;
+  CHECK(poll(&p, 1, 0) == 0, "a change is reported once: revents %#x", p.revents);
+  CHECK_OK(umount(a));
+  CHECK(poll(&p, 1, 0) == 1 && (p.revents & POLLPRI) && (p.revents & POLLERR), "umount: revents %#x", p.revents);
+  close(ep);
+  close(fd);
+  CHECK_OK(rmdir(a));
+}
+
+// In a child with a mount namespace of its own where there is one
+// (natively), so that other mounts on the host do not show as changes.
+static void test_mountinfo_poll(void) {
+  puts("/proc/self/mountinfo: poll and epoll report changes of the mount table");
+  fflush(stdout);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) _exit(3);
+    mountinfo_poll();
+    fflush(stdout);
+    _exit(guest_failures ? 1 : 0);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the poll checks: %#x", st);
+}
+
 int main(int argc, char** argv) {
   guest_name = "mount";
   REQUIRE(argc == 2, "usage: mount SCRATCH_DIR");
@@ -381,6 +440,7 @@ int main(int argc, char** argv) {
   test_umount_rules();
   test_unprivileged();
   test_hostfs();
+  test_mountinfo_poll();
 
   CHECK_OK(umount(mnt));
   return guest_finish();

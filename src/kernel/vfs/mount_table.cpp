@@ -151,6 +151,7 @@ long Vfs::attach_locked(Mount* m, Mount* parent) {
     to_pin_.fetch_add(1, std::memory_order_release);
   }
   update_walk_hints_locked();
+  touch();
   return 0;
 }
 
@@ -166,6 +167,7 @@ void Vfs::remove_locked(Mount* m) {
   unpin_locked(m);
   update_walk_hints_locked();
   leave_group_locked(m);
+  touch();
 }
 
 // m leaves the table: its mount point is no longer one (the dentry's

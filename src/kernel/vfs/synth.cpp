@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <poll.h>
 #include <sys/stat.h>
 
 #include "kernel/mm/usercopy.h"
@@ -20,6 +21,8 @@ struct SynthData {
   uint64_t dev;  // the device of the filesystem the node belongs to
   size_t len;
   int ndirents;
+  const std::atomic<uint64_t>* events;  // a watched text's change count, else null
+  uint64_t seen;                        // its value as last reported
   char bytes[];  // text, or SynthDirent[ndirents]
 };
 
@@ -84,6 +87,17 @@ long synth_getdents64(Task&, File& f, void* buf, size_t n) {
   return (long)used;
 }
 
+short synth_watched_poll(Task&, File& f, short events) {
+  SynthData* d = data_of(f);
+  short r = POLLIN | POLLRDNORM;
+  uint64_t now = d->events->load(std::memory_order_acquire);
+  // Reported once per change: the first poll to see it takes it.
+  uint64_t seen = __atomic_load_n(&d->seen, __ATOMIC_RELAXED);
+  if (seen != now && __atomic_compare_exchange_n(&d->seen, &seen, now, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    r |= POLLERR | POLLPRI;
+  return (short)(r & (events | POLLERR | POLLHUP));
+}
+
 const FileOps kSynthTextOps = {
     .read = file_read_at_pos,
     .write = nullptr,
@@ -95,6 +109,20 @@ const FileOps kSynthTextOps = {
     .ioctl = nullptr,
     .statfs = nullptr,
     .release = synth_release,
+};
+
+const FileOps kSynthWatchedOps = {
+    .read = file_read_at_pos,
+    .write = nullptr,
+    .pread = synth_pread,
+    .pwrite = nullptr,
+    .lseek = synth_lseek,
+    .stat = synth_stat_op,
+    .getdents64 = nullptr,
+    .ioctl = nullptr,
+    .statfs = nullptr,
+    .release = synth_release,
+    .poll = synth_watched_poll,
 };
 
 const FileOps kSynthDirOps = {
@@ -209,8 +237,10 @@ File* SynthText::to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint6
   d->dev = dev;
   d->len = len_;
   d->ndirents = 0;
+  d->events = events_;
+  d->seen = seen_;
   if (len_) memcpy(d->bytes, data_, len_);
-  return make_file(heap_, &kSynthTextOps, d, open_flags);
+  return make_file(heap_, events_ ? &kSynthWatchedOps : &kSynthTextOps, d, open_flags);
 }
 
 File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, uint64_t ino, uint64_t dev) {
@@ -221,6 +251,7 @@ File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, 
   d->dev = dev;
   d->len = 0;
   d->ndirents = n;
+  d->events = nullptr;
   if (n) memcpy(d->bytes, entries, sizeof(SynthDirent) * n);
   return make_file(h, &kSynthDirOps, d, O_RDONLY | O_DIRECTORY);
 }

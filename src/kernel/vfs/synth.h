@@ -2,6 +2,7 @@
 // text is produced once at open, like Linux's seq_file snapshot, and read
 // from kernel memory.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -27,6 +28,13 @@ class SynthText {
   bool ok() const { return !failed_; }
   // Hands the buffer to a new read-only file (the text is then empty).
   File* to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint64_t dev);
+  // Called before the text is made: it goes stale when `events` (the mount
+  // table's change count) moves on, and the file's poll says POLLERR|
+  // POLLPRI once for each change since, as Linux's mounts_poll.
+  void watch(const std::atomic<uint64_t>& events) {
+    events_ = &events;
+    seen_ = events.load(std::memory_order_acquire);
+  }
   std::string_view view() const { return {data_, len_}; }
   // Copies what lies at `off` to the guest (a pread of the text): bytes,
   // 0 past the end, -ENOMEM when making it failed, -EFAULT.
@@ -38,6 +46,8 @@ class SynthText {
   char* data_ = nullptr;
   size_t len_ = 0, cap_ = 0;
   bool failed_ = false;
+  const std::atomic<uint64_t>* events_ = nullptr;
+  uint64_t seen_ = 0;
 };
 
 struct SynthDirent {

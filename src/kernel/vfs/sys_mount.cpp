@@ -113,6 +113,7 @@ long remount(Task& t, Target& at, unsigned long flags, const char* data) {
   unsigned long per_mount = flags & kPerMountFlags;
   if (flags & MS_BIND) {  // this mount's flags only
     set_per_mount_flags(m, per_mount);
+    t.kernel->vfs->touch();
     return 0;
   }
   Filesystem& fs = *m.fs;
@@ -122,6 +123,7 @@ long remount(Task& t, Target& at, unsigned long flags, const char* data) {
   }
   fs.readonly.store(flags & MS_RDONLY, std::memory_order_relaxed);
   set_per_mount_flags(m, per_mount);
+  t.kernel->vfs->touch();
   if (m.type && m.type->show_options) {
     // Every mount of the filesystem shows its new options.
     char options[256];

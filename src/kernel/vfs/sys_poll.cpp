@@ -58,19 +58,24 @@ struct PollSet {
   int nvirtual = 0;
   int nhost = 0;    // entries the host has to poll
   int nalways = 0;  // always-ready entries whose events include a ready one
+  // The virtual files' answers, kept across the host call that clears
+  // them: a file may report an event only once (mountinfo's change).
+  short* virtual_revents = nullptr;
   ~PollSet() {
     for (int i = 0; i < n; i++)
       if (owned && owned[i]) files[i]->put();
     heap->free(host);
     heap->free(files);
     heap->free(owned);
+    heap->free(virtual_revents);
   }
   bool init(int count) {
     size_t c = count ? (size_t)count : 1;
     host = static_cast<pollfd*>(heap->alloc(sizeof(pollfd) * (c + 1)));
     files = static_cast<File**>(heap->alloc(sizeof(File*) * c));
     owned = static_cast<bool*>(heap->alloc(c));
-    if (!host || !files || !owned) return false;
+    virtual_revents = static_cast<short*>(heap->alloc(sizeof(short) * c));
+    if (!host || !files || !owned || !virtual_revents) return false;
     n = count;
     return true;
   }
@@ -133,6 +138,7 @@ long poll_virtual(Task& t, PollSet& ps) {
     if (!ps.virtual_file(i)) continue;
     pollfd& p = ps.host[i];
     p.revents = ps.files[i]->ops->poll(t, *ps.files[i], p.events) & (p.events | POLLERR | POLLHUP | POLLNVAL);
+    ps.virtual_revents[i] = p.revents;
     if (p.revents) ready++;
   }
   return ready;
@@ -171,8 +177,15 @@ long wait_virtual(Task& t, PollSet& ps, uint64_t deadline) {
     long r = host_wait(t, ps, ps.n + 1, until);
     if (r < 0) return r;
     if (ps.host[ps.n].revents) r--;  // the wake-up itself is no event
-    // The host cleared the virtual entries' revents: ask again.
-    long v = poll_virtual(t, ps);
+    // The host cleared the virtual entries' revents: put back what they
+    // said, or, when nothing was ready before the wait, ask again.
+    long v = vready;
+    if (vready) {
+      for (int i = 0; i < ps.n; i++)
+        if (ps.virtual_file(i)) ps.host[i].revents = ps.virtual_revents[i];
+    } else {
+      v = poll_virtual(t, ps);
+    }
     if (r || v) return r + v;
     if (monotonic_ns() >= deadline) return 0;
   }

@@ -379,6 +379,12 @@ class Vfs {
     for (int i = 0; i < ntypes_; i++) fn(*types_[i]);
   }
 
+  // A count of the changes to the table (a mount attached or detached, a
+  // mount's flags changed): /proc/PID/mountinfo's readers poll it, as
+  // Linux's mounts_poll reports a namespace's events.
+  const std::atomic<uint64_t>& mount_events() const { return events_; }
+  void touch() { events_.fetch_add(1, std::memory_order_release); }
+
   // Calls fn(const Mount&) for each attached mount, in mount order (lock held).
   template <typename F>
   void for_each_mount(F&& fn) {
@@ -438,6 +444,7 @@ class Vfs {
   // Attached mounts with a parent and without a point; of those, the ones
   // pin_points has not taken up yet.
   std::atomic<int> unpinned_{0};
+  std::atomic<uint64_t> events_{0};
   std::atomic<int> to_pin_{0};
   PointKey points_[kMaxMounts]{};
   Mount* top_root_ = nullptr;  // the topmost mount on "/"

@@ -516,6 +516,8 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
   }
   if (flags & O_DIRECTORY) return -ENOTDIR;
   SynthText text(t.kernel->heap);
+  if (l.file == ProcFile::kMounts || l.file == ProcFile::kMountinfo || l.file == ProcFile::kGlobalMounts)
+    text.watch(t.kernel->vfs->mount_events());
   long r = l.node == Node::kFdInfo ? fdinfo_text(t, l, text) : proc_generate(t, l.file, l.pid, text);
   if (r < 0) return r;
   File* f = text.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFREG | 0444, ino_of(l), kProcDev);
