@@ -89,8 +89,10 @@ namespace {
 
 constexpr uint32_t kMaxQueued = 16384, kMaxInstancesPerUser = 128, kMaxWatchesPerUser = 65536;
 constexpr size_t kHeader = sizeof(inotify_event);
-constexpr uint32_t kValidAdd = IN_ALL_EVENTS | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK | IN_MASK_ADD |
-                               IN_MASK_CREATE | IN_ONESHOT;
+// Linux's ALL_INOTIFY_BITS: what inotify_add_watch takes (IN_ISDIR and
+// the bits it reports itself included, as Linux accepts them).
+constexpr uint32_t kValidAdd = IN_ALL_EVENTS | IN_UNMOUNT | IN_Q_OVERFLOW | IN_IGNORED | IN_ONLYDIR |
+                               IN_DONT_FOLLOW | IN_EXCL_UNLINK | IN_MASK_ADD | IN_MASK_CREATE | IN_ISDIR | IN_ONESHOT;
 
 Inotify& table_of(Kernel& k) { return *k.inotify; }
 
@@ -527,7 +529,7 @@ long sys_inotify_add_watch(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   if (!f) return -EBADF;
   if (f->ops != &kInotifyOps) return -EINVAL;
-  if (!(mask & IN_ALL_EVENTS) || (mask & ~kValidAdd)) return -EINVAL;
+  if (!mask || (mask & ~kValidAdd)) return -EINVAL;
   if ((mask & IN_MASK_ADD) && (mask & IN_MASK_CREATE)) return -EINVAL;
   char path[kPathMax];
   long r = strncpy_from_user(path, (const char*)a[1], sizeof path);
