@@ -160,6 +160,46 @@ static void unprivileged(const char* self) {
   CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status 0x%x", st);
 }
 
+// I/O priorities (ioprio_set/ioprio_get): class << 13 | level, per task,
+// inherited by fork.
+#define IOPRIO(cls, level) ((cls) << 13 | (level))
+static long ioprio_get(int which, int who) { return syscall(SYS_ioprio_get, which, who); }
+static long ioprio_set(int which, int who, int prio) { return syscall(SYS_ioprio_set, which, who, prio); }
+
+static void io_priorities(void) {
+  puts("I/O priorities");
+  CHECK(ioprio_get(1, 0) == 0, "none set at first: %ld", ioprio_get(1, 0));
+  CHECK_OK(ioprio_set(1, 0, IOPRIO(2, 7)));
+  CHECK(ioprio_get(1, 0) == IOPRIO(2, 7), "best effort 7: %ld", ioprio_get(1, 0));
+  CHECK_ERR(ioprio_set(1, 0, IOPRIO(0, 1)), EINVAL);  // "none" has no level
+  CHECK_ERR(ioprio_set(1, 0, IOPRIO(4, 0)), EINVAL);  // no such class
+  CHECK_ERR(ioprio_set(4, 0, IOPRIO(2, 0)), EINVAL);  // no such "which"
+  CHECK_ERR(ioprio_get(0, 0), EINVAL);
+  CHECK_ERR(ioprio_get(1, 0x3ffffff0), ESRCH);
+  fflush(stdout);
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Inherited; a group of its own holds only it.
+    if (ioprio_get(1, 0) != IOPRIO(2, 7) || setpgid(0, 0) != 0) _exit(1);
+    if (ioprio_set(1, 0, IOPRIO(3, 5)) != 0 || ioprio_get(1, 0) != IOPRIO(3, 5)) _exit(2);
+    if (ioprio_get(2, 0) != IOPRIO(3, 5)) _exit(3);
+    // "none" counts as best effort at the level nice gives: (nice + 20) / 5.
+    int level = (getpriority(PRIO_PROCESS, 0) + 20) / 5;
+    if (ioprio_set(1, 0, 0) != 0 || ioprio_get(2, 0) != IOPRIO(2, level)) _exit(4);
+    // An ordinary user may not touch root's tasks, nor take real-time.
+    if (setresuid(65534, 65534, 65534) != 0) _exit(5);
+    if (ioprio_set(1, getppid(), IOPRIO(2, 1)) != -1 || errno != EPERM) _exit(6);
+    if (ioprio_set(1, 0, IOPRIO(1, 0)) != -1 || errno != EPERM) _exit(7);
+    if (ioprio_set(1, 0, IOPRIO(2, 2)) != 0) _exit(8);
+    _exit(0);
+  }
+  int st;
+  CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's checks: %#x", st);
+  CHECK(ioprio_get(1, 0) == IOPRIO(2, 7), "the parent's own is unchanged");
+  CHECK_OK(ioprio_set(1, 0, 0));
+}
+
 int main(int argc, char** argv) {
   guest_name = "sched";
   if (argc > 1 && strcmp(argv[1], "unprivileged") == 0) return unprivileged_child();
@@ -170,5 +210,6 @@ int main(int argc, char** argv) {
   policies();
   nice_values();
   unprivileged(argv[0]);
+  if (geteuid() == 0) io_priorities();
   return guest_finish();
 }

@@ -1,5 +1,6 @@
-// Scheduling: nice values (getpriority/setpriority), policies and
-// parameters, affinity, yield, getcpu. Guest tasks are host threads and the
+// Scheduling: nice values (getpriority/setpriority), I/O priorities
+// (ioprio_get/set: kept per task, as the guest's own; flatux's host I/O is
+// not reordered by them), policies and parameters, affinity, yield, getcpu. Guest tasks are host threads and the
 // host schedules them. Policies, parameters and affinity live in the host
 // thread (the guest's rules on who may change whom are checked here first;
 // a real-time policy needs the host's own privilege). A nice value is the
@@ -159,6 +160,72 @@ long sys_setpriority(Task& t, SyscallArgs a) {
     else if (error == -ESRCH) error = 0;
   });
   return n < 0 ? n : error;
+}
+
+namespace {
+
+// I/O priorities: class in bits 13-15, level in the low bits (Linux 6.1's
+// ioprio_check_cap): a real-time class needs CAP_SYS_NICE or
+// CAP_SYS_ADMIN; real-time and best-effort levels are 0-7; "none" has
+// level 0; idle any.
+constexpr int kIoprioClassShift = 13;
+constexpr int kIoprioNone = 0, kIoprioRt = 1, kIoprioBe = 2, kIoprioIdle = 3;
+
+long check_ioprio(const Task& t, int ioprio) {
+  int cls = (ioprio >> kIoprioClassShift) & 7, data = ioprio & ((1 << kIoprioClassShift) - 1);
+  switch (cls) {
+    case kIoprioRt:
+      if (!capable(t.proc->creds, CAP_SYS_NICE) && !capable(t.proc->creds, CAP_SYS_ADMIN)) return -EPERM;
+      [[fallthrough]];
+    case kIoprioBe: return data >= 8 ? -EINVAL : 0;
+    case kIoprioIdle: return 0;
+    case kIoprioNone: return data ? -EINVAL : 0;
+    default: return -EINVAL;
+  }
+}
+
+// A task's priority as a group's or user's reading counts it: "none" is
+// best effort at the level its nice value gives (Linux's
+// task_nice_ioprio), and the more urgent of two wins (lower class, then
+// lower level).
+int effective_ioprio(const Task& x) {
+  if ((x.ioprio >> kIoprioClassShift) != kIoprioNone) return x.ioprio;
+  return kIoprioBe << kIoprioClassShift | (x.nice + 20) / 5;
+}
+
+// IOPRIO_WHO_PROCESS, _PGRP, _USER are setpriority's which + 1.
+int prio_which(uint64_t ioprio_which) { return ioprio_which >= 1 && ioprio_which <= 3 ? (int)ioprio_which - 1 : -1; }
+
+}  // namespace
+
+long sys_ioprio_set(Task& t, SyscallArgs a) {
+  int which = prio_which(a[0]), ioprio = (int)a[2];
+  if (which < 0) return -EINVAL;
+  if (long r = check_ioprio(t, ioprio)) return r;
+  long error = -ESRCH;
+  const Creds& me = t.proc->creds;
+  long n = for_each_target(t, which, a[1], [&](Task& x) {
+    // Linux's set_task_ioprio: one's own tasks (by real uid), or CAP_SYS_NICE.
+    uint32_t owner = x.proc->creds.uid;
+    if (owner != me.euid && owner != me.uid && !capable(me, CAP_SYS_NICE)) {
+      error = -EPERM;
+      return;
+    }
+    x.ioprio = ioprio;
+    if (error == -ESRCH) error = 0;
+  });
+  return n < 0 ? n : error;
+}
+
+long sys_ioprio_get(Task& t, SyscallArgs a) {
+  int which = prio_which(a[0]);
+  if (which < 0) return -EINVAL;
+  long best = -ESRCH;
+  long n = for_each_target(t, which, a[1], [&](Task& x) {
+    if (which == PRIO_PROCESS) best = x.ioprio;
+    else if (best == -ESRCH || effective_ioprio(x) < best) best = effective_ioprio(x);
+  });
+  return n < 0 ? n : best;
 }
 
 long sys_sched_get_priority_max(Task&, SyscallArgs a) {

@@ -172,6 +172,7 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
     if (fork) hp->first = child;
     child->sigmask = t.sigmask;
     child->nice = t.nice;
+    child->ioprio = t.ioprio;
     if (!(flags & CLONE_VM) || (flags & CLONE_VFORK)) {
       child->altstack_sp = t.altstack_sp;
       child->altstack_size = t.altstack_size;

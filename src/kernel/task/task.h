@@ -250,6 +250,7 @@ struct Task {
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0, robust_len = 0;
   int nice = 0;                       // getpriority/setpriority (sys/sys_sched.cpp; tasks_lock)
+  int ioprio = 0;                     // ioprio_get/set (sys/sys_sched.cpp; tasks_lock); 0: none set
 
   // Signal state; the mask and pending set are guarded by proc->siglock.
   uint64_t sigmask = 0;
