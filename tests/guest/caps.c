@@ -9,6 +9,9 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <sys/auxv.h>
 #include <sys/fsuid.h>
@@ -336,6 +339,12 @@ static void checks_use_caps(const char* dir) {
   CHECK_ERR(mount("none", dir, "tmpfs", 0, NULL), EPERM);
   drop_effective(BIT(CAP_SETUID));
   CHECK_ERR(setuid(USER), EPERM);
+  // Raw IP sockets need CAP_NET_RAW; raw netlink sockets do not.
+  drop_effective(BIT(CAP_NET_RAW));
+  CHECK_ERR(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP), EPERM);
+  int nl = socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE);
+  CHECK(nl >= 0, "a raw netlink socket without CAP_NET_RAW: %s", strerror(errno));
+  if (nl >= 0) close(nl);
 }
 
 static void become_user(void) {

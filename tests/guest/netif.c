@@ -9,6 +9,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -341,11 +342,50 @@ static void rtnetlink(void) {
   CHECK_ERR(socket(AF_NETLINK, SOCK_STREAM, NETLINK_ROUTE), ESOCKTNOSUPPORT);
 }
 
+// A device monitor's socket, as libudev and systemd's sd-device open it:
+// NETLINK_KOBJECT_UEVENT bound to the udev group, with a socket filter and
+// SO_PASSCRED. It works as on Linux (nothing arrives on a quiet system).
+static void uevent_monitor(void) {
+  puts("uevent monitor socket");
+  int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);
+  REQUIRE(s >= 0, "socket: %s", strerror(errno));
+  int proto = 0;
+  socklen_t len = sizeof proto;
+  CHECK(getsockopt(s, SOL_SOCKET, SO_PROTOCOL, &proto, &len) == 0 && proto == NETLINK_KOBJECT_UEVENT,
+        "SO_PROTOCOL %d", proto);
+  struct sock_filter accept_all[] = {BPF_STMT(BPF_RET | BPF_K, 0xffffffff)};
+  struct sock_fprog prog = {1, accept_all};
+  CHECK_OK(setsockopt(s, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog));
+  struct sock_fprog empty = {0, accept_all};
+  CHECK_ERR(setsockopt(s, SOL_SOCKET, SO_ATTACH_FILTER, &empty, sizeof empty), EINVAL);
+  CHECK_ERR(setsockopt(s, SOL_SOCKET, SO_ATTACH_FILTER, &prog, 4), EINVAL);
+  struct sockaddr_nl a = {.nl_family = AF_NETLINK, .nl_groups = 2};
+  CHECK_OK(bind(s, (struct sockaddr*)&a, sizeof a));
+  struct sockaddr_nl got = {0};
+  len = sizeof got;
+  CHECK(getsockname(s, (struct sockaddr*)&got, &len) == 0 && got.nl_family == AF_NETLINK && got.nl_groups == 2 &&
+            got.nl_pid != 0,
+        "bound to the udev group: groups %#x pid %u", got.nl_groups, got.nl_pid);
+  int group = 1;
+  CHECK_OK(setsockopt(s, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group));
+  len = sizeof got;
+  CHECK(getsockname(s, (struct sockaddr*)&got, &len) == 0 && got.nl_groups == 3, "and the kernel's: %#x",
+        got.nl_groups);
+  group = 33;
+  CHECK_ERR(setsockopt(s, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group), EINVAL);
+  int on = 1;
+  CHECK_OK(setsockopt(s, SOL_SOCKET, SO_PASSCRED, &on, sizeof on));
+  struct pollfd p = {s, POLLIN, 0};
+  CHECK(poll(&p, 1, 0) >= 0, "pollable");
+  close(s);
+}
+
 int main(void) {
   guest_name = "netif";
   getifaddrs_lists_lo();
   name_index();
   ifreq_queries();
   rtnetlink();
+  uevent_monitor();
   return guest_finish();
 }

@@ -187,8 +187,28 @@ long netlink_check_dest(const sockaddr_storage& sa, socklen_t len) {
   return nl.nl_pid || nl.nl_groups ? -EPERM : 0;
 }
 
+long uevent_bind(SockPriv& p, int host_fd, sockaddr_storage& sa, socklen_t len) {
+  if (sa.ss_family != AF_NETLINK || len < sizeof(sockaddr_nl)) return -EINVAL;
+  auto& nl = reinterpret_cast<sockaddr_nl&>(sa);
+  uint32_t groups = nl.nl_groups;
+  nl.nl_groups = 0;  // the host's route groups are not the guest's uevent groups
+  long r = host::sys(SYS_bind, host_fd, &sa, len);
+  if (r == 0) p.uevent_groups = groups;
+  return r;
+}
+
+long uevent_membership(SockPriv& p, int opt, uint32_t group) {
+  if (group == 0 || group > 32) return -EINVAL;  // the uevent family has 32 groups
+  uint32_t bit = 1u << (group - 1);
+  if (opt == NETLINK_ADD_MEMBERSHIP) p.uevent_groups |= bit;
+  else p.uevent_groups &= ~bit;
+  return 0;
+}
+
 long netlink_sendmsg(Task& t, File& f, msghdr& km, int flags) {
   SockPriv& p = *static_cast<SockPriv*>(f.priv);
+  // Broadcasting uevents (udevd's part) has no listener to reach here.
+  if (p.uevent) return -EOPNOTSUPP;
   if (km.msg_name) {
     long r = netlink_check_dest(*static_cast<sockaddr_storage*>(km.msg_name), km.msg_namelen);
     if (r < 0) return r;

@@ -79,6 +79,11 @@ struct SockPriv {
   UnixName* peer = nullptr;    // the name it connected to
   PeerCred peer_cred;          // guarded by NetState::lock
   bool netlink = false;        // an AF_NETLINK socket: requests are checked (netlink.cpp)
+  // A NETLINK_KOBJECT_UEVENT socket (netlink.cpp): no uevents reach it
+  // (flatux has no device events to send, and the host's are not the
+  // guest's), over a host route socket in no group; its groups as bound.
+  bool uevent = false;
+  uint32_t uevent_groups = 0;
   NetlinkRefusals* refusals = nullptr;  // its refused requests awaiting their answers
   NetState* connect_registry = nullptr;  // set once it has had a ConnectRecord
 };
@@ -130,6 +135,12 @@ long addr_put_user(const sockaddr_storage& sa, socklen_t len, uint64_t guest_add
                    uint64_t guest_lenp);
 // A fresh abstract name for an AF_UNIX socket bound without one.
 long unix_autobind(Task& t, int host_fd);
+
+// bind of a NETLINK_KOBJECT_UEVENT socket: its groups are kept, not
+// joined on the host (netlink.cpp).
+long uevent_bind(SockPriv& p, int host_fd, sockaddr_storage& sa, socklen_t len);
+// NETLINK_ADD_MEMBERSHIP / NETLINK_DROP_MEMBERSHIP of such a socket.
+long uevent_membership(SockPriv& p, int opt, uint32_t group);
 
 // SO_PEERCRED / SCM_CREDENTIALS values from the host in guest terms.
 void peer_cred_to_guest(Task& t, File* sock, ucred& c);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <linux/netlink.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -319,6 +320,12 @@ long addr_from_user(Task& t, int host_fd, uint64_t guest, uint64_t len, AddrUse 
 }
 
 void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len) {
+  if (sa.ss_family == AF_NETLINK && len >= sizeof(sockaddr_nl)) {
+    // A uevent socket's groups are its own, not the host socket's.
+    if (SockPriv* p = sock ? sock_priv(*sock) : nullptr; p && p->uevent)
+      reinterpret_cast<sockaddr_nl&>(sa).nl_groups = p->uevent_groups;
+    return;
+  }
   if (len <= kSunPathOff || sa.ss_family != AF_UNIX) return;
   sockaddr_un& su = un(sa);
   size_t plen = len - kSunPathOff;

@@ -30,20 +30,20 @@ bool family_ok(int domain) {
 bool net_denied(Task& t, int domain) {
   return t.kernel->cfg.net_none && (domain == AF_INET || domain == AF_INET6);
 }
-bool type_ok(int type) { return type == SOCK_STREAM || type == SOCK_DGRAM || type == SOCK_SEQPACKET; }
 
-// Raw and packet sockets need CAP_NET_RAW, which only the guest's root has;
-// the host (which may grant them to the whole flatux process) is asked
-// first, so a bad type or protocol gets Linux's own errno.
+// Raw IP sockets need CAP_NET_RAW (a raw netlink socket does not); the
+// host (which may grant them to the whole flatux process) is asked first,
+// so a bad type or protocol gets Linux's own errno.
 bool needs_net_raw(int domain, int type) {
-  return (type == SOCK_RAW || type == SOCK_PACKET) && domain != AF_UNIX;
+  return (type == SOCK_RAW || type == SOCK_PACKET) && (domain == AF_INET || domain == AF_INET6);
 }
 
-// Netlink: only NETLINK_ROUTE, as datagrams (SOCK_RAW and SOCK_DGRAM are
-// the same there).
+// Netlink: NETLINK_ROUTE, and NETLINK_KOBJECT_UEVENT that nothing is sent
+// to (netlink.cpp), as datagrams (SOCK_RAW and SOCK_DGRAM are the same
+// there).
 long netlink_type_check(int type, uint64_t protocol) {
   if (type != SOCK_RAW && type != SOCK_DGRAM) return -ESOCKTNOSUPPORT;
-  return protocol == NETLINK_ROUTE ? 0 : -EPROTONOSUPPORT;
+  return protocol == NETLINK_ROUTE || protocol == NETLINK_KOBJECT_UEVENT ? 0 : -EPROTONOSUPPORT;
 }
 
 // The host socket behind a guest descriptor: EBADF for no descriptor,
@@ -128,7 +128,8 @@ long sys_socket(Task& t, SyscallArgs a) {
   }
   if (net_denied(t, domain)) return -EACCES;
   // The type and protocol are the host's to judge (its errno is Linux's).
-  long hfd = host::sys(SYS_socket, domain, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, a[2]);
+  bool uevent = domain == AF_NETLINK && a[2] == NETLINK_KOBJECT_UEVENT;
+  long hfd = host::sys(SYS_socket, domain, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, uevent ? NETLINK_ROUTE : a[2]);
   if (hfd < 0) return hfd;
   if (needs_net_raw(domain, type & 0xf) && !capable(t.proc->creds, CAP_NET_RAW)) {
     host::sys(SYS_close, hfd);
@@ -137,6 +138,7 @@ long sys_socket(Task& t, SyscallArgs a) {
   File* f = sock_file_adopt(t.kernel->heap, (int)hfd, file_flags(type));
   if (!f) return -ENOMEM;
   sock_priv(*f)->netlink = domain == AF_NETLINK;
+  sock_priv(*f)->uevent = uevent;
   return install_file(t, f, type & SOCK_CLOEXEC);
 }
 
@@ -190,6 +192,7 @@ long sys_bind(Task& t, SyscallArgs a) {
   long r = addr_from_user(t, s.host(), a[1], a[2], AddrUse::kBind, &ha);
   if (r < 0) return r;
   if (ha.sa.ss_family == AF_UNIX && ha.len == kSunPathOff) return unix_autobind(t, s.host());
+  if (SockPriv* p = sock_priv(*s.f); p && p->uevent) return uevent_bind(*p, s.host(), ha.sa, ha.len);
   r = host::sys(SYS_bind, s.host(), &ha.sa, ha.len);
   if (r < 0 || !ha.name) return r;
   SockPriv* p = sock_priv(*s.f);

@@ -1,6 +1,8 @@
 // setsockopt/getsockopt: a whitelist of options passed to the host socket,
 // values bounced through kernel memory. Anything else is ENOPROTOOPT, so no
 // option can hand the host a guest pointer or change more than the socket.
+// A classic BPF socket filter (SO_ATTACH_FILTER) is copied in whole and
+// handed over from kernel memory; the host checks the program.
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
@@ -8,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <netinet/udp.h>
 #include <linux/in6.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <sys/syscall.h>
 
@@ -53,7 +56,8 @@ constexpr OptSpec kOpts[] = {
     {SOL_SOCKET, SO_BUSY_POLL, kInt, kBoth},      {SOL_SOCKET, SO_INCOMING_CPU, kInt, kBoth},
     {SOL_SOCKET, SO_COOKIE, 8, kGet},             {SOL_SOCKET, SO_ZEROCOPY, kInt, kBoth},
     {SOL_SOCKET, SO_SELECT_ERR_QUEUE, kInt, kBoth}, {SOL_SOCKET, SO_MAX_PACING_RATE, 8, kBoth},
-    {SOL_SOCKET, SO_TXTIME, 8, kBoth},
+    {SOL_SOCKET, SO_TXTIME, 8, kBoth},            {SOL_SOCKET, SO_DETACH_FILTER, kInt, kSet},
+    {SOL_SOCKET, SO_LOCK_FILTER, kInt, kBoth},
     // IPPROTO_IP
     {IPPROTO_IP, IP_TOS, kInt, kBoth},            {IPPROTO_IP, IP_TTL, kInt, kBoth},
     {IPPROTO_IP, IP_OPTIONS, 40, kBoth},          {IPPROTO_IP, IP_PKTINFO, kInt, kBoth},
@@ -123,18 +127,46 @@ long sock_host(Task& t, FdRef& f) {
   return f->host_fd;
 }
 
+// SO_ATTACH_FILTER: Linux's checks (the exact size of a sock_fprog, 1 to
+// BPF_MAXINSNS instructions), the program copied to kernel memory.
+long attach_filter(Task& t, long hfd, uint64_t guest, uint64_t len) {
+  if (len != sizeof(sock_fprog)) return -EINVAL;
+  sock_fprog prog;
+  if (copy_from_user(&prog, (const void*)guest, sizeof prog) < 0) return -EFAULT;
+  if (prog.len == 0 || prog.len > BPF_MAXINSNS) return -EINVAL;
+  size_t bytes = sizeof(sock_filter) * prog.len;
+  auto* code = static_cast<sock_filter*>(t.kernel->heap->alloc(bytes));
+  if (!code) return -ENOMEM;
+  long r = copy_from_user(code, prog.filter, bytes) < 0 ? -EFAULT : 0;
+  if (r == 0) {
+    sock_fprog kprog{prog.len, code};
+    r = host::sys(SYS_setsockopt, hfd, SOL_SOCKET, SO_ATTACH_FILTER, &kprog, sizeof kprog);
+  }
+  t.kernel->heap->free(code);
+  return r;
+}
+
 }  // namespace
 
 long sys_setsockopt(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   long hfd = sock_host(t, f);
   if (hfd < 0) return hfd;
+  if ((int)a[1] == SOL_SOCKET && (int)a[2] == SO_ATTACH_FILTER) return attach_filter(t, hfd, a[3], (uint64_t)(int)a[4]);
   const OptSpec* o = find_opt((int)a[1], (int)a[2]);
   if (!o || !(o->dirs & kSet)) return -ENOPROTOOPT;
   if ((int)a[4] < 0) return -EINVAL;
   size_t len = (size_t)(int)a[4] < o->max ? (size_t)(int)a[4] : o->max;
   unsigned char buf[kMaxOptValue] = {};
   if (len && copy_from_user(buf, (const void*)a[3], len) < 0) return -EFAULT;
+  SockPriv* p = sock_priv(*f);
+  if (p && p->uevent && o->level == SOL_NETLINK &&
+      (o->name == NETLINK_ADD_MEMBERSHIP || o->name == NETLINK_DROP_MEMBERSHIP)) {
+    if (len < sizeof(uint32_t)) return -EINVAL;
+    uint32_t group;
+    memcpy(&group, buf, sizeof group);
+    return uevent_membership(*p, o->name, group);
+  }
   return host::sys(SYS_setsockopt, hfd, o->level, o->name, len ? buf : nullptr, len);
 }
 
@@ -152,6 +184,11 @@ long sys_getsockopt(Task& t, SyscallArgs a) {
   long r = host::sys(SYS_getsockopt, hfd, o->level, o->name, buf, &len);
   if (r < 0) return r;
   if (len > o->max) len = o->max;
+  if (o->level == SOL_SOCKET && o->name == SO_PROTOCOL && len >= sizeof(int)) {
+    SockPriv* p = sock_priv(*f);
+    int proto = NETLINK_KOBJECT_UEVENT;
+    if (p && p->uevent) memcpy(buf, &proto, sizeof proto);
+  }
   if (o->level == SOL_SOCKET && o->name == SO_PEERCRED && len >= sizeof(ucred)) {
     ucred c;
     memcpy(&c, buf, sizeof c);
