@@ -10,9 +10,10 @@ journald runs too; reads the console for N seconds, then ends flatux.
 systemd must get past its early setup (API filesystems, cgroup2 on
 /sys/fs/cgroup, its notify socket on /run) into its manager, start
 journald (capabilities, peer credentials of its sockets), track mounts
-(poll on mountinfo, inotify) and so reach sysinit.target and basic.target
-and start D-Bus, and never freeze. Units that fail (those that need mount
-namespaces, udev's netlink) are reported, not asserted.
+(poll on mountinfo, inotify), reach sysinit.target and basic.target, start
+D-Bus and logind (udev's netlink socket) and reach multi-user.target, and
+never freeze. Units that fail (those that need mount namespaces, sshd on
+the host's privileged port 22) are reported, not asserted.
 """
 import argparse
 import os
@@ -29,6 +30,8 @@ MUST = [
     "Reached target sysinit.target",
     "Reached target basic.target",
     "Started dbus.service",
+    "Started systemd-logind.service",
+    "Reached target multi-user.target",
 ]
 NEVER = ["Freezing execution", "Kernel panic"]
 
