@@ -98,32 +98,20 @@ short synth_watched_poll(Task&, File& f, short events) {
   return (short)(r & (events | POLLERR | POLLHUP));
 }
 
-const FileOps kSynthTextOps = {
-    .read = file_read_at_pos,
-    .write = nullptr,
-    .pread = synth_pread,
-    .pwrite = nullptr,
-    .lseek = synth_lseek,
-    .stat = synth_stat_op,
-    .getdents64 = nullptr,
-    .ioctl = nullptr,
-    .statfs = nullptr,
-    .release = synth_release,
-};
+// A generated text's operations; a watched one also polls.
+constexpr FileOps text_ops(short (*poll)(Task&, File&, short)) {
+  FileOps o{};
+  o.read = file_read_at_pos;
+  o.pread = synth_pread;
+  o.lseek = synth_lseek;
+  o.stat = synth_stat_op;
+  o.release = synth_release;
+  o.poll = poll;
+  return o;
+}
 
-const FileOps kSynthWatchedOps = {
-    .read = file_read_at_pos,
-    .write = nullptr,
-    .pread = synth_pread,
-    .pwrite = nullptr,
-    .lseek = synth_lseek,
-    .stat = synth_stat_op,
-    .getdents64 = nullptr,
-    .ioctl = nullptr,
-    .statfs = nullptr,
-    .release = synth_release,
-    .poll = synth_watched_poll,
-};
+const FileOps kSynthTextOps = text_ops(nullptr);
+const FileOps kSynthWatchedOps = text_ops(synth_watched_poll);
 
 const FileOps kSynthDirOps = {
     .read = nullptr,
