@@ -97,6 +97,9 @@ struct UtsNames {
   KMutex lock;
   char nodename[65] = "flatux";
   char domainname[65] = "(none)";
+  // Each setting of either (sethostname, setdomainname, /proc/sys/kernel):
+  // their /proc/sys files poll POLLPRI for it, as Linux's uts_proc_notify.
+  std::atomic<uint64_t> events{0};
 };
 
 // Why the kernel stopped (reboot(2) and host requests), for the launcher.

@@ -17,6 +17,8 @@
 #include <sys/msg.h>
 #include <sys/resource.h>
 #include <sys/sem.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -178,6 +180,36 @@ static int64_t now_ms(void) {
 }
 
 // Only under flatux: each change must act on this kernel.
+// /proc/sys files poll as always ready, and the UTS names' files say
+// POLLPRI|POLLERR once for each setting (journald and hostnamed watch the
+// hostname this way). `change`: set it (only ever under flatux).
+static void test_hostname_poll(int change) {
+  puts("polling kernel/hostname");
+  int fd = open("/proc/sys/kernel/hostname", O_RDONLY);
+  REQUIRE(fd >= 0);
+  struct pollfd p = {fd, POLLPRI, 0};
+  CHECK(poll(&p, 1, 0) == 0, "no setting yet: revents %#x", p.revents);
+  p.events = POLLIN;
+  CHECK(poll(&p, 1, 0) == 1 && p.revents == POLLIN, "readable: %#x", p.revents);
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLPRI};
+  CHECK_OK(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev));
+  if (change) {
+    struct utsname u;
+    REQUIRE(uname(&u) == 0);
+    CHECK_OK(sethostname(u.nodename, strlen(u.nodename)));
+    struct epoll_event out;
+    CHECK(epoll_wait(ep, &out, 1, 1000) == 1 && (out.events & EPOLLPRI) && (out.events & EPOLLERR),
+          "sethostname is reported: %#x", out.events);
+    p.events = POLLPRI;
+    CHECK(poll(&p, 1, 0) == 0, "once: %#x", p.revents);
+    check_write("/proc/sys/kernel/hostname", u.nodename, 0);
+    CHECK(poll(&p, 1, 0) == 1 && (p.revents & POLLPRI), "a write too: %#x", p.revents);
+  }
+  close(ep);
+  close(fd);
+}
+
 static void test_changes(void) {
   puts("changed values take effect");
   check_write("/proc/sys/fs/nr_open", "4096", 0);
@@ -307,6 +339,7 @@ int main(int argc, char** argv) {
   else puts("not root: root's writes are skipped");
   test_pipe_size();
   test_random_ids();
+  test_hostname_poll(change);
   if (change) {
     REQUIRE(root, "--change needs root");
     test_changes();

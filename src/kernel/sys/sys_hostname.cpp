@@ -21,6 +21,7 @@ long set_name(Task& t, uint64_t guest, uint64_t len, char (&dst)[kUtsLen + 1]) {
   UtsNames& u = t.kernel->uts;
   Guard g(u.lock);
   memcpy(dst, tmp, len + 1);
+  u.events.fetch_add(1, std::memory_order_release);
   return 0;
 }
 

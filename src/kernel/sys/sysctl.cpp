@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -93,6 +94,14 @@ long store_str(Task& t, std::string_view s) {
   Guard g(f.lock);
   store_string(s, f.buf, f.cap);
   return 0;
+}
+
+// kernel/hostname and kernel/domainname: a write is a setting pollers hear of.
+template <StrField (*Get)(Kernel&)>
+long store_uts(Task& t, std::string_view s) {
+  long r = store_str<Get>(t, s);
+  t.kernel->uts.events.fetch_add(1, std::memory_order_release);
+  return r;
 }
 
 StrField hostname(Kernel& k) { return {k.uts.lock, k.uts.nodename, sizeof k.uts.nodename}; }
@@ -213,6 +222,7 @@ struct Entry {
   uint16_t mode;
   void (*show)(Kernel&, SynthText&);
   long (*store)(Task&, std::string_view);
+  bool uts = false;  // a UTS name: poll reports its settings (UtsNames::events)
 };
 
 template <auto& (*Get)(Kernel&), int64_t Min, int64_t Max>
@@ -230,8 +240,8 @@ constexpr Entry kEntries[] = {
     num<nr_open, 64, 2147483584>("fs/nr_open"),  // sysctl_nr_open_min .. _max
     {"fs/pipe-max-size", 0644, show_num<pipe_max_size>, store_pipe_max},
     {"kernel/core_pattern", 0644, show_str<core_pattern>, store_str<core_pattern>},
-    {"kernel/domainname", 0644, show_str<domainname>, store_str<domainname>},
-    {"kernel/hostname", 0644, show_str<hostname>, store_str<hostname>},
+    {"kernel/domainname", 0644, show_str<domainname>, store_uts<domainname>, true},
+    {"kernel/hostname", 0644, show_str<hostname>, store_uts<hostname>, true},
     num<msgmax, 0, INT32_MAX>("kernel/msgmax"),
     num<msgmnb, 0, INT32_MAX>("kernel/msgmnb"),
     num<msgmni, 0, kIpcMni>("kernel/msgmni"),
@@ -280,6 +290,21 @@ long sysctl_stat(Task&, File& f, struct stat* st) {
   return 0;
 }
 
+// Linux's proc_sys_poll: always ready (DEFAULT_POLLMASK); a UTS name's
+// file also says POLLERR|POLLPRI once for each setting since it was opened
+// or last said so (the count seen rides in File::priv).
+short sysctl_poll(Task& t, File& f, short events) {
+  short r = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+  if (entry_of(f).uts) {
+    uintptr_t now = (uintptr_t)t.kernel->uts.events.load(std::memory_order_acquire);
+    void* seen = __atomic_load_n(&f.priv, __ATOMIC_RELAXED);
+    if ((uintptr_t)seen != now &&
+        __atomic_compare_exchange_n(&f.priv, &seen, (void*)now, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+      r = POLLIN | POLLRDNORM | POLLERR | POLLPRI;
+  }
+  return (short)(r & (events | POLLERR | POLLHUP));
+}
+
 const FileOps kSysctlOps = {
     .read = file_read_at_pos,
     .write = file_write_at_pos,
@@ -291,6 +316,7 @@ const FileOps kSysctlOps = {
     .ioctl = nullptr,
     .statfs = nullptr,
     .release = nullptr,
+    .poll = sysctl_poll,
 };
 
 }  // namespace
@@ -326,6 +352,7 @@ long sysctl_open(Task& t, int index, int flags, uint64_t, File** out) {
   File* f = file_alloc(t.kernel->heap, &kSysctlOps, (uint32_t)flags & ~(O_CLOEXEC | O_CREAT | O_TRUNC), -1);
   if (!f) return -ENOMEM;
   f->priv_word = (uint64_t)index;
+  f->priv = (void*)(uintptr_t)t.kernel->uts.events.load(std::memory_order_acquire);
   *out = f;
   return 0;
 }
