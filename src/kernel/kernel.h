@@ -100,6 +100,9 @@ struct UtsNames {
   // Each setting of either (sethostname, setdomainname, /proc/sys/kernel):
   // their /proc/sys files poll POLLPRI for it, as Linux's uts_proc_notify.
   std::atomic<uint64_t> events{0};
+  // The processes in this UTS namespace (one made by unshare or clone;
+  // the kernel's first is never freed). kernel/sys/uts.h.
+  std::atomic<int> refs{1};
 };
 
 // Why the kernel stopped (reboot(2) and host requests), for the launcher.

@@ -1,10 +1,12 @@
-// sethostname(2) and setdomainname(2); uname(2) reports them.
+// sethostname(2) and setdomainname(2) (uname(2) reports them), in the
+// caller's UTS namespace (uts.h).
 #include <cstring>
 #include <linux/errno.h>
 
 #include "kernel/mm/usercopy.h"
 #include "kernel/kernel.h"
 #include "kernel/syscalls.h"
+#include "kernel/sys/uts.h"
 #include "kernel/task/caps.h"
 
 namespace flatux {
@@ -12,22 +14,49 @@ namespace {
 
 constexpr size_t kUtsLen = 64;  // __NEW_UTS_LEN
 
-long set_name(Task& t, uint64_t guest, uint64_t len, char (&dst)[kUtsLen + 1]) {
+long set_name(Task& t, uint64_t guest, uint64_t len, char (UtsNames::*field)[kUtsLen + 1]) {
   if (!capable(t.proc->creds, CAP_SYS_ADMIN)) return -EPERM;
   if ((int64_t)len < 0 || len > kUtsLen) return -EINVAL;
   char tmp[kUtsLen + 1];
   if (len && copy_from_user(tmp, (const void*)guest, len) < 0) return -EFAULT;
   tmp[len] = 0;
-  UtsNames& u = t.kernel->uts;
+  UtsNames& u = uts_of(*t.proc);
   Guard g(u.lock);
-  memcpy(dst, tmp, len + 1);
+  memcpy(u.*field, tmp, len + 1);
   u.events.fetch_add(1, std::memory_order_release);
   return 0;
 }
 
 }  // namespace
 
-long sys_sethostname(Task& t, SyscallArgs a) { return set_name(t, a[0], a[1], t.kernel->uts.nodename); }
-long sys_setdomainname(Task& t, SyscallArgs a) { return set_name(t, a[0], a[1], t.kernel->uts.domainname); }
+long sys_sethostname(Task& t, SyscallArgs a) { return set_name(t, a[0], a[1], &UtsNames::nodename); }
+long sys_setdomainname(Task& t, SyscallArgs a) { return set_name(t, a[0], a[1], &UtsNames::domainname); }
+
+UtsNames& uts_of(Process& p) { return p.uts ? *p.uts : p.kernel->uts; }
+
+void uts_inherit(Process& child, const Process& parent) {
+  if ((child.uts = parent.uts)) child.uts->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+void uts_leave(Heap* heap, Process& p) {
+  UtsNames* u = p.uts;
+  p.uts = nullptr;
+  if (u && u->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) heap->destroy_obj(u);
+}
+
+long uts_unshare(Task& t, Process& p) {
+  if (!capable(p.creds, CAP_SYS_ADMIN)) return -EPERM;
+  UtsNames* u = t.kernel->heap->make<UtsNames>();
+  if (!u) return -ENOMEM;
+  UtsNames& old = uts_of(p);
+  {
+    Guard g(old.lock);
+    memcpy(u->nodename, old.nodename, sizeof u->nodename);
+    memcpy(u->domainname, old.domainname, sizeof u->domainname);
+  }
+  uts_leave(t.kernel->heap, p);
+  p.uts = u;
+  return 0;
+}
 
 }  // namespace flatux

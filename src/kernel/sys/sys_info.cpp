@@ -11,6 +11,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/mm/mm.h"
 #include "kernel/syscalls.h"
+#include "kernel/sys/uts.h"
 #include "kernel/time.h"
 
 namespace flatux {
@@ -21,9 +22,10 @@ long sys_uname(Task& t, SyscallArgs a) {
   // The machine and release are flatux's own identity, not the host's.
   copy_cstr(u.sysname, sizeof u.sysname, "Linux");
   {
-    Guard g(t.kernel->uts.lock);
-    copy_cstr(u.nodename, sizeof u.nodename, t.kernel->uts.nodename);
-    copy_cstr(u.domainname, sizeof u.domainname, t.kernel->uts.domainname);
+    UtsNames& names = uts_of(*t.proc);
+    Guard g(names.lock);
+    copy_cstr(u.nodename, sizeof u.nodename, names.nodename);
+    copy_cstr(u.domainname, sizeof u.domainname, names.domainname);
   }
   copy_cstr(u.release, sizeof u.release, "6.1.0-flatux");
   copy_cstr(u.version, sizeof u.version, "#1 SMP flatux " FLATUX_VERSION_STRING);

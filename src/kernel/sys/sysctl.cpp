@@ -18,6 +18,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/vfs/synth.h"
+#include "kernel/sys/uts.h"
 #include "kernel/task/caps.h"
 
 namespace flatux {
@@ -81,32 +82,48 @@ struct StrField {
   size_t cap;
 };
 
-template <StrField (*Get)(Kernel&)>
-void show_str(Kernel& k, SynthText& o) {
-  StrField f = Get(k);
+template <StrField (*Get)(Task&)>
+void show_str(Task& t, SynthText& o) {
+  StrField f = Get(t);
   Guard g(f.lock);
   o.str(f.buf).ch('\n');
 }
 
-template <StrField (*Get)(Kernel&)>
+template <StrField (*Get)(Task&)>
 long store_str(Task& t, std::string_view s) {
-  StrField f = Get(*t.kernel);
+  StrField f = Get(t);
   Guard g(f.lock);
   store_string(s, f.buf, f.cap);
   return 0;
 }
 
 // kernel/hostname and kernel/domainname: a write is a setting pollers hear of.
-template <StrField (*Get)(Kernel&)>
+template <StrField (*Get)(Task&)>
 long store_uts(Task& t, std::string_view s) {
   long r = store_str<Get>(t, s);
-  t.kernel->uts.events.fetch_add(1, std::memory_order_release);
+  uts_of(*t.proc).events.fetch_add(1, std::memory_order_release);
   return r;
 }
 
-StrField hostname(Kernel& k) { return {k.uts.lock, k.uts.nodename, sizeof k.uts.nodename}; }
-StrField domainname(Kernel& k) { return {k.uts.lock, k.uts.domainname, sizeof k.uts.domainname}; }
-StrField core_pattern(Kernel& k) { return {k.sysctl.lock, k.sysctl.core_pattern, sizeof k.sysctl.core_pattern}; }
+// The UTS names are the caller's namespace's.
+StrField hostname(Task& t) {
+  UtsNames& u = uts_of(*t.proc);
+  return {u.lock, u.nodename, sizeof u.nodename};
+}
+StrField domainname(Task& t) {
+  UtsNames& u = uts_of(*t.proc);
+  return {u.lock, u.domainname, sizeof u.domainname};
+}
+StrField core_pattern(Task& t) {
+  Sysctl& s = t.kernel->sysctl;
+  return {s.lock, s.core_pattern, sizeof s.core_pattern};
+}
+
+// A value that is the kernel's, whoever asks.
+template <void (*Show)(Kernel&, SynthText&)>
+void of_kernel(Task& t, SynthText& o) {
+  Show(*t.kernel, o);
+}
 
 // A random (version 4) UUID in its text form, 36 characters and a NUL.
 void random_uuid(char out[37]) {
@@ -220,14 +237,14 @@ long store_sem(Task& t, std::string_view s) {
 struct Entry {
   const char* path;  // below /proc/sys; grouped by directory
   uint16_t mode;
-  void (*show)(Kernel&, SynthText&);
+  void (*show)(Task&, SynthText&);
   long (*store)(Task&, std::string_view);
   bool uts = false;  // a UTS name: poll reports its settings (UtsNames::events)
 };
 
 template <auto& (*Get)(Kernel&), int64_t Min, int64_t Max>
 constexpr Entry num(const char* path) {
-  return Entry{path, 0644, show_num<Get>, store_num<Get, Min, Max>};
+  return Entry{path, 0644, of_kernel<show_num<Get>>, store_num<Get, Min, Max>};
 }
 
 // vm/drop_caches: guest caches are the ext4 volumes' (clean pages and
@@ -235,28 +252,28 @@ constexpr Entry num(const char* path) {
 // kept, as Linux keeps it, within Linux's range.
 constexpr Entry kEntries[] = {
     num<lease_break_time, INT32_MIN, INT32_MAX>("fs/lease-break-time"),
-    {"fs/file-max", 0444, show_file_max, nullptr},
-    {"fs/file-nr", 0444, show_file_nr, nullptr},
+    {"fs/file-max", 0444, of_kernel<show_file_max>, nullptr},
+    {"fs/file-nr", 0444, of_kernel<show_file_nr>, nullptr},
     num<nr_open, 64, 2147483584>("fs/nr_open"),  // sysctl_nr_open_min .. _max
-    {"fs/pipe-max-size", 0644, show_num<pipe_max_size>, store_pipe_max},
+    {"fs/pipe-max-size", 0644, of_kernel<show_num<pipe_max_size>>, store_pipe_max},
     {"kernel/core_pattern", 0644, show_str<core_pattern>, store_str<core_pattern>},
     {"kernel/domainname", 0644, show_str<domainname>, store_uts<domainname>, true},
     {"kernel/hostname", 0644, show_str<hostname>, store_uts<hostname>, true},
     num<msgmax, 0, INT32_MAX>("kernel/msgmax"),
     num<msgmnb, 0, INT32_MAX>("kernel/msgmnb"),
     num<msgmni, 0, kIpcMni>("kernel/msgmni"),
-    {"kernel/osrelease", 0444, show_osrelease, nullptr},
-    {"kernel/ostype", 0444, show_ostype, nullptr},
+    {"kernel/osrelease", 0444, of_kernel<show_osrelease>, nullptr},
+    {"kernel/ostype", 0444, of_kernel<show_ostype>, nullptr},
     num<pid_max, 301, 4194304>("kernel/pid_max"),  // RESERVED_PIDS + 1 .. PID_MAX_LIMIT
-    {"kernel/random/boot_id", 0444, show_boot_id, nullptr},
-    {"kernel/random/uuid", 0444, show_uuid, nullptr},
-    {"kernel/sem", 0644, show_sem, store_sem},
+    {"kernel/random/boot_id", 0444, of_kernel<show_boot_id>, nullptr},
+    {"kernel/random/uuid", 0444, of_kernel<show_uuid>, nullptr},
+    {"kernel/sem", 0644, of_kernel<show_sem>, store_sem},
     num<shm_rmid_forced, 0, 1>("kernel/shm_rmid_forced"),
     num<shmall, 0, INT64_MAX>("kernel/shmall"),
     num<shmmax, 0, INT64_MAX>("kernel/shmmax"),
     num<shmmni, 0, kIpcMni>("kernel/shmmni"),
-    {"kernel/tainted", 0644, show_num<tainted>, store_tainted},
-    {"vm/drop_caches", 0200, show_num<drop_caches>, store_num<drop_caches, 1, 4>},
+    {"kernel/tainted", 0644, of_kernel<show_num<tainted>>, store_tainted},
+    {"vm/drop_caches", 0200, of_kernel<show_num<drop_caches>>, store_num<drop_caches, 1, 4>},
     num<max_map_count, 0, INT32_MAX>("vm/max_map_count"),
 };
 constexpr int kCount = (int)(sizeof kEntries / sizeof kEntries[0]);
@@ -267,7 +284,7 @@ const Entry& entry_of(File& f) { return kEntries[f.priv_word]; }
 
 long sysctl_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
   SynthText text(t.kernel->heap);
-  entry_of(f).show(*t.kernel, text);  // the value as it is now
+  entry_of(f).show(t, text);  // the value as it is now
   return text.pread_to_user(buf, n, off);
 }
 
@@ -296,7 +313,7 @@ long sysctl_stat(Task&, File& f, struct stat* st) {
 short sysctl_poll(Task& t, File& f, short events) {
   short r = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
   if (entry_of(f).uts) {
-    uintptr_t now = (uintptr_t)t.kernel->uts.events.load(std::memory_order_acquire);
+    uintptr_t now = (uintptr_t)uts_of(*t.proc).events.load(std::memory_order_acquire);
     void* seen = __atomic_load_n(&f.priv, __ATOMIC_RELAXED);
     if ((uintptr_t)seen != now &&
         __atomic_compare_exchange_n(&f.priv, &seen, (void*)now, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
@@ -352,7 +369,7 @@ long sysctl_open(Task& t, int index, int flags, uint64_t, File** out) {
   File* f = file_alloc(t.kernel->heap, &kSysctlOps, (uint32_t)flags & ~(O_CLOEXEC | O_CREAT | O_TRUNC), -1);
   if (!f) return -ENOMEM;
   f->priv_word = (uint64_t)index;
-  f->priv = (void*)(uintptr_t)t.kernel->uts.events.load(std::memory_order_acquire);
+  f->priv = (void*)(uintptr_t)uts_of(*t.proc).events.load(std::memory_order_acquire);
   *out = f;
   return 0;
 }

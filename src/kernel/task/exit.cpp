@@ -15,6 +15,7 @@
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
+#include "kernel/sys/uts.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/mm/mm.h"
 #include "kernel/signal/signal.h"
@@ -27,6 +28,15 @@
 extern "C" void flatux_exit_thread() __attribute__((noreturn));
 
 namespace flatux {
+
+void drop_files(FdTable* f, Heap* h) {
+  if (f && f->refs.fetch_sub(1) == 1) h->destroy_obj(f);
+}
+
+void drop_fs(FsContext* fs, Heap* h) {
+  if (fs && fs->refs.fetch_sub(1) == 1) h->destroy_obj(fs);
+}
+
 namespace {
 
 uint64_t thread_cpu_ns() {
@@ -61,14 +71,6 @@ void drop_mm(Mm* mm, Heap* h) {
     mm_release(*mm);
     h->destroy_obj(mm);
   }
-}
-
-void drop_files(FdTable* f, Heap* h) {
-  if (f && f->refs.fetch_sub(1) == 1) h->destroy_obj(f);
-}
-
-void drop_fs(FsContext* fs, Heap* h) {
-  if (fs && fs->refs.fetch_sub(1) == 1) h->destroy_obj(fs);
 }
 
 void drop_sighand(SigHand* s, Heap* h) {
@@ -200,6 +202,7 @@ void release_zombie(Process& p) {
   }
   drop_sighand(p.sighand, k.heap);
   p.sighand = nullptr;
+  uts_leave(k.heap, p);
   {
     Guard g(p.siglock);
     sigq_clear(k.heap, p.shared_pending);

@@ -29,6 +29,10 @@ void interrupt_vfork_wait(Task& t);
 // t left its vfork() wait early: its child must not wake it any more
 // (tasks_lock held).
 void forget_vfork_child_locked(Task& t);
+// Drops one reference to a descriptor table or an FsContext (freed with
+// the last); null is nothing.
+void drop_files(FdTable* f, Heap* h);
+void drop_fs(FsContext* fs, Heap* h);
 // Drops the process's mm, files and fs (its last thread has gone).
 void discard_process_resources(Process& p);
 // Removes a reaped zombie from its parent and frees it (tasks_lock held).

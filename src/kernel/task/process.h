@@ -19,6 +19,10 @@ int alloc_pid_locked(Kernel& k);
 
 Process* find_process_locked(Kernel& k, int pid);
 
+// A copy of a process's root, cwd and umask (clone without CLONE_FS,
+// unshare(CLONE_FS)); nullptr when out of memory.
+FsContext* copy_fs_context(Kernel& k, FsContext& from);
+
 // Whether t is its process's first live thread: walking k.tasks, this
 // visits every process once, also one whose leader has exited while other
 // threads run on (its tid no longer names a live task). tasks_lock held.

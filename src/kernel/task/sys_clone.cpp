@@ -18,11 +18,13 @@
 #include "kernel/syscalls.h"
 #include "kernel/task/exit.h"
 #include "kernel/task/process.h"
+#include "kernel/task/caps.h"
+#include "kernel/sys/uts.h"
 
 namespace flatux {
 namespace {
 
-constexpr uint64_t kUnsupported = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC |
+constexpr uint64_t kUnsupported = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC |
                                   CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_PIDFD |
                                   CLONE_PTRACE;
 
@@ -43,18 +45,11 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
   if (flags & CLONE_FS) {
     p.fs->refs.fetch_add(1);
     c.fs = p.fs;
-  } else if ((c.fs = k.heap->make<FsContext>())) {
-    {
-      Guard g(p.fs->lock);
-      c.fs->cwd = path_get(p.fs->cwd);
-      if ((c.fs->cwd_file = p.fs->cwd_file)) c.fs->cwd_file->get();
-      c.fs->root = path_get(p.fs->root);
-      c.fs->has_root.store(bool(c.fs->root), std::memory_order_relaxed);
-      if ((c.fs->root_file = p.fs->root_file)) c.fs->root_file->get();
-    }
-    c.fs->umask = p.fs->umask;
+  } else {
+    c.fs = copy_fs_context(k, *p.fs);
   }
   if (flags & CLONE_SYSVSEM) c.sem_undo = sem_undo_share(k.heap, p);
+  if ((flags & CLONE_NEWUTS) && uts_unshare(t, c) < 0) return false;
   if (flags & CLONE_SIGHAND) {
     p.sighand->refs.fetch_add(1);
     c.sighand = p.sighand;
@@ -108,11 +103,29 @@ long fork_child(Task& t, Task& child) {
 
 }  // namespace
 
+FsContext* copy_fs_context(Kernel& k, FsContext& from) {
+  FsContext* fs = k.heap->make<FsContext>();
+  if (!fs) return nullptr;
+  {
+    Guard g(from.lock);
+    fs->cwd = path_get(from.cwd);
+    if ((fs->cwd_file = from.cwd_file)) fs->cwd_file->get();
+    fs->root = path_get(from.root);
+    fs->has_root.store(bool(fs->root), std::memory_order_relaxed);
+    if ((fs->root_file = from.root_file)) fs->root_file->get();
+  }
+  fs->umask = from.umask;
+  return fs;
+}
+
 long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t ctid, uint64_t tls) {
   if (flags & kUnsupported) return -EINVAL;
   if ((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) return -EINVAL;
   if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return -EINVAL;
   if ((flags & CLONE_THREAD) && !(flags & CLONE_VM)) return -EINVAL;
+  // Namespaces are a process's here, not a thread's.
+  if ((flags & CLONE_NEWUTS) && (flags & CLONE_THREAD)) return -EINVAL;
+  if ((flags & CLONE_NEWUTS) && !capable(t.proc->creds, CAP_SYS_ADMIN)) return -EPERM;
   // init has no parent to share: the sibling would have nobody to reap it
   // (Linux refuses it for the namespace's init too).
   if ((flags & CLONE_PARENT) && t.proc == t.kernel->init) return -EINVAL;

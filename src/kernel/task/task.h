@@ -168,6 +168,8 @@ struct FsContext {
 // Every capability Linux defines (CAP_CHOWN .. CAP_LAST_CAP), one bit each.
 constexpr uint64_t kAllCaps = (uint64_t{1} << 41) - 1;
 
+struct UtsNames;
+
 struct Creds {
   static constexpr int kMaxGroups = 64;
   uint32_t uid = 0, euid = 0, suid = 0, fsuid = 0;
@@ -201,6 +203,7 @@ struct Process {
   FsContext* fs = nullptr;
   SigHand* sighand = nullptr;
   Creds creds;
+  UtsNames* uts = nullptr;      // its UTS namespace; null: the kernel's first (kernel/sys/uts.h)
   SemUndoList* sem_undo = nullptr;  // SEM_UNDO adjustments (ipc/sem.cpp); CLONE_SYSVSEM shares
   uint64_t rlimits[kNumRlimits][2]{};
   char exe[kPathMax] = "";
