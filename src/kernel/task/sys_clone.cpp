@@ -24,9 +24,11 @@
 namespace flatux {
 namespace {
 
-constexpr uint64_t kUnsupported = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC |
-                                  CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | CLONE_PIDFD |
-                                  CLONE_PTRACE;
+constexpr uint64_t kUnsupported = CLONE_PIDFD | CLONE_PTRACE;
+// Namespaces not implemented: EPERM, as a container's policy refuses them
+// (sys_unshare.cpp says why).
+constexpr uint64_t kNoNamespace = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
+                                  CLONE_NEWNET;
 
 // Gives the child what it shares or copies of its parent (not CLONE_THREAD);
 // a forked child's Mm comes with its host process (fork_child).
@@ -125,6 +127,7 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
   if ((flags & CLONE_THREAD) && !(flags & CLONE_VM)) return -EINVAL;
   // Namespaces are a process's here, not a thread's.
   if ((flags & CLONE_NEWUTS) && (flags & CLONE_THREAD)) return -EINVAL;
+  if (flags & kNoNamespace) return -EPERM;
   if ((flags & CLONE_NEWUTS) && !capable(t.proc->creds, CAP_SYS_ADMIN)) return -EPERM;
   // init has no parent to share: the sibling would have nobody to reap it
   // (Linux refuses it for the namespace's init too).

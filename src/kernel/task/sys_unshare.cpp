@@ -1,9 +1,12 @@
 // unshare(2): the caller stops sharing what it shares with other
 // processes: its descriptor table (CLONE_FILES), root, cwd and umask
 // (CLONE_FS), its SEM_UNDO list (CLONE_SYSVSEM), and its UTS namespace
-// (CLONE_NEWUTS, a copy of its own). The other namespaces are refused
-// with EINVAL, as by a Linux built without them; CLONE_THREAD, CLONE_VM
-// and CLONE_SIGHAND are allowed only when there is nothing to unshare.
+// (CLONE_NEWUTS, a copy of its own). The namespaces flatux does not have
+// yet are refused with EPERM, as a container's policy refuses them, so
+// that programs that can do without (systemd's service sandboxing, which
+// treats EINVAL as fatal and EPERM as "confined") carry on; CLONE_THREAD,
+// CLONE_VM and CLONE_SIGHAND are allowed only when there is nothing to
+// unshare.
 #include <linux/errno.h>
 #include <linux/sched.h>
 
@@ -45,7 +48,7 @@ long sys_unshare(Task& t, SyscallArgs a) {
   if (flags & CLONE_VM) flags |= CLONE_SIGHAND;
   if (flags & CLONE_SIGHAND) flags |= CLONE_THREAD;
   if (flags & CLONE_NEWNS) flags |= CLONE_FS;
-  if (flags & ~kHere) return -EINVAL;
+  if (flags & ~kHere) return -EPERM;  // a namespace not implemented
   Kernel& k = *t.kernel;
   Process& p = *t.proc;
   if (long r = check_alone(p, flags)) return r;
