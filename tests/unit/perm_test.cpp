@@ -16,6 +16,8 @@ Creds user(uint32_t uid, uint32_t gid, std::initializer_list<uint32_t> groups = 
   Creds c;
   c.uid = c.euid = c.fsuid = uid;
   c.gid = c.egid = c.fsgid = gid;
+  // A user other than root holds no capabilities (Linux's set*id fix-ups).
+  if (uid != 0) c.cap_permitted = c.cap_effective = 0;
   for (uint32_t g : groups) c.groups[c.ngroups++] = g;
   return c;
 }
@@ -36,6 +38,29 @@ TEST(Permission, OwnerGroupOtherAndRoot) {
   EXPECT_EQ(permission(kRoot, {S_IFREG | 0000, 2, 3}, R_OK | W_OK), 0);
   EXPECT_EQ(permission(kRoot, {S_IFREG | 0644, 2, 3}, X_OK), -EACCES);  // no one may execute it
   EXPECT_EQ(permission(kRoot, {S_IFDIR | 0000, 2, 3}, X_OK), 0);
+}
+
+// Root's overrides are its capabilities: each one alone does its part.
+TEST(Permission, RootsOverridesAreCapabilities) {
+  Creds c = kRoot;
+  c.cap_effective &= ~(cap_bit(CAP_DAC_OVERRIDE) | cap_bit(CAP_DAC_READ_SEARCH) | cap_bit(CAP_FOWNER));
+  const FilePerms theirs{S_IFREG | 0600, 2, 3};
+  EXPECT_EQ(permission(c, theirs, R_OK), -EACCES);
+  EXPECT_EQ(permission(c, {S_IFDIR | 0700, 2, 3}, X_OK), -EACCES);
+  EXPECT_TRUE(sticky_blocks(c, {S_IFDIR | 01777, 5, 5}, kAlicesFile));  // neither owner: CAP_FOWNER decides
+  EXPECT_FALSE(owner_or_root(c, 2));
+  EXPECT_FALSE(searches_every_dir(c));
+  c.cap_effective |= cap_bit(CAP_DAC_READ_SEARCH);
+  EXPECT_EQ(permission(c, theirs, R_OK), 0);
+  EXPECT_EQ(permission(c, theirs, W_OK), -EACCES);
+  EXPECT_EQ(permission(c, {S_IFDIR | 0700, 2, 3}, R_OK | X_OK), 0);
+  EXPECT_EQ(permission(c, {S_IFDIR | 0700, 2, 3}, W_OK | X_OK), -EACCES);
+  c.cap_effective |= cap_bit(CAP_DAC_OVERRIDE);
+  EXPECT_EQ(permission(c, theirs, R_OK | W_OK), 0);
+  EXPECT_FALSE(passes_dac(c));  // CAP_FOWNER is still missing
+  c.cap_effective |= cap_bit(CAP_FOWNER);
+  EXPECT_TRUE(passes_dac(c));
+  EXPECT_TRUE(owner_or_root(c, 2));
 }
 
 TEST(Permission, StickyDirectories) {

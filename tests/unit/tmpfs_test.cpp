@@ -305,6 +305,7 @@ TEST_F(TmpfsTest, PermissionsAndStickyDirectories) {
   ASSERT_EQ(create("/sticky/roots"), 0);
   ASSERT_EQ(mkdir("/private", 0700), 0);
   proc.creds.fsuid = proc.creds.uid = 1000;
+  proc.creds.cap_permitted = proc.creds.cap_effective = 0;  // no longer root: no capabilities
   proc.creds.fsgid = proc.creds.gid = 1000;
   EXPECT_EQ(create("/private/x"), -EACCES);
   EXPECT_EQ(unlink("/sticky/roots"), -EPERM);

@@ -29,9 +29,12 @@ using ext2glue::Time;
 // judges with, a guest's or given ids (tests, boot).
 struct Cred {
   Creds creds;
+  // A caller with these filesystem ids: root with its capabilities, any
+  // other user with none (as after Linux's set*id fix-ups).
   Cred(uint32_t fsuid, uint32_t fsgid) {
     creds.fsuid = fsuid;
     creds.fsgid = fsgid;
+    if (fsuid != 0) creds.cap_permitted = creds.cap_effective = 0;
   }
   explicit Cred(const Creds& c) : creds(c) {}
 };
