@@ -30,9 +30,12 @@ constexpr uint64_t kHere = CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_NEWUTS
                            CLONE_SIGHAND;
 
 // Linux's unshare_check: the flags that unshare the thread group itself
-// only work when it has nothing to share.
+// only work when it has nothing to share. Tables, fs info and the UTS
+// namespace are a process's here, not a thread's: with other threads
+// still using them they are not swapped either (EINVAL).
 long check_alone(Process& p, uint64_t flags) {
-  if (!(flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM))) return 0;
+  constexpr uint64_t kProcessWide = CLONE_FILES | CLONE_FS | CLONE_NEWUTS;
+  if (!(flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_VM | kProcessWide))) return 0;
   if (p.nthreads > 1) return -EINVAL;
   if ((flags & CLONE_SIGHAND) && p.sighand->refs.load() > 1) return -EINVAL;
   if ((flags & CLONE_VM) && p.mm->refs.load() > 1) return -EINVAL;
