@@ -78,6 +78,21 @@ __attribute__((format(printf, 4, 5), noreturn, unused)) static void guest_fatal(
                  guest_r_, errno, strerror(errno));                         \
   } while (0)
 
+// The first line of a small file (a /proc or /proc/sys value) into buf,
+// without its newline: 0, or -1 when it cannot be read.
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((unused)) static int guest_read_line(const char* path, char* buf, size_t n) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return -1;
+  ssize_t got = read(fd, buf, n - 1);
+  close(fd);
+  if (got <= 0) return -1;
+  buf[got] = 0;
+  if (buf[got - 1] == '\n') buf[got - 1] = 0;
+  return 0;
+}
+
 static int guest_finish(void) {
   fflush(stdout);
   if (guest_failures) {

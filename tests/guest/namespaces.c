@@ -18,23 +18,12 @@
 
 #include "guest_check.h"
 
-static int proc_hostname(char* buf, size_t n) {
-  int fd = open("/proc/sys/kernel/hostname", O_RDONLY);
-  if (fd < 0) return -1;
-  ssize_t got = read(fd, buf, n - 1);
-  close(fd);
-  if (got <= 0) return -1;
-  buf[got] = 0;
-  if (buf[got - 1] == '\n') buf[got - 1] = 0;
-  return 0;
-}
-
 // Exits 0 when uname, /proc and a child all say `name`.
 static int sees(const char* name) {
   struct utsname u;
   char p[128];
   if (uname(&u) != 0 || strcmp(u.nodename, name) != 0) return 1;
-  if (proc_hostname(p, sizeof p) != 0 || strcmp(p, name) != 0) return 2;
+  if (guest_read_line("/proc/sys/kernel/hostname", p, sizeof p) != 0 || strcmp(p, name) != 0) return 2;
   pid_t c = fork();
   if (c == 0) _exit(uname(&u) == 0 && strcmp(u.nodename, name) == 0 ? 0 : 1);
   int st;

@@ -298,18 +298,6 @@ static void test_changes(void) {
   unlink("/proc/self/cwd/sysctl-lease");
 }
 
-// One line of a /proc/sys file into buf (without its newline).
-static int read_line(const char* path, char* buf, size_t n) {
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return -1;
-  ssize_t got = read(fd, buf, n - 1);
-  close(fd);
-  if (got <= 0) return -1;
-  buf[got] = 0;
-  if (buf[got - 1] == '\n') buf[got - 1] = 0;
-  return 0;
-}
-
 static int is_uuid(const char* s) {
   if (strlen(s) != 36) return 0;
   for (int i = 0; i < 36; i++) {
@@ -322,11 +310,11 @@ static int is_uuid(const char* s) {
 static void test_random_ids(void) {
   puts("kernel/random: boot_id stays, uuid changes");
   char a[64], b[64], u[64], v[64];
-  REQUIRE(read_line("/proc/sys/kernel/random/boot_id", a, sizeof a) == 0);
-  REQUIRE(read_line("/proc/sys/kernel/random/boot_id", b, sizeof b) == 0);
+  REQUIRE(guest_read_line("/proc/sys/kernel/random/boot_id", a, sizeof a) == 0);
+  REQUIRE(guest_read_line("/proc/sys/kernel/random/boot_id", b, sizeof b) == 0);
   CHECK(is_uuid(a) && !strcmp(a, b), "boot_id '%s' then '%s'", a, b);
-  REQUIRE(read_line("/proc/sys/kernel/random/uuid", u, sizeof u) == 0);
-  REQUIRE(read_line("/proc/sys/kernel/random/uuid", v, sizeof v) == 0);
+  REQUIRE(guest_read_line("/proc/sys/kernel/random/uuid", u, sizeof u) == 0);
+  REQUIRE(guest_read_line("/proc/sys/kernel/random/uuid", v, sizeof v) == 0);
   CHECK(is_uuid(u) && is_uuid(v) && strcmp(u, v) && strcmp(u, a), "uuid '%s' then '%s'", u, v);
 }
 
