@@ -182,8 +182,12 @@ void Vfs::unpin_locked(Mount* m) {
   if (!m->pin_tried) to_pin_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-bool Vfs::pin_locked(Mount* m, const Mount* parent, Dentry* d, bool stacked) {
-  if (!m->attached || m->parent != parent || m->point.load(std::memory_order_relaxed)) return false;
+bool Vfs::pin_locked(Mount* m, const Mount* parent, uint32_t place_seq, Dentry* d, bool stacked) {
+  // Not when m moved meanwhile (a rename above it, MS_MOVE): d is the
+  // dentry of the place it left.
+  if (!m->attached || m->parent != parent || m->point.load(std::memory_order_relaxed) ||
+      m->place_seq.load(std::memory_order_relaxed) != place_seq)
+    return false;
   d->cache->mount_on(*d);
   m->stacked = stacked;
   m->point.store(d, std::memory_order_release);
@@ -198,6 +202,7 @@ void Vfs::pin_points(Task& t) {
     Mount* parent = nullptr;
     char inner[kPathMax];
     bool named = false, stacked = false;
+    uint32_t seq = 0;
     {
       Guard g(lock_);
       for (int i = 0; i < nmounts_ && !m; i++)
@@ -206,6 +211,7 @@ void Vfs::pin_points(Task& t) {
       m->pin_tried = true;
       to_pin_.fetch_sub(1, std::memory_order_relaxed);
       parent = m->parent;
+      seq = m->place_seq.load(std::memory_order_relaxed);
       named = inner_of(*parent, path_of(*m), inner, sizeof inner);
       stacked = path_of(*m) == path_of(*parent);
       m->get();
@@ -217,7 +223,7 @@ void Vfs::pin_points(Task& t) {
     Dentry* unused = nullptr;
     if (!d.is_error()) {
       Guard g(lock_);
-      if (!pin_locked(m, parent, d.value(), stacked)) unused = d.value();
+      if (!pin_locked(m, parent, seq, d.value(), stacked)) unused = d.value();
     }
     dput(unused);
     parent->put();
@@ -533,6 +539,94 @@ long Vfs::set_propagation(Mount* m, unsigned long type, bool recursive) {
     x->unbindable = type == MS_UNBINDABLE;
   }
   return 0;
+}
+
+// top and the mounts below it, in table order (parents first).
+int Vfs::tree_locked(Mount* top, Mount** out) const {
+  int n = 0;
+  for (int i = 0; i < nmounts_; i++)
+    if (mounts_[i] == top || descends_locked(mounts_[i], top)) out[n++] = mounts_[i];
+  return n;
+}
+
+// Puts the n mounts of tree (in table order) last in the table, as the
+// latest mounts: their new parent comes before them, and they show on top
+// of what was mounted at their place.
+void Vfs::to_back_locked(Mount* const* tree, int n) {
+  int k = 0;
+  for (int i = 0; i < nmounts_; i++) {
+    bool moving = false;
+    for (int j = 0; j < n && !moving; j++) moving = mounts_[i] == tree[j];
+    if (!moving) mounts_[k++] = mounts_[i];
+  }
+  for (int j = 0; j < n; j++) mounts_[k++] = tree[j];
+}
+
+// m leaves its mount point (whose dentry *old_point the caller lets go
+// outside the lock) and waits for pin_points to pin its new one.
+void Vfs::repin_locked(Mount* m, Dentry** old_point) {
+  unpin_locked(m);
+  *old_point = m->point.exchange(nullptr);
+  m->pin_tried = false;
+  m->stacked = false;
+  unpinned_.fetch_add(1, std::memory_order_relaxed);
+  to_pin_.fetch_add(1, std::memory_order_release);
+}
+
+long Vfs::move(Mount* m, const char* guest_path) {
+  char to[kPathMax], from[kPathMax], path[kPathMax];
+  long len = normalize_path(guest_path, to, sizeof to);
+  if (len < 0) return len;
+  Dentry* old_point = nullptr;
+  long err = 0;
+  {
+    Guard g(lock_);
+    // Linux's do_move_mount: the root stays; a mount whose parent shares
+    // its events stays (its peers would lose track of it).
+    if (!m->attached || !m->parent || m->parent->group) return -EINVAL;
+    Mount* parent = visible_locked(to);
+    if (!parent) return -EINVAL;
+    if (parent == m || descends_locked(parent, m)) return -ELOOP;
+    Mount* tree[kMaxMounts];
+    int n = tree_locked(m, tree);
+    if (parent->group)
+      for (int i = 0; i < n; i++)
+        if (tree[i]->unbindable) return -EINVAL;
+    memcpy(from, m->path, m->len + 1);
+    for (int i = 0; i < n; i++)
+      if (!renamed(path_of(*tree[i]), from, to, false, path, sizeof path)) return -ENAMETOOLONG;
+    op_++;
+    m->parent->children.fetch_sub(1, std::memory_order_relaxed);
+    m->parent = parent;
+    m->parent_id = parent->id;
+    parent->children.fetch_add(1, std::memory_order_relaxed);
+    repin_locked(m, &old_point);
+    for (int i = 0; i < n; i++) {
+      Mount* x = tree[i];
+      renamed(path_of(*x), from, to, false, path, sizeof path);
+      x->change_place([&] {
+        x->len = strlen(path);
+        memcpy(x->path, path, x->len + 1);
+      });
+    }
+    to_back_locked(tree, n);
+    update_walk_hints_locked();
+    touch();
+    if (parent->group) {
+      // Landing on a shared mount: the tree is shared and copied into the
+      // parent's receivers, as a new mount would be. Marked as this
+      // operation's so they receive nothing, then given back their own
+      // marks so that a rollback takes only the copies.
+      uint32_t ops[kMaxMounts];
+      for (int i = 0; i < n; i++) ops[i] = tree[i]->op, tree[i]->op = op_;
+      share_tree_locked(m);
+      err = propagate_locked(parent, m, 0);
+      for (int i = 0; i < n; i++) tree[i]->op = ops[i];
+      if (err < 0) rollback_locked();  // the move itself stays
+    }
+  }
+  dput(old_point);
+  return err;
 }
 
 Mount* Vfs::find(const char* norm, char* inner, size_t n) {

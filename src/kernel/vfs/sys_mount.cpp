@@ -3,8 +3,8 @@
 // filesystem without), and unmounting with EBUSY, MNT_DETACH and MNT_FORCE.
 //
 // Propagation types (MS_SHARED, MS_PRIVATE, MS_SLAVE, MS_UNBINDABLE, with
-// MS_REC) are the mount table's (vfs/mount_table.cpp). MS_MOVE and
-// MNT_EXPIRE are not implemented.
+// MS_REC) and moving a mount (MS_MOVE) are the mount table's
+// (vfs/mount_table.cpp). MNT_EXPIRE is not implemented.
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
@@ -151,6 +151,18 @@ long bind(Task& t, Target& at, uint64_t guest_source, bool recursive) {
   return t.kernel->vfs->bind(at.guest, *from.mount, from.inner, from.guest, recursive);
 }
 
+// mount --move: the mount whose root `guest_source` names goes to `at`.
+long move(Task& t, Target& at, uint64_t guest_source) {
+  PathArg src(guest_source);
+  if (!src.ok()) return src.err;
+  Target from;
+  long r = resolve(t, src.buf, true, &from);
+  if (r < 0) return r;
+  if (!from.is_mount_root()) return -EINVAL;
+  if (S_ISDIR(from.st.st_mode) != S_ISDIR(at.st.st_mode)) return -EINVAL;
+  return t.kernel->vfs->move(from.mount, at.guest);
+}
+
 // mount --make-{shared,private,slave,unbindable}: exactly one of the four,
 // with MS_REC at most (Linux's flags_to_propagation_type, after the
 // per-mount flags that path_mount ignores here).
@@ -205,7 +217,7 @@ long sys_mount(Task& t, SyscallArgs a) {
   if (flags & MS_REMOUNT) return remount(t, at, flags, opts);
   if (flags & MS_BIND) return bind(t, at, a[0], flags & MS_REC);
   if (flags & kPropagation) return change_type(t, at, flags);
-  if (flags & MS_MOVE) return -ENOSYS;
+  if (flags & MS_MOVE) return move(t, at, a[0]);
   return new_mount(t, at, a[0], a[2], flags, opts);
 }
 

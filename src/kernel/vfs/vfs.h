@@ -312,6 +312,10 @@ class Vfs {
   // MS_SHARED, MS_PRIVATE, MS_SLAVE or MS_UNBINDABLE on m (and with
   // `recursive` every mount below it).
   long set_propagation(Mount* m, unsigned long type, bool recursive);
+  // MS_MOVE: m (found by its root) and the mounts below it now show at
+  // guest_path, on top of what shows there. EINVAL for the root mount or a
+  // mount whose parent is shared; ELOOP when guest_path lies in m's tree.
+  long move(Mount* m, const char* guest_path);
 
   // A folder of fs was renamed from one inner path to another (or, with
   // `exchange`, swapped with it): the mounts below it and the bind mounts
@@ -406,7 +410,7 @@ class Vfs {
   long attach_locked(Mount* m, Mount* parent);
   void remove_locked(Mount* m);
   void unpin_locked(Mount* m);
-  bool pin_locked(Mount* m, const Mount* parent, Dentry* d, bool stacked);
+  bool pin_locked(Mount* m, const Mount* parent, uint32_t place_seq, Dentry* d, bool stacked);
   void follow_points_locked();
   Mount* visible_locked(const char* norm);
   bool descends_locked(const Mount* m, const Mount* ancestor) const;
@@ -418,6 +422,9 @@ class Vfs {
   Mount* copy_tree_locked(Mount* src, Mount* dest, const char* path, bool slave, long* err);
   int umount_copies_locked(Mount* m, Mount** out, int max);
   void rollback_locked();
+  int tree_locked(Mount* top, Mount** out) const;
+  void to_back_locked(Mount* const* tree, int n);
+  void repin_locked(Mount* m, Dentry** old_point);
   long discard(Mount* m, long err);
   static uint64_t name_bit(std::string_view name);
   static uint32_t point_hash(std::string_view path);
