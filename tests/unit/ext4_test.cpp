@@ -621,7 +621,7 @@ class Ext4DentryTest : public Ext4Test {
   void mount_in_vfs() {
     ASSERT_EQ(ubd_attach(*k, 0, image.c_str(), false), 0);
     ASSERT_EQ(ext4_mount_device(*k, "/dev/ubda", "/ext4", 0), 0);
-    mnt = k->vfs->find_exact("/ext4");
+    mnt = k->vfs->find_exact(k->vfs->init_ns(), "/ext4");
     ASSERT_NE(mnt, nullptr);
     v = static_cast<Volume*>(mnt->fs->priv);
     proc.creds = Creds{};

@@ -29,13 +29,13 @@ class MountPlaceTest : public ::testing::Test {
     ASSERT_EQ(vfs->mount("/", outer), 0);
     ASSERT_EQ(vfs->mount((kLong + "/mnt").c_str(), inner), 0);
     char point[] = "/";
-    Mount* root = vfs->find_exact(point);
+    Mount* root = vfs->find_exact(vfs->init_ns(), point);
     ASSERT_NE(root, nullptr);
     // A bind mount of a folder below the long one.
-    ASSERT_EQ(vfs->bind("/bind", *root, (kLong + "/b").c_str(), (kLong + "/b").c_str(), false), 0);
+    ASSERT_EQ(vfs->bind(vfs->init_ns(), "/bind", *root, (kLong + "/b").c_str(), (kLong + "/b").c_str(), false), 0);
     root->put();
-    mnt = vfs->find_exact((kLong + "/mnt").c_str());
-    bind = vfs->find_exact("/bind");
+    mnt = vfs->find_exact(vfs->init_ns(), (kLong + "/mnt").c_str());
+    bind = vfs->find_exact(vfs->init_ns(), "/bind");
     ASSERT_NE(mnt, nullptr);
     ASSERT_NE(bind, nullptr);
   }

@@ -78,7 +78,7 @@ long mount_block_root(Kernel& k, const BootConfig& boot, const char* root, const
   }
   // The volume may have refused to be written (a journal to recover): say
   // what the root really is.
-  Mount* m = k.vfs->find_exact("/");
+  Mount* m = k.vfs->find_exact(k.vfs->init_ns(), "/");
   bool readonly = boot.root_readonly || (m && m->readonly());
   if (m) m->put();
   printkf(k, [&](KFmt& f) {

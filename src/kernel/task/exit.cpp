@@ -10,6 +10,7 @@
 
 #include "kernel/entry/entry.h"
 #include "kernel/task/hostproc.h"
+#include "kernel/vfs/mount_ns.h"
 #include "host/raw_syscall.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/fs/anon/virtual_wait.h"
@@ -166,6 +167,7 @@ void discard_process_resources(Process& p) {
   sem_exit(*p.kernel, p);
   drop_files(p.files, h);
   drop_fs(p.fs, h);
+  mnt_ns_leave(p);
   drop_mm(p.mm, h);
   p.files = nullptr;
   p.fs = nullptr;

@@ -1,6 +1,7 @@
 #include "kernel/cgroup/cgroup.h"
 #include "kernel/task/process.h"
 #include "kernel/sys/uts.h"
+#include "kernel/vfs/mount_ns.h"
 
 #include <cstring>
 #include <fcntl.h>
@@ -100,6 +101,7 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     parent->children = p;
     p->creds = parent->creds;
     uts_inherit(*p, *parent);
+    mnt_ns_inherit(*p, *parent);
     p->personality = parent->personality;
     p->oom_score_adj = parent->oom_score_adj;
     p->no_new_privs = parent->no_new_privs;  // pdeath_signal and child_subreaper start clear

@@ -20,6 +20,7 @@
 #include "kernel/task/process.h"
 #include "kernel/task/caps.h"
 #include "kernel/sys/uts.h"
+#include "kernel/vfs/mount_ns.h"
 
 namespace flatux {
 namespace {
@@ -27,8 +28,7 @@ namespace {
 constexpr uint64_t kUnsupported = CLONE_PIDFD | CLONE_PTRACE;
 // Namespaces not implemented: EPERM, as a container's policy refuses them
 // (sys_unshare.cpp says why).
-constexpr uint64_t kNoNamespace = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
-                                  CLONE_NEWNET;
+constexpr uint64_t kNoNamespace = CLONE_NEWCGROUP | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET;
 
 // Gives the child what it shares or copies of its parent (not CLONE_THREAD);
 // a forked child's Mm comes with its host process (fork_child).
@@ -52,6 +52,7 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
   }
   if (flags & CLONE_SYSVSEM) c.sem_undo = sem_undo_share(k.heap, p);
   if ((flags & CLONE_NEWUTS) && uts_unshare(t, c) < 0) return false;
+  if ((flags & CLONE_NEWNS) && c.fs && mnt_ns_unshare(c, *c.fs) < 0) return false;
   if (flags & CLONE_SIGHAND) {
     p.sighand->refs.fetch_add(1);
     c.sighand = p.sighand;
@@ -126,9 +127,12 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
   if ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)) return -EINVAL;
   if ((flags & CLONE_THREAD) && !(flags & CLONE_VM)) return -EINVAL;
   // Namespaces are a process's here, not a thread's.
-  if ((flags & CLONE_NEWUTS) && (flags & CLONE_THREAD)) return -EINVAL;
+  if ((flags & (CLONE_NEWUTS | CLONE_NEWNS)) && (flags & CLONE_THREAD)) return -EINVAL;
+  // A new mount namespace with a shared root and cwd would move them
+  // under the parent's feet (Linux refuses it too).
+  if ((flags & CLONE_NEWNS) && (flags & CLONE_FS)) return -EINVAL;
   if (flags & kNoNamespace) return -EPERM;
-  if ((flags & CLONE_NEWUTS) && !capable(t.proc->creds, CAP_SYS_ADMIN)) return -EPERM;
+  if ((flags & (CLONE_NEWUTS | CLONE_NEWNS)) && !capable(t.proc->creds, CAP_SYS_ADMIN)) return -EPERM;
   // init has no parent to share: the sibling would have nobody to reap it
   // (Linux refuses it for the namespace's init too).
   if ((flags & CLONE_PARENT) && t.proc == t.kernel->init) return -EINVAL;

@@ -26,6 +26,7 @@ struct SyscallSites;
 struct SemUndoList;
 struct HostProc;
 struct HostPool;
+struct MountNs;
 struct Cgroup;
 
 constexpr int kPathMax = 4096;
@@ -204,6 +205,7 @@ struct Process {
   SigHand* sighand = nullptr;
   Creds creds;
   UtsNames* uts = nullptr;      // its UTS namespace; null: the kernel's first (kernel/sys/uts.h)
+  MountNs* mnt_ns = nullptr;    // its mount namespace; null: the kernel's first (kernel/vfs/mount_ns.h)
   SemUndoList* sem_undo = nullptr;  // SEM_UNDO adjustments (ipc/sem.cpp); CLONE_SYSVSEM shares
   uint64_t rlimits[kNumRlimits][2]{};
   char exe[kPathMax] = "";

@@ -259,7 +259,8 @@ long new_slave_file(Kernel& k, PtyPair& p, int flags, File** out) {
 // Records the devpts path of a slave file not opened through a path
 // (TIOCGPTPEER, /dev/tty), so /proc/PID/fd and ttyname show /dev/pts/N.
 void set_devpts_origin(Kernel& k, File& f, int index) {
-  Mount* m = k.vfs->find_exact("/dev/pts");
+  // (The first namespace's: a path to show, the same in its copies.)
+  Mount* m = k.vfs->find_exact(k.vfs->init_ns(), "/dev/pts");
   if (!m) return;
   char inner[16];
   KFmt fmt(inner, sizeof inner);

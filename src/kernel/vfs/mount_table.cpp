@@ -142,6 +142,7 @@ long Vfs::attach_locked(Mount* m, Mount* parent) {
   if (nmounts_ == kMaxMounts) return -ENOMEM;
   m->id = next_id_++;
   m->parent = parent;
+  if (parent) m->ns = parent->ns;  // a root comes with its namespace set
   m->parent_id = parent ? parent->id : m->id;
   m->op = op_;
   mounts_[nmounts_++] = m;
@@ -163,6 +164,7 @@ void Vfs::remove_locked(Mount* m) {
     break;
   }
   m->attached = false;
+  m->ns = nullptr;  // an unmounted mount belongs to no namespace
   if (m->parent) m->parent->children.fetch_sub(1, std::memory_order_relaxed);
   unpin_locked(m);
   update_walk_hints_locked();
@@ -234,13 +236,14 @@ void Vfs::pin_points(Task& t) {
 // From the root down: at each mount, the child whose mount point is the
 // shortest prefix of the path is what a walk enters first (a child mounted
 // deeper under it is hidden); among equals the latest.
-Mount* Vfs::visible_locked(const char* norm) {
+Mount* Vfs::visible_locked(const MountNs& ns, const char* norm) {
   Mount* cur = nullptr;
   for (;;) {
     Mount* next = nullptr;
     for (int i = 0; i < nmounts_; i++) {
       Mount* x = mounts_[i];
       if (x->parent != cur || !covers(*x, norm)) continue;
+      if (!cur && x->ns != &ns) continue;  // another namespace's root
       if (!next || x->len <= next->len) next = x;
     }
     if (!next) return cur;
@@ -368,13 +371,14 @@ long Vfs::propagate_locked(Mount* dest, Mount* top, int depth) {
 }
 
 long Vfs::mount(const char* guest_path, Filesystem* fs, const FsType* type, unsigned long flags,
-                const char* source, const char* fs_root, const char* options) {
+                const char* source, const char* fs_root, const char* options, MountNs* ns) {
   long err = 0;
   Mount* m = make_mount(guest_path, fs, type, flags, source, fs_root, options, &err);
   if (!m) return err;
+  m->ns = ns ? ns : &init_ns_;
   Guard g(lock_);
   op_++;
-  Mount* parent = visible_locked(m->path);
+  Mount* parent = visible_locked(*m->ns, m->path);
   if ((err = attach_locked(m, parent)) < 0) return discard(m, err);
   if (parent && parent->group) {
     share_tree_locked(m);
@@ -383,14 +387,16 @@ long Vfs::mount(const char* guest_path, Filesystem* fs, const FsType* type, unsi
   return err;
 }
 
-long Vfs::bind(const char* guest_path, Mount& src, const char* fs_root, const char* src_guest, bool recursive) {
+long Vfs::bind(MountNs& ns, const char* guest_path, Mount& src, const char* fs_root, const char* src_guest,
+               bool recursive) {
   if (src.unbindable) return -EINVAL;
   long err = 0;
   Mount* top = clone_mount(src, guest_path, fs_root, &err);
   if (!top) return err;
   Guard g(lock_);
   op_++;
-  Mount* parent = visible_locked(top->path);
+  top->ns = &ns;
+  Mount* parent = visible_locked(ns, top->path);
   if ((err = attach_locked(top, parent)) < 0) return discard(top, err);
   // With MS_REC, the mounts below the source folder come along, each on
   // the copy of its parent (Linux's copy_tree); unbindable ones and what
@@ -584,7 +590,7 @@ long Vfs::move(Mount* m, const char* guest_path) {
     // Linux's do_move_mount: the root stays; a mount whose parent shares
     // its events stays (its peers would lose track of it).
     if (!m->attached || !m->parent || m->parent->group) return -EINVAL;
-    Mount* parent = visible_locked(to);
+    Mount* parent = visible_locked(*m->ns, to);
     if (!parent) return -EINVAL;
     if (parent == m || descends_locked(parent, m)) return -ELOOP;
     Mount* tree[kMaxMounts];
@@ -629,10 +635,10 @@ long Vfs::move(Mount* m, const char* guest_path) {
   return err;
 }
 
-Mount* Vfs::find(const char* norm, char* inner, size_t n) {
+Mount* Vfs::find(const MountNs& ns, const char* norm, char* inner, size_t n) {
   // Under the lock: follow_rename may move the mount point or the root.
   Guard g(lock_);
-  Mount* best = visible_locked(norm);
+  Mount* best = visible_locked(ns, norm);
   if (!best) return nullptr;
   const char* rest = best->len == 1 ? norm : norm + best->len;
   KFmt f(inner, n);
@@ -716,14 +722,17 @@ void Vfs::update_walk_hints_locked() {
     points_[i] = {m->parent, m, point_hash(p), m->stacked, m->point.load(std::memory_order_relaxed)};
   }
   point_names_.store(bits, std::memory_order_relaxed);
-  top_root_ = visible_locked("/");
-  bare_root_.store(top_root_ && !top_root_->parent ? top_root_ : nullptr, std::memory_order_release);
+  for (int i = 0; i < nns_; i++) {
+    MountNs& ns = *nss_[i];
+    ns.top_root = visible_locked(ns, "/");
+    ns.bare_root.store(ns.top_root && !ns.top_root->parent ? ns.top_root : nullptr, std::memory_order_release);
+  }
 }
 
-Mount* Vfs::root_mount() {
+Mount* Vfs::root_mount(const MountNs& ns) {
   Guard g(lock_);
-  if (top_root_) top_root_->get();
-  return top_root_;
+  if (ns.top_root) ns.top_root->get();
+  return ns.top_root;
 }
 
 Mount* Vfs::mounted_at(const Mount* parent, std::string_view at) {
@@ -778,9 +787,9 @@ Mount* Vfs::parent_of(const Mount& m) {
   return m.parent;
 }
 
-Mount* Vfs::find_exact(const char* norm) {
+Mount* Vfs::find_exact(const MountNs& ns, const char* norm) {
   Guard g(lock_);
-  Mount* m = visible_locked(norm);
+  Mount* m = visible_locked(ns, norm);
   if (!m || strcmp(m->path, norm) != 0) return nullptr;
   m->get();
   return m;

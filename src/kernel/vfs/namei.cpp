@@ -1,6 +1,7 @@
 // Dentries for the walk's answers: a canonical inner path to its dentry,
 // a Path back to a guest path, the working directory as a Path, and the
 // cache kept in step with rename, unlink and rmdir (see namei.h).
+#include "kernel/vfs/mount_ns.h"
 #include "kernel/vfs/namei.h"
 
 #include <cstring>
@@ -571,7 +572,8 @@ ErrorOr<Dentry*> mount_root(Task& t, Mount& m) {
 long jump_to(Walk& w, const char* g) {
   char inner[kPathMax];
   bool top = g[0] == '/' && g[1] == 0;
-  Mount* m = top ? w.t.kernel->vfs->root_mount() : w.t.kernel->vfs->find(g, inner, sizeof inner);
+  MountNs& ns = mnt_ns_of(w.t);
+  Mount* m = top ? w.t.kernel->vfs->root_mount(ns) : w.t.kernel->vfs->find(ns, g, inner, sizeof inner);
   if (!m) return -ENAMETOOLONG;
   auto d = top ? mount_root(w.t, *m) : dentry_of(w.t, *m, inner);
   if (d.is_error()) {
@@ -613,7 +615,7 @@ const char* root_of(Walk& w) {
 // false when something is mounted over it (or its root dentry is not made
 // yet): the caller takes the counted way.
 bool borrow_bare_root(Walk& w) {
-  Mount* m = w.t.kernel->vfs->bare_root();
+  Mount* m = Vfs::bare_root(mnt_ns_of(w.t));
   Dentry* d = m ? m->mnt_root.load(std::memory_order_acquire) : nullptr;
   if (!d) return false;
   w.leave();

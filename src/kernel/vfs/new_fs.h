@@ -19,11 +19,14 @@ uint64_t mount_anon_dev(Kernel& k);
 // for a number with no device.
 long lookup_bdev(Kernel& k, const char* source, BlockDevice** out);
 
+struct MountNs;
+
 // A new filesystem of the registered type `type_name` (ENODEV: none such)
 // made from source and data (mount(2)'s), mounted at guest_path with the
 // per-mount flags among `flags`; what mount(2) does once it has checked
-// the caller and the target. The launcher's --tmpfs uses it as well.
+// the caller and the target. The launcher's --tmpfs uses it as well. In
+// mount namespace ns (the first one when nullptr).
 long mount_new_fs(Kernel& k, const char* type_name, const char* guest_path, const char* source,
-                  unsigned long flags, const char* data);
+                  unsigned long flags, const char* data, MountNs* ns = nullptr);
 
 }  // namespace flatux

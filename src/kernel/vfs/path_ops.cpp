@@ -1,3 +1,4 @@
+#include "kernel/vfs/mount_ns.h"
 #include "kernel/vfs/path_ops.h"
 
 #include "kernel/vfs/dnotify.h"
@@ -31,7 +32,7 @@ long walk_scope_at(Task& t, int dirfd, unsigned resolve, WalkScope* out) {
   long r = vfs_of(t).absolute(t, dirfd, ".", out->root, sizeof out->root);
   if (r < 0) return r;
   char inner[kPathMax];
-  Mount* m = vfs_of(t).find(out->root, inner, sizeof inner);
+  Mount* m = vfs_of(t).find(mnt_ns_of(t), out->root, inner, sizeof inner);
   if (!m) return -ENAMETOOLONG;
   out->mount = m;  // compared only: the dirfd or cwd holds it meanwhile
   m->put();

@@ -17,6 +17,7 @@
 #include "kernel/lib/kstring.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/new_fs.h"
+#include "kernel/vfs/mount_ns.h"
 #include "kernel/vfs/namei.h"
 #include "kernel/vfs/path_ops.h"
 #include "kernel/vfs/patharg.h"
@@ -96,7 +97,7 @@ long new_mount(Task& t, Target& at, uint64_t guest_source, uint64_t guest_type, 
   if ((r = copy_string(guest_source, source, sizeof source, "none")) < 0) return r;
   if (!t.kernel->vfs->find_type(type_name)) return -ENODEV;
   if (!S_ISDIR(at.st.st_mode)) return -ENOTDIR;
-  return mount_new_fs(*t.kernel, type_name, at.guest, source, flags, data);
+  return mount_new_fs(*t.kernel, type_name, at.guest, source, flags, data, &mnt_ns_of(t));
 }
 
 // One atomic change of m's per-mount flags (others read them meanwhile,
@@ -148,7 +149,8 @@ long bind(Task& t, Target& at, uint64_t guest_source, bool recursive) {
   long r = resolve(t, src.buf, true, &from);
   if (r < 0) return r;
   if (S_ISDIR(from.st.st_mode) != S_ISDIR(at.st.st_mode)) return -ENOTDIR;
-  return t.kernel->vfs->bind(at.guest, *from.mount, from.inner, from.guest, recursive);
+  if (from.mount->ns != &mnt_ns_of(t)) return -EINVAL;  // another namespace's, or unmounted
+  return t.kernel->vfs->bind(mnt_ns_of(t), at.guest, *from.mount, from.inner, from.guest, recursive);
 }
 
 // mount --move: the mount whose root `guest_source` names goes to `at`.
@@ -158,7 +160,7 @@ long move(Task& t, Target& at, uint64_t guest_source) {
   Target from;
   long r = resolve(t, src.buf, true, &from);
   if (r < 0) return r;
-  if (!from.is_mount_root()) return -EINVAL;
+  if (!from.is_mount_root() || from.mount->ns != &mnt_ns_of(t)) return -EINVAL;
   if (S_ISDIR(from.st.st_mode) != S_ISDIR(at.st.st_mode)) return -EINVAL;
   return t.kernel->vfs->move(from.mount, at.guest);
 }
@@ -173,13 +175,14 @@ long change_type(Task& t, Target& at, unsigned long flags) {
   return t.kernel->vfs->set_propagation(at.mount, type, flags & MS_REC);
 }
 
-// Whether any process has its working directory or root inside the mount
-// at `point` (which holds no files open, or the reference count says so).
-bool in_use_as_dir(Kernel& k, const char* point) {
+// Whether any process of namespace ns has its working directory or root
+// inside the mount at `point` (which holds no files open, or the
+// reference count says so).
+bool in_use_as_dir(Kernel& k, const MountNs& ns, const char* point) {
   Guard g(k.tasks_lock);
   for (int i = 0; i < kMaxTasks; i++) {
     Task* task = k.tasks[i];
-    if (!task || !task->proc || !task->proc->fs) continue;
+    if (!task || !task->proc || !task->proc->fs || &mnt_ns_of(*task->proc) != &ns) continue;
     FsContext& fc = *task->proc->fs;
     char root[kPathMax], cwd[kPathMax];
     Guard c(fc.lock);
@@ -211,6 +214,9 @@ long sys_mount(Task& t, SyscallArgs a) {
   long r = resolve(t, target.buf, true, &at);
   if (r < 0) return r;
   if (!capable(t)) return -EPERM;
+  // Linux's check_mnt: not a mount of another namespace, or an unmounted
+  // one (both reached through a descriptor).
+  if (at.mount->ns != &mnt_ns_of(t)) return -EINVAL;
   char data[kDataMax];
   if ((r = copy_string(a[4], data, sizeof data, "")) < 0) return r;
   const char* opts = a[4] ? data : nullptr;
@@ -231,17 +237,17 @@ long sys_umount2(Task& t, SyscallArgs a) {
   long r = resolve(t, target.buf, !(flags & UMOUNT_NOFOLLOW), &at);
   if (r < 0) return r;
   if (!capable(t)) return -EPERM;
-  if (!at.is_mount_root()) return -EINVAL;
+  if (!at.is_mount_root() || at.mount->ns != &mnt_ns_of(t)) return -EINVAL;
   if (flags & MNT_EXPIRE) return -ENOSYS;
   bool lazy = flags & MNT_DETACH;
   // MNT_FORCE cannot pry anything loose from these filesystems: like a
   // plain unmount, it fails while the mount is in use.
-  if (!lazy && in_use_as_dir(*t.kernel, at.guest)) return -EBUSY;
+  if (!lazy && in_use_as_dir(*t.kernel, mnt_ns_of(t), at.guest)) return -EBUSY;
   return t.kernel->vfs->umount(at.mount, lazy);
 }
 
 long mount_new_fs(Kernel& k, const char* type_name, const char* guest_path, const char* source,
-                  unsigned long flags, const char* data) {
+                  unsigned long flags, const char* data, MountNs* ns) {
   Vfs& vfs = *k.vfs;
   const FsType* type = vfs.find_type(type_name);
   if (!type) return -ENODEV;
@@ -251,7 +257,7 @@ long mount_new_fs(Kernel& k, const char* type_name, const char* guest_path, cons
   fs->readonly = flags & MS_RDONLY;
   char options[256];
   options_of(type, *fs, data, options, sizeof options);
-  r = vfs.mount(guest_path, fs, type, flags & kPerMountFlags, source, "/", options);
+  r = vfs.mount(guest_path, fs, type, flags & kPerMountFlags, source, "/", options, ns);
   if (r < 0 && fs->mounts.load() == 0 && type->unmount) {
     fs_drop_dentries(*fs);
     type->unmount(*fs);

@@ -198,11 +198,24 @@ struct FsType {
 };
 
 
+// A mount namespace: the mounts a process sees. Every namespace's mounts
+// live in the one table (Vfs), so that propagation between peers in
+// different namespaces is one operation under one lock; a walk tells them
+// apart only at the top (a root belongs to one namespace, and a mount's
+// children to its own).
+struct MountNs {
+  std::atomic<int> refs{1};   // the processes in it
+  uint64_t id = 0;            // the inode number /proc/PID/ns/mnt shows
+  Mount* top_root = nullptr;  // the topmost mount on "/" (table lock)
+  std::atomic<Mount*> bare_root{nullptr};
+};
+
 struct Mount {
   std::atomic<int> refs{1};   // the table's own, walks in flight, open files
   Heap* heap = nullptr;
   int id = 0, parent_id = 0;
   Mount* parent = nullptr;    // the mount holding the mount point (nullptr: a root)
+  MountNs* ns = nullptr;      // its namespace while attached (table lock)
   // The mount point and root change when a folder above them is renamed
   // (Vfs::follow_rename, which holds the table lock and writes them through
   // change_place): outside the table lock, read them through with_place.
@@ -287,14 +300,22 @@ struct Mount {
 
 class Vfs {
  public:
-  static constexpr int kMaxMounts = 256;
+  static constexpr int kMaxMounts = 512;  // in all namespaces together
+  static constexpr int kMaxNamespaces = 64;
 
-  explicit Vfs(Heap* h) : heap_(h) {}
+  explicit Vfs(Heap* h) : heap_(h) {
+    init_ns_.id = 0xF0000000;  // Linux's first dynamic inode number, as its first mount namespace has
+    nss_[nns_++] = &init_ns_;
+  }
 
-  // Mounts fs at guest_path, showing its inner folder fs_root there; the
-  // new mount propagates to the peers and slaves of the mount it lands on.
+  // The namespace the kernel's first process starts in.
+  MountNs& init_ns() { return init_ns_; }
+
+  // Mounts fs at guest_path in ns (the first namespace when nullptr),
+  // showing its inner folder fs_root there; the new mount propagates to
+  // the peers and slaves of the mount it lands on.
   long mount(const char* guest_path, Filesystem* fs, const FsType* type, unsigned long flags,
-             const char* source, const char* fs_root = "/", const char* options = "");
+             const char* source, const char* fs_root = "/", const char* options = "", MountNs* ns = nullptr);
   long mount(const char* guest_path, Filesystem* fs) {
     return mount(guest_path, fs, nullptr, 0, "none");
   }
@@ -303,7 +324,8 @@ class Vfs {
   // mounts below it come along (unbindable ones excepted). The copies
   // share src's propagation (a bind of a shared mount is its peer).
   // EINVAL when src is unbindable.
-  long bind(const char* guest_path, Mount& src, const char* fs_root, const char* src_guest, bool recursive);
+  long bind(MountNs& ns, const char* guest_path, Mount& src, const char* fs_root, const char* src_guest,
+            bool recursive);
   // Detaches m (already found by its mount point), and the copies that
   // propagation made of it. EBUSY while mounts lie beneath it or, unless
   // `lazy`, while anything still refers to it; `lazy` takes the mounts
@@ -322,11 +344,19 @@ class Vfs {
   // of it follow, as Linux's mounts follow their dentries.
   void follow_rename(const Filesystem* fs, std::string_view from, std::string_view to, bool exchange);
 
-  // The mount holding a normalised guest path, with a reference, and the
-  // path inside its filesystem in `inner`.
-  Mount* find(const char* norm, char* inner, size_t n);
-  // The mount showing `norm` when it is a mount point, with a reference.
-  Mount* find_exact(const char* norm);
+  // A copy of every mount of `from` (with the same propagation: a copy of
+  // a shared mount is its peer), as Linux's copy_mnt_ns; `map` receives
+  // pairs (mount of from, its copy) for up to kMaxMounts mounts, *n their
+  // number. EPERM-free: the caller checked the capability. ENOMEM, ENOSPC.
+  MountNs* copy_ns(MountNs& from, Mount** old_of, Mount** new_of, int* n, long* err);
+  // A process leaves ns; with the last one its mounts are unmounted.
+  void put_ns(MountNs* ns);
+
+  // The mount holding a normalised guest path in ns, with a reference,
+  // and the path inside its filesystem in `inner`.
+  Mount* find(const MountNs& ns, const char* norm, char* inner, size_t n);
+  // The mount showing `norm` in ns when it is a mount point, with a reference.
+  Mount* find_exact(const MountNs& ns, const char* norm);
   // The mount a walk enters at guest path `at` below `parent` (the
   // topmost of those stacked there), with a reference; nullptr if none.
   // The walk's way while some mount point is not pinned (points_pinned).
@@ -351,12 +381,13 @@ class Vfs {
   // The mount `m` is mounted on, with a reference; nullptr for a root or
   // a detached mount.
   Mount* parent_of(const Mount& m);
-  // The mount a walk from "/" starts on, with a reference.
-  Mount* root_mount();
+  // The mount a walk from "/" of ns starts on, with a reference.
+  Mount* root_mount(const MountNs& ns);
   // The namespace's first root while nothing is mounted over it, else
-  // nullptr. Never removed (umount refuses it), so a walk may stand on
-  // it, and on its root dentry, without taking references.
-  Mount* bare_root() const { return bare_root_.load(std::memory_order_acquire); }
+  // nullptr. Never removed while a process is in ns (umount refuses it),
+  // so a walk may stand on it, and on its root dentry, without taking
+  // references.
+  static Mount* bare_root(const MountNs& ns) { return ns.bare_root.load(std::memory_order_acquire); }
   // False when no mount point's last component is `name` (a filter the
   // walk asks before it looks for a mount: most names are none).
   bool may_be_mount_point(std::string_view name) const {
@@ -395,6 +426,13 @@ class Vfs {
     Guard g(lock_);
     for (int i = 0; i < nmounts_; i++) fn(*mounts_[i]);
   }
+  // The same, for the mounts of one namespace.
+  template <typename F>
+  void for_each_mount_in(const MountNs& ns, F&& fn) {
+    Guard g(lock_);
+    for (int i = 0; i < nmounts_; i++)
+      if (mounts_[i]->ns == &ns) fn(*mounts_[i]);
+  }
   // Newest first: a filesystem on a loop device goes before the one
   // holding the loop's file.
   template <typename F>
@@ -412,7 +450,7 @@ class Vfs {
   void unpin_locked(Mount* m);
   bool pin_locked(Mount* m, const Mount* parent, uint32_t place_seq, Dentry* d, bool stacked);
   void follow_points_locked();
-  Mount* visible_locked(const char* norm);
+  Mount* visible_locked(const MountNs& ns, const char* norm);
   bool descends_locked(const Mount* m, const Mount* ancestor) const;
   bool has_children_locked(const Mount* m) const;
   int new_group_locked() const;
@@ -454,8 +492,10 @@ class Vfs {
   std::atomic<uint64_t> events_{0};
   std::atomic<int> to_pin_{0};
   PointKey points_[kMaxMounts]{};
-  Mount* top_root_ = nullptr;  // the topmost mount on "/"
-  std::atomic<Mount*> bare_root_{nullptr};
+  MountNs init_ns_;
+  MountNs* nss_[kMaxNamespaces]{};  // every namespace (init_ns_ first)
+  int nns_ = 0;
+  uint64_t next_ns_id_ = 0xF0000001;
   const FsType* types_[kMaxFsTypes]{};
   int ntypes_ = 0;
 };

@@ -1,3 +1,4 @@
+#include "kernel/vfs/mount_ns.h"
 #include "kernel/cgroup/cgroup.h"
 #include "kernel/fs/procfs/procfs_gen.h"
 
@@ -302,11 +303,12 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
       char root[kPathMax];
       bool removed = false;  // a removed root: the mounts seen from where it was
       if (long r = fs_root_path(t, root, sizeof root, &removed); r < 0) return r;
-      gen_mounts(o, k, root, false);
+      gen_mounts(o, k, mnt_ns_of(t), root, false);
       return 0;
     }
     case ProcFile::kMounts: case ProcFile::kMountinfo: {
       char root[kPathMax];
+      MountNs* ns = nullptr;  // counted: the process may leave it meanwhile
       {
         Guard g(k.tasks_lock);
         Task* task = find_task_locked(k, pid);
@@ -314,8 +316,11 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
         Guard r(task->proc->fs->lock);
         bool removed = false;
         if (fs_root_path(*task->proc->fs, root, sizeof root, &removed) < 0) return -ENOENT;
+        ns = &mnt_ns_of(*task->proc);
+        ns->refs.fetch_add(1, std::memory_order_relaxed);
       }
-      gen_mounts(o, k, root, f == ProcFile::kMountinfo);
+      gen_mounts(o, k, *ns, root, f == ProcFile::kMountinfo);
+      k.vfs->put_ns(ns);
       return 0;
     }
     case ProcFile::kKernelCmdline:

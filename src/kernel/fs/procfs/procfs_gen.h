@@ -36,7 +36,7 @@ const char* proc_pid_file_name(int i);
 
 // The mount table as the process whose root is `root` sees it
 // (procfs_mounts.cpp), and the filesystem types.
-void gen_mounts(SynthText& o, Kernel& k, const char* root, bool mountinfo);
+void gen_mounts(SynthText& o, Kernel& k, const MountNs& ns, const char* root, bool mountinfo);
 void gen_filesystems(SynthText& o, Kernel& k);
 
 // Generates the file's text for process/task `pid` (ignored for global files).

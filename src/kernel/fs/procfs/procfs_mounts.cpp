@@ -49,9 +49,9 @@ uint64_t dev_minor(uint64_t d) { return (d & 0xff) | ((d >> 12) & ~0xffull); }
 
 }  // namespace
 
-void gen_mounts(SynthText& o, Kernel& k, const char* root, bool mountinfo) {
+void gen_mounts(SynthText& o, Kernel& k, const MountNs& ns, const char* root, bool mountinfo) {
   std::string_view r(root);
-  k.vfs->for_each_mount([&](const Mount& m) {
+  k.vfs->for_each_mount_in(ns, [&](const Mount& m) {
     std::string_view point(m.path, m.len);
     std::string_view seen = strip_root(root, point);
     if (r.size() > 1 && seen.data() == point.data()) return;  // outside the process's root
