@@ -427,6 +427,49 @@ static void test_mountinfo_poll(void) {
   CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the poll checks: %#x", st);
 }
 
+// Read again from the start, the table is as it is now (Linux's seq_file
+// starts a new pass at offset 0): systemd seeks back and re-reads after
+// each mount it makes. With `by_read`, read() from the current position
+// (after an lseek), else pread at 0.
+static int mountinfo_lists(int fd, const char* point, int by_read) {
+  static char buf[65536];
+  size_t len = 0;
+  ssize_t n;
+  if (by_read) {
+    while (len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)n;
+  } else if ((n = pread(fd, buf, sizeof buf - 1, 0)) >= 0) {
+    len = (size_t)n;
+  }
+  buf[len] = 0;
+  char want[PATH_MAX + 2];
+  snprintf(want, sizeof want, " %s ", point);
+  return strstr(buf, want) != NULL;
+}
+
+static void test_mountinfo_reread(void) {
+  char point[PATH_MAX];
+  snprintf(point, sizeof point, "%s/reread", mnt);
+  REQUIRE(mkdir(point, 0755) == 0);
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) _exit(3);
+    int fd = open("/proc/self/mountinfo", O_RDONLY);
+    if (fd < 0) _exit(4);
+    if (mountinfo_lists(fd, point, 1) != 0) _exit(5);
+    if (mount("none", point, "tmpfs", 0, "size=1m") != 0) _exit(6);
+    if (lseek(fd, 0, SEEK_SET) != 0) _exit(7);
+    if (mountinfo_lists(fd, point, 1) != 1) _exit(8);
+    if (umount(point) != 0) _exit(9);
+    if (mountinfo_lists(fd, point, 0) != 0) _exit(10);
+    _exit(0);
+  }
+  int st;
+  CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+        "mountinfo read again from the start (status %#x)", st);
+  CHECK_OK(rmdir(point));
+}
+
 int main(int argc, char** argv) {
   guest_name = "mount";
   REQUIRE(argc == 2, "usage: mount SCRATCH_DIR");
@@ -441,6 +484,7 @@ int main(int argc, char** argv) {
   test_unprivileged();
   test_hostfs();
   test_mountinfo_poll();
+  test_mountinfo_reread();
 
   CHECK_OK(umount(mnt));
   return guest_finish();

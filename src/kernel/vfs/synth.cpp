@@ -11,7 +11,6 @@
 #include "kernel/heap.h"
 
 namespace flatux {
-namespace {
 
 // Generated text: priv = the bytes (kernel heap), priv_word = length, the
 // stat's mode and inode ride in a small header kept with them.
@@ -23,8 +22,13 @@ struct SynthData {
   int ndirents;
   const std::atomic<uint64_t>* events;  // a watched text's change count, else null
   uint64_t seen;                        // its value as last reported
+  uint64_t made;                        // its value when the text was made
+  SynthRegen regen;                     // makes a watched text anew (or null)
+  uint64_t ctx;
   char bytes[];  // text, or SynthDirent[ndirents]
 };
+
+namespace {
 
 SynthData* data_of(File& f) { return static_cast<SynthData*>(f.priv); }
 
@@ -98,20 +102,72 @@ short synth_watched_poll(Task&, File& f, short events) {
   return (short)(r & (events | POLLERR | POLLHUP));
 }
 
+// A watched text's bytes are replaced when stale and read from the start
+// (as Linux's seq_read starts a new pass at offset 0): every access holds
+// the position lock, which file_read_at_pos takes too.
+void refresh_locked(Task& t, File& f) {
+  SynthData* d = data_of(f);
+  if (!d->regen || d->events->load(std::memory_order_acquire) == d->made) return;
+  SynthText text(f.heap);
+  text.watch(*d->events, d->regen, d->ctx);
+  SynthData* nd = d->regen(t, d->ctx, text) == 0 ? text.make_data(d->mode, d->ino, d->dev) : nullptr;
+  if (!nd) return;  // the old text stays: better stale than gone
+  nd->seen = d->seen;
+  f.priv = nd;
+  f.heap->free(d);
+}
+
+long synth_watched_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
+  Guard g(f.pos_lock);
+  if (off == 0) refresh_locked(t, f);
+  return synth_pread(t, f, buf, n, off);
+}
+
+long synth_watched_read(Task& t, File& f, void* buf, size_t n) {
+  Guard g(f.pos_lock);
+  if (f.pos == 0) refresh_locked(t, f);
+  long r = synth_pread(t, f, buf, n, f.pos);
+  if (r > 0) f.pos += r;
+  return r;
+}
+
+long synth_watched_stat(Task& t, File& f, struct stat* st) {
+  Guard g(f.pos_lock);
+  return synth_stat_op(t, f, st);
+}
+
+long synth_watched_lseek(Task&, File& f, int64_t off, int whence) {
+  Guard g(f.pos_lock);
+  int64_t end = (int64_t)data_of(f)->len;
+  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : whence == SEEK_END ? end : -1;
+  if (base < 0 || base + off < 0) return -EINVAL;
+  f.pos = base + off;
+  return f.pos;
+}
+
 // A generated text's operations; a watched one also polls.
-constexpr FileOps text_ops(short (*poll)(Task&, File&, short)) {
+constexpr FileOps text_ops() {
   FileOps o{};
   o.read = file_read_at_pos;
   o.pread = synth_pread;
   o.lseek = synth_lseek;
   o.stat = synth_stat_op;
   o.release = synth_release;
-  o.poll = poll;
   return o;
 }
 
-const FileOps kSynthTextOps = text_ops(nullptr);
-const FileOps kSynthWatchedOps = text_ops(synth_watched_poll);
+constexpr FileOps watched_ops() {
+  FileOps o = text_ops();
+  o.read = synth_watched_read;
+  o.pread = synth_watched_pread;
+  o.lseek = synth_watched_lseek;
+  o.stat = synth_watched_stat;
+  o.poll = synth_watched_poll;
+  return o;
+}
+
+const FileOps kSynthTextOps = text_ops();
+const FileOps kSynthWatchedOps = watched_ops();
 
 const FileOps kSynthDirOps = {
     .read = nullptr,
@@ -216,7 +272,7 @@ SynthText& SynthText::oct(uint64_t v, int min_digits) {
   return *this;
 }
 
-File* SynthText::to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint64_t dev) {
+SynthData* SynthText::make_data(uint32_t mode, uint64_t ino, uint64_t dev) const {
   if (failed_) return nullptr;
   auto* d = static_cast<SynthData*>(heap_->alloc(sizeof(SynthData) + len_ + 1));
   if (!d) return nullptr;
@@ -226,8 +282,16 @@ File* SynthText::to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint6
   d->len = len_;
   d->ndirents = 0;
   d->events = events_;
-  d->seen = seen_;
+  d->seen = d->made = seen_;
+  d->regen = regen_;
+  d->ctx = ctx_;
   if (len_) memcpy(d->bytes, data_, len_);
+  return d;
+}
+
+File* SynthText::to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint64_t dev) {
+  SynthData* d = make_data(mode, ino, dev);
+  if (!d) return nullptr;
   return make_file(heap_, events_ ? &kSynthWatchedOps : &kSynthTextOps, d, open_flags);
 }
 

@@ -14,6 +14,13 @@ struct stat;
 
 namespace flatux {
 
+class SynthText;
+struct SynthData;
+struct Task;
+// Writes a watched text anew (SynthText::watch): ctx is what it needs to
+// know which one.
+using SynthRegen = long (*)(Task& t, uint64_t ctx, SynthText& out);
+
 // A growable text buffer in the kernel heap.
 class SynthText {
  public:
@@ -30,12 +37,19 @@ class SynthText {
   File* to_file(uint32_t open_flags, uint32_t mode, uint64_t ino, uint64_t dev);
   // Called before the text is made: it goes stale when `events` (the mount
   // table's change count) moves on, and the file's poll says POLLERR|
-  // POLLPRI once for each change since, as Linux's mounts_poll.
-  void watch(const std::atomic<uint64_t>& events) {
+  // POLLPRI once for each change since, as Linux's mounts_poll. With
+  // `regen`, a stale text is made anew when it is read from its start
+  // again, as Linux's seq_file shows the table as it is at each pass
+  // (systemd seeks back and re-reads mountinfo after each mount it makes).
+  void watch(const std::atomic<uint64_t>& events, SynthRegen regen = nullptr, uint64_t ctx = 0) {
     events_ = &events;
     seen_ = events.load(std::memory_order_acquire);
+    regen_ = regen;
+    ctx_ = ctx;
   }
   std::string_view view() const { return {data_, len_}; }
+  // The text with its header, as a file's data (nullptr: ENOMEM).
+  SynthData* make_data(uint32_t mode, uint64_t ino, uint64_t dev) const;
   // Copies what lies at `off` to the guest (a pread of the text): bytes,
   // 0 past the end, -ENOMEM when making it failed, -EFAULT.
   long pread_to_user(void* guest_buf, size_t n, int64_t off) const;
@@ -48,6 +62,8 @@ class SynthText {
   bool failed_ = false;
   const std::atomic<uint64_t>* events_ = nullptr;
   uint64_t seen_ = 0;
+  SynthRegen regen_ = nullptr;
+  uint64_t ctx_ = 0;
 };
 
 struct SynthDirent {

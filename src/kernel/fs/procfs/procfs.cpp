@@ -478,6 +478,13 @@ long open_link_itself(Task& t, Filesystem& fs, const ProcLookup& l, int flags, F
   return 0;
 }
 
+namespace {
+// A mount list sought back to its start after the table changed.
+long regen_mounts(Task& t, uint64_t ctx, SynthText& out) {
+  return proc_generate(t, static_cast<ProcFile>(ctx & 0xffff), (int)(ctx >> 16), out);
+}
+}  // namespace
+
 long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** out) {
   ProcLookup l = lookup(t, lk.path);
   {
@@ -517,7 +524,7 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
   if (flags & O_DIRECTORY) return -ENOTDIR;
   SynthText text(t.kernel->heap);
   if (l.file == ProcFile::kMounts || l.file == ProcFile::kMountinfo || l.file == ProcFile::kGlobalMounts)
-    text.watch(t.kernel->vfs->mount_events());
+    text.watch(t.kernel->vfs->mount_events(), regen_mounts, (uint64_t)(uint32_t)l.pid << 16 | (uint64_t)l.file);
   long r = l.node == Node::kFdInfo ? fdinfo_text(t, l, text) : proc_generate(t, l.file, l.pid, text);
   if (r < 0) return r;
   File* f = text.to_file((uint32_t)flags & ~O_CLOEXEC, S_IFREG | 0444, ino_of(l), kProcDev);
