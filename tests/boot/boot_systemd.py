@@ -12,8 +12,10 @@ systemd must get past its early setup (API filesystems, cgroup2 on
 journald (capabilities, peer credentials of its sockets), track mounts
 (poll on mountinfo, inotify), reach sysinit.target and basic.target, start
 D-Bus and logind (udev's netlink socket) and reach multi-user.target, and
-never freeze. Units that fail (those that need mount namespaces, sshd on
-the host's privileged port 22) are reported, not asserted.
+never freeze. Units that need mount namespaces (logind's sandbox, the
+credentials of sysusers and tmpfiles) must start too. The one unit allowed
+to fail is sshd: it binds port 22 on the host's network, which the
+confined host process may not (EXPECTED_FAILURES says so).
 """
 import argparse
 import os
@@ -31,8 +33,14 @@ MUST = [
     "Reached target basic.target",
     "Started dbus.service",
     "Started systemd-logind.service",
+    "Finished systemd-sysusers.service",
+    "Finished systemd-tmpfiles-setup.service",
     "Reached target multi-user.target",
 ]
+# Units that fail here and why; any other failed unit fails the test.
+EXPECTED_FAILURES = {
+    "ssh.service": "binds port 22 on the host's network, which flatux's confined host process may not",
+}
 NEVER = ["Freezing execution", "Kernel panic"]
 
 
@@ -77,7 +85,13 @@ def main():
             print(f"FAIL: {m!r} in the console")
             ok = False
     failed = sorted({line.split("Failed to start ", 1)[1] for line in text.splitlines() if "Failed to start " in line})
-    print("units that failed to start (not asserted):", ", ".join(failed) or "none")
+    for unit in failed:
+        name = unit.split(" ", 1)[0]
+        if name in EXPECTED_FAILURES:
+            print(f"expected: {name} failed ({EXPECTED_FAILURES[name]})")
+        else:
+            print(f"FAIL: {unit} failed to start")
+            ok = False
     print("ok" if ok else "FAILED")
     return 0 if ok else 1
 
