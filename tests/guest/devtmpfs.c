@@ -66,6 +66,29 @@ static void test_root_changes(void) {
   CHECK(stat("/dev/null", &st) == 0 && (st.st_mode & 07777) == 0666 && st.st_uid == 0);
 }
 
+// A device's open file has its node's inode (ttyname and getty compare
+// fstat of the descriptor with stat of the node), and fchmod/fchown of
+// the descriptor change the node.
+static void test_open_node_is_the_inode(void) {
+  printf("an open device is its node:\n");
+  REQUIRE(mknod("/dev/mine", S_IFCHR | 0640, makedev(1, 3)) == 0, "%s", strerror(errno));
+  int fd = open("/dev/mine", O_RDWR);
+  REQUIRE(fd >= 0, "%s", strerror(errno));
+  struct stat by_fd, by_path;
+  CHECK(fstat(fd, &by_fd) == 0 && stat("/dev/mine", &by_path) == 0);
+  CHECK(by_fd.st_dev == by_path.st_dev && by_fd.st_ino == by_path.st_ino && by_fd.st_mode == by_path.st_mode,
+        "fstat dev %lx ino %lu mode %o, stat dev %lx ino %lu mode %o", (unsigned long)by_fd.st_dev,
+        (unsigned long)by_fd.st_ino, by_fd.st_mode, (unsigned long)by_path.st_dev, (unsigned long)by_path.st_ino,
+        by_path.st_mode);
+  CHECK(fchmod(fd, 0620) == 0 && fchown(fd, 65534, 5) == 0, "%s", strerror(errno));
+  CHECK(stat("/dev/mine", &by_path) == 0 && (by_path.st_mode & 07777) == 0620 && by_path.st_uid == 65534 &&
+            by_path.st_gid == 5,
+        "mode %o owner %u:%u", by_path.st_mode, by_path.st_uid, by_path.st_gid);
+  CHECK(fstat(fd, &by_fd) == 0 && by_fd.st_uid == 65534);
+  close(fd);
+  CHECK(unlink("/dev/mine") == 0);
+}
+
 static void test_one_instance(void) {
   printf("every devtmpfs mount is the same instance:\n");
   CHECK(mkdir("/devtmpfs-again", 0755) == 0 || errno == EEXIST);
@@ -85,6 +108,7 @@ int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   test_nodes();
   test_root_changes();
+  test_open_node_is_the_inode();
   test_one_instance();
   int failures = guest_finish();
   if (argc > 1 && strcmp(argv[1], "--init") == 0 && failures == 0) {

@@ -36,7 +36,7 @@ long con_write(Task& t, File& f, const void* buf, size_t n) { return tty_write(t
 long con_ioctl(Task& t, File& f, unsigned cmd, uint64_t arg) { return tty_ioctl(t, tty_of(f), f, cmd, arg); }
 short con_poll(Task&, File& f, short events) { return tty_poll(tty_of(f), events); }
 long con_stat(Task&, File& f, struct stat* st) {
-  synth_stat(st, S_IFCHR | 0620, f.priv_word == kDevTty ? 3 : 4, 0, 6);
+  synth_stat(st, S_IFCHR | 0620, f.priv_word == kDevTty ? 3 : f.priv_word == kDevConsole ? 4 : 5 + (f.priv_word & 0xff), 0, 6);
   st->st_rdev = f.priv_word;
   return 0;
 }
@@ -132,6 +132,8 @@ void console_host_resized(Kernel& k) {
   if (host::sys(SYS_ioctl, c->host_in, TIOCGWINSZ, &ws) == 0) tty_set_winsize(c->tty, ws);
 }
 
+bool console_is_terminal(const Kernel& k) { return k.console && k.console->terminal; }
+
 bool console_write_kernel(Kernel& k, std::string_view text) {
   Console* c = k.console;
   if (!c) return false;
@@ -146,6 +148,14 @@ long console_open(Task& t, int flags, File** out) {
   Console* c = t.kernel->console;
   if (!c) return -ENXIO;
   return open_on(*t.kernel, *c, flags, kDevConsole, out);
+}
+
+long console_vt_open(Task& t, int flags, int minor, File** out) {
+  Console* c = t.kernel->console;
+  if (!c || !c->terminal) return -ENXIO;
+  long r = open_on(*t.kernel, *c, flags, (uint64_t)(4 << 8) | (uint64_t)minor, out);
+  if (r == 0 && !(flags & O_NOCTTY)) tty_open_ctty(t, c->tty);
+  return r;
 }
 
 long console_open_initial(Kernel& k, File** out) {

@@ -24,6 +24,10 @@ void console_receive(Kernel& k, const char* data, size_t n);
 // The host terminal's window size changed (launcher thread).
 void console_host_resized(Kernel& k);
 
+// Whether there is a console and it is a terminal (a tty with a line
+// discipline), which the virtual terminals need.
+bool console_is_terminal(const Kernel& k);
+
 // Kernel messages (printk): false when there is no console yet.
 bool console_write_kernel(Kernel& k, std::string_view text);
 
@@ -31,6 +35,12 @@ bool console_write_kernel(Kernel& k, std::string_view text);
 // controlling terminal on open), or on the caller's controlling terminal
 // (/dev/tty: ENXIO without one). Returns 0 or -errno.
 long console_open(Task& t, int flags, File** out);
+// A virtual terminal, /dev/tty0 (the current one) or /dev/ttyN: the
+// console is the one there is, as UML's con0, on the host terminal. Unlike
+// /dev/console, opening it makes it the controlling terminal of a session
+// leader without one (O_NOCTTY aside), as getty needs. ENXIO without a
+// console that is a terminal.
+long console_vt_open(Task& t, int flags, int minor, File** out);
 // init's descriptors 0-2 (opened O_RDWR before any task exists).
 long console_open_initial(Kernel& k, File** out);
 long ctty_open(Task& t, int flags, File** out);

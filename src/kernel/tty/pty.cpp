@@ -278,20 +278,6 @@ long slave_reopen(Task& t, Tty& tty, int flags, File** out) {
   return r;
 }
 
-// tty_open's controlling-terminal rule: a session leader without one gets
-// the terminal it opens, if no session has it yet.
-void maybe_make_ctty(Task& t, Tty& tty) {
-  Kernel& k = *t.kernel;
-  Guard g(k.tasks_lock);
-  Process& p = *t.proc;
-  if (p.pid != p.sid || p.ctty || tty.hung_up.load()) return;
-  Guard l(tty.lock);
-  if (tty.session) return;
-  p.ctty = &tty;
-  tty.session = p.sid;
-  tty.pgrp = p.pgid;
-}
-
 // --- master files
 
 long master_read(Task& t, File& f, void* buf, size_t n) {
@@ -390,7 +376,7 @@ long open_peer(Task& t, PtyPair& p, uint64_t flags) {
   long r = new_slave_file(*t.kernel, p, (int)flags, &f);
   if (r < 0) return r;
   set_devpts_origin(*t.kernel, *f, p.index);
-  if (!(flags & O_NOCTTY)) maybe_make_ctty(t, p.slave);
+  if (!(flags & O_NOCTTY)) tty_open_ctty(t, p.slave);
   int fd = t.proc->files->install(f, flags & O_CLOEXEC);
   f->put();
   return fd;
@@ -524,7 +510,7 @@ long pty_slave_open(Task& t, int index, int flags, File** out) {
     p->refs.fetch_add(1);  // held across the open below
   }
   long r = new_slave_file(k, *p, flags, out);
-  if (r == 0 && !(flags & O_NOCTTY)) maybe_make_ctty(t, p->slave);
+  if (r == 0 && !(flags & O_NOCTTY)) tty_open_ctty(t, p->slave);
   pair_put(*p);
   return r;
 }

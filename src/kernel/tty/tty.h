@@ -106,6 +106,9 @@ void kill_pgrp_locked(Kernel& k, int pgrp, int sig, SigSender from);  // tasks_l
 // controlling terminal, its leader gets SIGHUP and SIGCONT, and every open
 // file on the terminal is hung up.
 void tty_hangup(Tty& tty);
+// tty_open's controlling-terminal rule: a session leader without one gets
+// the terminal it opens (unless O_NOCTTY), if no session has it yet.
+void tty_open_ctty(Task& t, Tty& tty);
 
 // A session leader is exiting (Linux's disassociate_ctty on exit): the
 // foreground group of its controlling terminal gets SIGHUP and the session

@@ -157,6 +157,20 @@ long flush(Task& t, Tty& tty, uint64_t arg) {
 
 }  // namespace
 
+// tty_open's controlling-terminal rule: a session leader without one gets
+// the terminal it opens, if no session has it yet.
+void tty_open_ctty(Task& t, Tty& tty) {
+  Kernel& k = *t.kernel;
+  Guard g(k.tasks_lock);
+  Process& p = *t.proc;
+  if (p.pid != p.sid || p.ctty || tty.hung_up.load()) return;
+  Guard l(tty.lock);
+  if (tty.session) return;
+  p.ctty = &tty;
+  tty.session = p.sid;
+  tty.pgrp = p.pgid;
+}
+
 void kill_pgrp_locked(Kernel& k, int pgrp, int sig, SigSender from) {
   siginfo_t si;
   memset(&si, 0, sizeof si);

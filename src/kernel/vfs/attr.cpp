@@ -78,7 +78,15 @@ long vfs_setattr(Task& t, int dirfd, const char* path, bool follow, Attr& a) {
   });
 }
 
+bool device_node_path(Task& t, File& f, char* out) {
+  bool deleted = false;
+  return f.node_attrs && f.mount && f.path && vfs_of(t).file_guest_path(t, f, out, kPathMax, &deleted) >= 0 &&
+         !deleted;
+}
+
 long vfs_fsetattr(Task& t, File& f, Attr& a) {
+  char node[kPathMax];
+  if (device_node_path(t, f, node)) return vfs_setattr(t, AT_FDCWD, node, false, a);
   struct stat st;
   if (!f.ops->stat || f.ops->stat(t, f, &st) < 0) return -EBADF;
   if (f.mount && f.mount->readonly() && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return -EROFS;

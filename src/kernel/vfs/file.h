@@ -82,6 +82,10 @@ struct File {
   LockTable* locks = nullptr;  // set once it holds a flock or OFD lock
   LeaseTable* leases = nullptr;  // set once it has held a lease (vfs/lease.cpp)
   bool dnotify = false;        // a directory F_NOTIFY watches (vfs/dnotify.cpp)
+  // A device opened through a node: fstat and fchown/fchmod/futimens act
+  // on the node (its origin, mount and path), as Linux's file has the
+  // node's inode; ttyname and getty compare the two.
+  bool node_attrs = false;
   // fcntl F_SETOWN/F_SETOWN_EX/F_SETSIG (vfs/fown.cpp): who is signalled
   // about the file (a lease break) and with what.
   int owner_id = 0;          // a pid, tid or process group; 0: nobody

@@ -46,5 +46,9 @@ long vfs_rename(Task& t, int olddirfd, const char* oldpath, int newdirfd, const 
 // on a path or an open file (vfs/attr.cpp).
 long vfs_setattr(Task& t, int dirfd, const char* path, bool follow, Attr& a);
 long vfs_fsetattr(Task& t, File& f, Attr& a);
+// The guest path of the node a device file was opened through
+// (File::node_attrs), into out (kPathMax); false when it has none or the
+// node is gone.
+bool device_node_path(Task& t, File& f, char* out);
 
 }  // namespace flatux

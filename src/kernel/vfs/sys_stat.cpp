@@ -21,6 +21,8 @@ long fd_stat(Task& t, uint64_t fd, struct stat* st, MountSpot* spot = nullptr) {
   if (!f) return -EBADF;
   if (!f->ops->stat) return -EINVAL;
   if (spot && f->mount && f->path) *spot = {f->mount->id, f->mount->is_root(f->path)};
+  char node[kPathMax];
+  if (device_node_path(t, *f, node) && vfs_stat(t, AT_FDCWD, node, false, st) == 0) return 0;
   return f->ops->stat(t, *f, st);
 }
 

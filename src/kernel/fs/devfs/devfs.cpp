@@ -35,6 +35,7 @@ struct DevNode {
   uint64_t rdev = 0;     // for kernel devices (host devices: the host's number)
   uint32_t perm = 0666;
   bool dir = false;      // an (empty) folder: a mount point
+  bool vt = false;       // a virtual terminal: only on a console that is a terminal
 };
 
 // /dev/tty is the caller's controlling terminal; without one it is the
@@ -44,11 +45,17 @@ long open_tty(Task& t, int flags, File** out) {
   return r == -ENXIO && !t.kernel->console ? -ENOENT : r;
 }
 
+long open_tty0(Task& t, int flags, File** out) { return console_vt_open(t, flags, 0, out); }
+long open_tty1(Task& t, int flags, File** out) { return console_vt_open(t, flags, 1, out); }
+
 constexpr DevNode kNodes[] = {
     {"null", "/dev/null", nullptr},       {"zero", "/dev/zero", nullptr},
     {"full", "/dev/full", nullptr},       {"random", "/dev/random", nullptr},
     {"urandom", "/dev/urandom", nullptr}, {"tty", "/dev/tty", nullptr, open_tty, (5 << 8) | 0},
     {"console", nullptr, nullptr, console_open, (5 << 8) | 1, 0600},
+    // The one virtual terminal, the console's (UML's con0): getty's.
+    {"tty0", nullptr, nullptr, open_tty0, (4 << 8) | 0, 0620, false, true},
+    {"tty1", nullptr, nullptr, open_tty1, (4 << 8) | 1, 0620, false, true},
     {"kmsg", nullptr, nullptr, kmsg_open, (1 << 8) | 11, 0644},
     {"loop-control", nullptr, nullptr, loop_control_open, kLoopControlRdev, 0660},
     {"ptmx", nullptr, nullptr, ptmx_open, kPtmxRdev, 0666},
@@ -90,6 +97,7 @@ void add_block_node(Kernel& k, const BlockDevice& d) {
 long populate(Kernel& k, Filesystem& fs) {
   for (const DevNode& n : kNodes) {
     long r;
+    if (n.vt && !console_is_terminal(k)) continue;  // (systemd then starts no getty on it)
     if (n.dir) {
       r = tmpfs_kernel_node(fs, n.name, S_IFDIR | n.perm, 0, nullptr);
     } else if (n.target) {

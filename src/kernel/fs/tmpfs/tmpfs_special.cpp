@@ -80,9 +80,10 @@ long tmpfs_open_special(Task& t, TmpInode& n, int flags, File** out) {
     if (r == 0) host_charge_adopt(**out, t.kernel->mem);
     return r;
   }
-  if (S_ISCHR(n.mode)) return devfs_open_rdev(t, n.rdev, flags, out);
-  if (S_ISBLK(n.mode)) return devfs_open_block(t, n.rdev, flags, out);
-  return -ENXIO;  // a socket
+  if (!S_ISCHR(n.mode) && !S_ISBLK(n.mode)) return -ENXIO;  // a socket
+  long r = S_ISCHR(n.mode) ? devfs_open_rdev(t, n.rdev, flags, out) : devfs_open_block(t, n.rdev, flags, out);
+  if (r == 0) (*out)->node_attrs = true;
+  return r;
 }
 
 }  // namespace flatux

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Boots the Debian image with systemd on a terminal and logs in at its getty.
+
+    boot_systemd_login.py --flatux FLATUX --image IMAGE --work DIR
+
+Boots a copy of IMAGE (tools/build-debian-image; root's password is
+"flatux") with the seed's command line and init=/lib/systemd/systemd inside
+a fresh pty, as a user at a console would: systemd starts getty@tty1 on the
+console's virtual terminal, and the script waits for "login:", logs in as
+root, checks `tty` (/dev/tty1), `systemctl is-system-running` (running, or
+degraded with only the units EXPECTED_FAILURES allows failed, as `systemctl
+--failed` lists them), `systemctl status` of logind, `journalctl -b` (the
+login is in it), then `systemctl poweroff`, which must end flatux with
+status 0. The pty's settings must be the same before and after.
+"""
+import argparse
+import os
+import pty
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import termios
+import time
+
+PROMPT = b"flatux-login$ "
+STEP_S = 60.0  # generous: a loaded CI box boots systemd in a few seconds
+EXPECTED_FAILURES = {"ssh.service"}  # port 22 on the host's network (boot_systemd.py)
+
+
+class Console:
+    def __init__(self, master):
+        self.master = master
+        self.log = b""
+
+    def expect(self, marker, timeout=STEP_S):
+        """Waits for `marker`; returns the text before it and consumes both."""
+        deadline = time.monotonic() + timeout
+        while marker not in self.log:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no {marker!r} in {timeout:.0f} s; the console ends with:\n"
+                                   + self.log[-3000:].decode(errors="replace"))
+            r, _, _ = select.select([self.master], [], [], min(left, 0.5))
+            if r:
+                try:
+                    chunk = os.read(self.master, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    raise EOFError("the console closed; it ends with:\n" + self.log[-3000:].decode(errors="replace"))
+                self.log += chunk
+        before, _, self.log = self.log.partition(marker)
+        return before
+
+    def run(self, command, n):
+        """Runs a shell command (the terminal does not echo: setup()) and
+        returns its output; the prompt is PROMPT."""
+        os.write(self.master, command.encode() + f"; echo END$((0+{n}))\r".encode())
+        out = self.expect(f"END{n}\r\n".encode())
+        self.expect(PROMPT)
+        return out.decode(errors="replace").replace("\x1b[?2004l", "").replace("\x1b[?2004h", "").strip()
+
+    def setup(self):
+        """A plain prompt, no echo and no bracketed paste: output alone."""
+        # (Quoted in two pieces: the echo of this line is not the prompt.)
+        os.write(self.master, b"bind 'set enable-bracketed-paste off'; stty -echo; PS1='flatux-''login$ '\r")
+        self.expect(PROMPT)
+
+    def drain(self, seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([self.master], [], [], 0.2)
+            if not r:
+                continue
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.log += chunk
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flatux", required=True)
+    ap.add_argument("--image", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    if not os.path.exists(a.image):
+        print(f"SKIP: no image {a.image} (Debian's archive could not be reached)")
+        return 77
+    shutil.rmtree(a.work, ignore_errors=True)
+    os.makedirs(a.work)
+    image = os.path.join(a.work, "debian.ext4")
+    subprocess.run(["cp", "--sparse=always", a.image, image], check=True)
+
+    master, slave = pty.openpty()
+    before = termios.tcgetattr(slave)
+    argv = [a.flatux, f"ubd0={image}", "rw", "mem=1024m", "init=/lib/systemd/systemd"]
+    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
+    con = Console(master)
+    failures = []
+    try:
+        con.expect(b"login: ")
+        os.write(master, b"root\r")
+        con.expect(b"Password: ")
+        os.write(master, b"flatux\r")
+        con.expect(b"# ")
+        con.setup()
+        tty = con.run("tty", 1)
+        if tty != "/dev/tty1":
+            failures.append(f"tty says {tty!r}, want /dev/tty1")
+        state = con.run("systemctl is-system-running", 2)
+        failed = con.run("systemctl --failed --no-legend --plain | cat", 3)
+        units = {line.split()[0] for line in failed.splitlines() if line.split()}
+        print(f"system state: {state}; failed units: {sorted(units) or 'none'}")
+        if state not in ("running", "degraded"):
+            failures.append(f"systemctl is-system-running says {state!r}")
+        if units - EXPECTED_FAILURES:
+            failures.append(f"failed units: {sorted(units - EXPECTED_FAILURES)}")
+        status = con.run("systemctl status systemd-logind --no-pager | cat", 4)
+        if "Active: active (running)" not in status:
+            failures.append("logind is not active (running):\n" + status)
+        journal = con.run("journalctl -b --no-pager | grep -c 'ROOT LOGIN'", 5)
+        if journal.strip().splitlines()[-1:] != ["1"]:
+            failures.append(f"journalctl -b does not show the login once: {journal!r}")
+        os.write(master, b"systemctl poweroff\r")
+        try:
+            status = p.wait(timeout=150)
+        except subprocess.TimeoutExpired:
+            status = None
+            failures.append("systemctl poweroff did not end flatux in 150 s")
+        con.drain(1)
+        if status is not None and status != 0:
+            failures.append(f"flatux exited with status {status} after poweroff, want 0")
+    except (TimeoutError, EOFError) as e:
+        failures.append(str(e))
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    after = termios.tcgetattr(slave)
+    if before != after:
+        failures.append("the terminal's settings changed")
+    os.close(slave)
+    os.close(master)
+    shutil.rmtree(a.work, ignore_errors=True)
+    for f in failures:
+        print("FAIL:", f)
+    print("ok" if not failures else "FAILED")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
