@@ -112,6 +112,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   k->leases = heap->make<LeaseTable>(heap);
   k->timers = heap->make<TimerService>();
   k->net = net_state_create(heap);
+  if (k->net) net_set_forwards(*k->net, cfg.boot.forwards, cfg.boot.nforwards);
   k->log = log_buffer_create(heap);
   k->blocks = heap->make<BlockDevices>();
   k->ipc = ipc_namespace_create(heap);

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <sys/socket.h>
 
 namespace flatux::launcher {
 namespace {
@@ -74,6 +75,39 @@ bool parse_bool(const std::string& v, bool* out) {
   return false;
 }
 
+bool parse_port(const std::string& s, uint16_t* out) {
+  if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) return false;
+  unsigned long v = strtoul(s.c_str(), nullptr, 10);
+  if (v == 0 || v > 65535) return false;
+  *out = (uint16_t)v;
+  return true;
+}
+
+// hostfwd=tcp::HOSTPORT-:GUESTPORT (or udp), QEMU's spelling without the
+// addresses: guests share the host's addresses.
+bool parse_hostfwd(const std::string& v, BootConfig* b, std::string* error) {
+  PortForward f{};
+  size_t c1 = v.find(':'), dash = v.find('-');
+  std::string proto = v.substr(0, c1);
+  bool ok = c1 != std::string::npos && dash != std::string::npos && dash > c1 && (proto == "tcp" || proto == "udp");
+  if (ok) {
+    std::string host = v.substr(c1 + 1, dash - c1 - 1), guest = v.substr(dash + 1);
+    ok = host.size() > 1 && host[0] == ':' && guest.size() > 1 && guest[0] == ':' &&
+         parse_port(host.substr(1), &f.host_port) && parse_port(guest.substr(1), &f.guest_port);
+  }
+  if (!ok) {
+    *error = "hostfwd=" + v + ": want tcp::HOSTPORT-:GUESTPORT or udp::HOSTPORT-:GUESTPORT, e.g. tcp::2222-:22";
+    return false;
+  }
+  if (b->nforwards == BootConfig::kMaxForwards) {
+    *error = "hostfwd=" + v + ": at most " + std::to_string(BootConfig::kMaxForwards) + " forwards";
+    return false;
+  }
+  f.type = proto == "tcp" ? SOCK_STREAM : SOCK_DGRAM;
+  b->forwards[b->nforwards++] = f;
+  return true;
+}
+
 // One kernel parameter; unknown ones go to init as Linux passes them.
 bool parse_param(const std::string& p, BootConfig* b, std::string* error) {
   size_t eq = p.find('=');
@@ -90,6 +124,7 @@ bool parse_param(const std::string& p, BootConfig* b, std::string* error) {
   if (key == "init" && has_val) return copy_value(b->init, sizeof b->init, val, "init=", error);
   if (key == "console" && has_val) return copy_value(b->console, sizeof b->console, val, "console=", error);
   if (key == "hostfs" && has_val) return copy_value(b->hostfs, sizeof b->hostfs, val, "hostfs=", error);
+  if (key == "hostfwd" && has_val) return parse_hostfwd(val, b, error);
   if (key == "mem" && has_val) {
     if (!parse_mem_size(val, &b->mem_bytes) || b->mem_bytes < (4u << 20)) {
       *error = "mem=" + val + ": want a size of at least 4M, e.g. 64M or 1G";
@@ -198,6 +233,9 @@ Boot parameters (as on Linux and UML):
   rootfstype=TYPE  filesystem type of root= (hostfs)
   hostfs=DIR       host folder used as the hostfs root (default /)
   rw | ro          mount the root read-write (default) or read-only
+  hostfwd=tcp::HOSTPORT-:GUESTPORT  (or udp::) the guest's port GUESTPORT is the
+                   host's HOSTPORT: a server the guest binds there is reached
+                   on the host's; the guest sees its own port (repeatable)
   mem=SIZE         guest memory (K, M or G suffix); allocations beyond it fail
                    with ENOMEM (default: no limit of flatux's own)
   loglevel=N       console log level: messages below N are shown (default 7)

@@ -14,6 +14,15 @@ struct UbdParam {
   char path[1024];        // host path as given
 };
 
+// One `hostfwd=PROTO::HOSTPORT-:GUESTPORT` (QEMU's spelling): the guest's
+// port GUESTPORT is the host's HOSTPORT (guests share the host's network,
+// where low ports are not theirs to take).
+struct PortForward {
+  int type;                // SOCK_STREAM (tcp) or SOCK_DGRAM (udp)
+  uint16_t host_port;
+  uint16_t guest_port;
+};
+
 struct BootConfig {
   bool enabled = false;   // false for `flatux run` (no boot, no console)
   static constexpr int kMaxUbd = 8;
@@ -27,6 +36,9 @@ struct BootConfig {
   int loglevel = 7;           // console_loglevel: messages below it reach the console
   bool printk_time = true;    // printk.time=
   char console[64] = "";      // console= (only the host terminal exists)
+  static constexpr int kMaxForwards = 8;
+  PortForward forwards[kMaxForwards]{};  // hostfwd=
+  int nforwards = 0;
   char init[256] = "";        // init= ("" = search the defaults)
   // Parameters the kernel does not know, for init: `a=b` words become its
   // environment, the others its arguments. NUL-separated strings.

@@ -11,6 +11,10 @@ struct NetState;
 // nullptr when out of memory.
 NetState* net_state_create(Heap* heap);
 
+struct PortForward;
+// hostfwd=: the guest ports that are other host ports (at boot).
+void net_set_forwards(NetState& ns, const PortForward* forwards, int n);
+
 struct File;
 // A socket whose writes the kernel must read before the host does
 // (netlink): sendfile and splice into it go through FileOps::write, never

@@ -18,6 +18,8 @@
 // spelling back (sockaddr.cpp).
 #pragma once
 #include <atomic>
+
+#include "kernel/boot/boot_config.h"
 #include <cstddef>
 #include <cstdint>
 #include <sys/socket.h>
@@ -71,6 +73,9 @@ struct NetState {
   char tag[kTagLen];
   Heap* heap = nullptr;
   std::atomic<uint64_t> node_names{0};  // numbers of names bound on the kernel's filesystems
+  // hostfwd=: guest ports that are other host ports (set at boot, then read only).
+  PortForward forwards[BootConfig::kMaxForwards]{};
+  int nforwards = 0;
 };
 
 // A guest socket's kernel-side data (File::priv).
@@ -128,7 +133,17 @@ enum class AddrUse { kBind, kConnect, kSend };
 // of another family goes to the host untranslated, which refuses it.
 long addr_from_user(Task& t, int host_fd, uint64_t guest, uint64_t len, AddrUse use, HostAddr* out);
 // Turns an address the host reported into the guest's view, in place.
-void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len);
+// `local`: the socket's own name (getsockname), else a peer's.
+void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len, bool local = false);
+
+// hostfwd= (hostfwd.cpp): a guest's IPv4/IPv6 address on host socket
+// host_fd as the host's: a bind to a forwarded guest port binds its host
+// port (and a bind to a forwarded host port is EADDRINUSE: it is taken),
+// a connect or send to a forwarded port on a loopback address reaches the
+// host port. And back: a forwarded host port in the socket's own name, or
+// in a loopback peer's, is shown as the guest port.
+long forward_to_host(NetState& ns, int host_fd, sockaddr_storage& sa, socklen_t len, AddrUse use);
+void forward_to_guest(NetState& ns, int host_fd, sockaddr_storage& sa, socklen_t len, bool local);
 // Linux's move_addr_to_user: copies at most *guest_lenp bytes and stores
 // the full length.
 long addr_put_user(const sockaddr_storage& sa, socklen_t len, uint64_t guest_addr,

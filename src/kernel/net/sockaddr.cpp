@@ -303,6 +303,8 @@ long addr_from_user(Task& t, int host_fd, uint64_t guest, uint64_t len, AddrUse 
   if (len > sizeof(sockaddr_storage) || (int64_t)len < 0) return -EINVAL;
   if (len && copy_from_user(&out->sa, (const void*)guest, len) < 0) return -EFAULT;
   out->len = (socklen_t)len;
+  if (out->sa.ss_family == AF_INET || out->sa.ss_family == AF_INET6)
+    return forward_to_host(*t.kernel->net, host_fd, out->sa, out->len, use);
   if (len <= kSunPathOff || out->sa.ss_family != AF_UNIX) return 0;  // the host judges the rest
   int domain = AF_UNIX;
   socklen_t dlen = sizeof domain;
@@ -319,7 +321,11 @@ long addr_from_user(Task& t, int host_fd, uint64_t guest, uint64_t len, AddrUse 
   return use == AddrUse::kBind ? unix_path_to_bind(t, host_fd, path, n, out) : unix_path_to_reach(t, path, out);
 }
 
-void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len) {
+void addr_to_guest(Task& t, File* sock, sockaddr_storage& sa, socklen_t& len, bool local) {
+  if ((sa.ss_family == AF_INET || sa.ss_family == AF_INET6) && sock) {
+    forward_to_guest(*t.kernel->net, sock->host_fd, sa, len, local);
+    return;
+  }
   if (sa.ss_family == AF_NETLINK && len >= sizeof(sockaddr_nl)) {
     // A uevent socket's groups are its own, not the host socket's.
     if (SockPriv* p = sock ? sock_priv(*sock) : nullptr; p && p->uevent)

@@ -113,7 +113,7 @@ long do_name(Task& t, SyscallArgs a, long nr) {
   socklen_t len = sizeof sa;
   r = host::sys(nr, s.host(), &sa, &len);
   if (r < 0) return r;
-  addr_to_guest(t, &*s.f, sa, len);
+  addr_to_guest(t, &*s.f, sa, len, nr == SYS_getsockname);
   return addr_put_user(sa, len, a[1], a[2]);
 }
 
