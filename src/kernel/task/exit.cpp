@@ -272,6 +272,17 @@ void exit_thread(Task& t) {
     // file may take it: a pty master hangs up its slave's session), then
     // makes the process a zombie.
     drop_files(files, k.heap);
+    // The mount namespace too: its last process unmounts its mounts, and a
+    // filesystem's last unmount (an ext4 write-back) is no work for under
+    // tasks_lock. Taken from the process under it (procfs counts a
+    // reference there), let go after.
+    MountNs* ns;
+    {
+      Guard g(k.tasks_lock);
+      ns = p.mnt_ns;
+      p.mnt_ns = nullptr;
+    }
+    if (ns) k.vfs->put_ns(ns);
     Guard g(k.tasks_lock);
     exit_process(t);
   }
