@@ -484,10 +484,14 @@ static void probe_whole_host_ro(void) {
 // kCloneHostProcess): a plain clone(SIGCHLD) first, for builds that took it.
 #define KERNEL_PROCESS_CLONE (CLONE_FILES | CLONE_FS | CLONE_SYSVSEM | CLONE_PIDFD | SIGCHLD)
 
+// The host process that made the last raw clone (its child's parent).
+static long cloner_pid;
+
 // A raw clone; *shared: the child shares flatux's descriptor table, so it
 // must not close anything while flatux runs.
 static long raw_host_process(int* shared) {
   *shared = 0;
+  cloner_pid = gadget_sys(SYS_getpid);
   long child = gadget_sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
   if (child != -EPERM) return child;
   static int pidfd;
@@ -499,7 +503,11 @@ static long raw_host_process(int* shared) {
 // (its parent) to end before it lets go of them. 0: it cannot tell when
 // (a forked guest's host process may not be named), so it must keep them.
 static int wait_for_parent(void) {
-  long pidfd = gadget_sys(SYS_pidfd_open, gadget_sys(SYS_getppid), 0);
+  // The parent as it was at the clone: asked after it ended, getppid
+  // names the reaper, whose end would never come (a loaded machine runs
+  // the child late).
+  long pidfd = gadget_sys(SYS_pidfd_open, cloner_pid, 0);
+  if (pidfd == -ESRCH) return 1;  // gone already
   if (pidfd < 0) return 0;
   struct pollfd p = {(int)pidfd, POLLIN, 0};
   return gadget_sys(SYS_ppoll, &p, 1, NULL, NULL, 8) == 1;
