@@ -145,7 +145,7 @@ struct FsContext {
   // caller's, not ours to keep).
   File* cwd_file = nullptr;
   // chroot(2): the process's root, so it follows renames; empty: the
-  // root of the kernel's one namespace (vfs/namei.h, fs_root).
+  // root of its mount namespace (vfs/namei.h, fs_root).
   Path root;
   // Whether `root` is set, read without the lock by walks from the
   // namespace's root (a racing chroot of another thread is either side).

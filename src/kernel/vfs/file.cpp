@@ -47,6 +47,10 @@ long file_write_at_pos(Task& t, File& f, const void* buf, size_t n) {
 
 long file_seek_kept(File& f, int64_t off, int whence, int64_t end) {
   Guard g(f.pos_lock);
+  return file_seek_kept_locked(f, off, whence, end);
+}
+
+long file_seek_kept_locked(File& f, int64_t off, int whence, int64_t end) {
   int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : whence == SEEK_END ? end : -1;
   if (base < 0 || base + off < 0) return -EINVAL;
   f.pos = base + off;

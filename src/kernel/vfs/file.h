@@ -128,6 +128,8 @@ long file_write_at_pos(Task& t, File& f, const void* buf, size_t n);
 // lseek for such files: SEEK_SET and SEEK_CUR, and SEEK_END from `end`
 // when the file has a size (end >= 0; otherwise EINVAL).
 long file_seek_kept(File& f, int64_t off, int whence, int64_t end);
+// The same with f.pos_lock held (for a file whose end is read under it).
+long file_seek_kept_locked(File& f, int64_t off, int whence, int64_t end);
 
 // For a host descriptor the kernel holds on a guest's behalf outside any
 // descriptor table (a tmpfs file's memfd once it is shared-mapped, a System

@@ -138,11 +138,7 @@ long synth_watched_stat(Task& t, File& f, struct stat* st) {
 
 long synth_watched_lseek(Task&, File& f, int64_t off, int whence) {
   Guard g(f.pos_lock);
-  int64_t end = (int64_t)data_of(f)->len;
-  int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? f.pos : whence == SEEK_END ? end : -1;
-  if (base < 0 || base + off < 0) return -EINVAL;
-  f.pos = base + off;
-  return f.pos;
+  return file_seek_kept_locked(f, off, whence, (int64_t)data_of(f)->len);
 }
 
 // A generated text's operations; a watched one also polls.
