@@ -3,9 +3,9 @@
 
     handed_over.py --flatux FLATUX
 
-The guest gets a host file as its stdout and another as its stdin, and
-opens a third (a host file it may read) and passes it to itself through
-SCM_RIGHTS, which hands it back as a bare host descriptor. On each it
+The guest gets a host file as its stdout and another as its stdin, and a
+third from a host program over an AF_UNIX socket (SCM_RIGHTS), which
+arrives as a bare host descriptor. On each it
 tries fchown to root and to a foreign user, and fchmod to set-uid and to
 world-writable. Run started by root and by an ordinary user (setpriv),
 with the host root writable and with --ro. Checked from the host: every
@@ -15,9 +15,11 @@ names, still take fchmod (the guest checks that too).
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 from verdict import finish
 
@@ -26,7 +28,7 @@ PYTHON = "/usr/bin/python3"
 
 GUEST = r"""
 import os, socket, sys
-victim = sys.argv[1]
+peer = sys.argv[1]
 tried = []
 def attempt(name, fn):
     try:
@@ -34,10 +36,9 @@ def attempt(name, fn):
         tried.append(name + ":done")
     except OSError as e:
         tried.append(name + ":" + e.strerror)
-a, b = socket.socketpair(socket.AF_UNIX)
-fd = os.open(victim, os.O_RDONLY)
-socket.send_fds(a, [b"x"], [fd])
-_, fds, _, _ = socket.recv_fds(b, 1, 1)
+s = socket.socket(socket.AF_UNIX)
+s.connect(peer)
+_, fds, _, _ = socket.recv_fds(s, 1, 1)
 passed = fds[0]
 for name, target in (("stdout", 1), ("stdin", 0), ("passed", passed)):
     attempt(name + "-chown-root", lambda: os.fchown(target, 0, 0))
@@ -83,6 +84,22 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def hand_over(listener, path):
+    """Serves one connection: a read-only descriptor of `path`, as a host
+    program hands a file to a guest."""
+    try:
+        conn, _ = listener.accept()
+    except OSError:
+        return
+    with conn:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            socket.send_fds(conn, [b"x"], [fd])
+        finally:
+            os.close(fd)
+        conn.recv(1)  # until the guest is done with its end
+
+
 def attack(a, work):
     flatux = os.path.join(work, "flatux")
     shutil.copy2(a.flatux, flatux)
@@ -95,11 +112,21 @@ def attack(a, work):
             make_file(inp, uid, 0o600)
             make_file(victim, 65534 if uid == 0 else uid, 0o644)
             before = {p: state(p) for p in (out, inp, victim)}
-            argv = [flatux, "run"] + (["--ro"] if ro else []) + ["--", PYTHON, "-c", GUEST, victim]
+            peer = os.path.join(work, f"{tag}.sock")
+            listener = socket.socket(socket.AF_UNIX)
+            listener.bind(peer)
+            os.chmod(peer, 0o777)
+            listener.listen(1)
+            listener.settimeout(120)
+            server = threading.Thread(target=hand_over, args=(listener, victim))
+            server.start()
+            argv = [flatux, "run"] + (["--ro"] if ro else []) + ["--", PYTHON, "-c", GUEST, peer]
             if uid:
                 argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups"] + argv
             with open(inp, "rb") as fin, open(out, "ab") as fout:
                 r = subprocess.run(argv, stdin=fin, stdout=fout, stderr=subprocess.PIPE, timeout=120)
+            server.join()
+            listener.close()
             said = r.stderr.decode(errors="replace")
             print(f"[{tag}] exit {r.returncode}: {said.strip()}")
             if r.returncode != 0 or "ANON_FCHMOD=ok" not in said:

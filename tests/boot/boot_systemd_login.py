@@ -11,7 +11,9 @@ root, checks `tty` (/dev/tty1), `systemctl is-system-running` (running,
 nothing in `systemctl --failed`), `systemctl status` of logind,
 `journalctl -b` (the login is in it); then logs in from the host with ssh
 (a key put in the copy's /root/.ssh) to the guest's sshd, whose port 22 is
-a free host port (hostfwd=); then `systemctl poweroff`, which must end
+a free host port (hostfwd=), and runs Python's multiprocessing there
+(tests/e2e/mp_smoke.py, put in the copy's /root: every start method); then
+`systemctl poweroff`, which must end
 flatux with status 0. The pty's settings must be the same before and after.
 """
 import argparse
@@ -29,6 +31,8 @@ import time
 PROMPT = b"flatux-login$ "
 STEP_S = 60.0  # generous: a loaded CI box boots systemd in a few seconds
 EXPECTED_FAILURES = set()  # units allowed to fail (none)
+MP_SMOKE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "mp_smoke.py")
+MP_METHODS = ["fork", "spawn", "forkserver"]
 
 
 def free_port():
@@ -43,7 +47,8 @@ def add_ssh_key(image, work):
     key = os.path.join(work, "key")
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
     for req in ["mkdir /root/.ssh", f"write {key}.pub /root/.ssh/authorized_keys",
-                "set_inode_field /root/.ssh mode 040700", "set_inode_field /root/.ssh/authorized_keys mode 0100600"]:
+                "set_inode_field /root/.ssh mode 040700", "set_inode_field /root/.ssh/authorized_keys mode 0100600",
+                f"write {MP_SMOKE} /root/mp_smoke.py"]:
         subprocess.run(["debugfs", "-w", image, "-R", req], check=True, capture_output=True)
     return key
 
@@ -160,6 +165,12 @@ def main():
         if r.returncode != 0 or r.stdout.split()[:2] != ["over-ssh", "running"] or r.stdout.split()[-1:] != ["1"]:
             failures.append(f"ssh to the guest's sshd on host port {port}: status {r.returncode}, "
                             f"out {r.stdout!r}, err {r.stderr[-1000:]!r}")
+        r = ssh(key, port, "python3 /root/mp_smoke.py " + " ".join(MP_METHODS))
+        ok = [m for m in MP_METHODS if f"{m} ok" in r.stdout.split("\n")]
+        print(f"multiprocessing over ssh: status {r.returncode}, ok: {ok}")
+        if r.returncode != 0 or ok != MP_METHODS:
+            failures.append(f"multiprocessing in the booted system: status {r.returncode}, "
+                            f"out {r.stdout[-1000:]!r}, err {r.stderr[-2000:]!r}")
         os.write(master, b"systemctl poweroff\r")
         try:
             status = p.wait(timeout=150)

@@ -6,6 +6,7 @@
 // usage: scm_rights              (the checks)
 //        scm_rights child FD     (the exec'd side)
 #include "guest_check.h"
+#include "guest_scm.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -15,40 +16,6 @@
 #include <unistd.h>
 
 static const char kPayload[] = "carried by a descriptor that crossed a socket";
-
-static int send_fds(int sock, const int* fds, int n, const char* tag) {
-  char ctl[CMSG_SPACE(sizeof(int) * 8)];
-  memset(ctl, 0, sizeof ctl);
-  struct iovec iov = {(void*)tag, strlen(tag)};
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                     .msg_controllen = CMSG_SPACE(sizeof(int) * n)};
-  struct cmsghdr* c = CMSG_FIRSTHDR(&m);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int) * n);
-  memcpy(CMSG_DATA(c), fds, sizeof(int) * n);
-  return (int)sendmsg(sock, &m, 0);
-}
-
-// Receives up to `max` descriptors; returns how many, -1 on error.
-static int recv_fds(int sock, int* fds, int max, int flags, char* tag, size_t tagn, int* mflags) {
-  char ctl[CMSG_SPACE(sizeof(int) * 8)];
-  struct iovec iov = {tag, tagn - 1};
-  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
-                     .msg_controllen = CMSG_LEN(sizeof(int) * max)};
-  ssize_t r = recvmsg(sock, &m, flags);
-  if (r < 0) return -1;
-  tag[r] = 0;
-  if (mflags) *mflags = m.msg_flags;
-  int n = 0;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    memcpy(fds + n, CMSG_DATA(c), sizeof(int) * k);
-    n += k;
-  }
-  return n;
-}
 
 static int child_main(int fd) {
   guest_name = "scm_rights(child)";
@@ -97,7 +64,7 @@ static void to_child(const char* self) {
   }
   REQUIRE(pid > 0, "vfork: %s", strerror(errno));
   close(sv[1]);
-  CHECK(send_fds(sv[0], &p[0], 1, "pipe") == 4, "sendmsg SCM_RIGHTS: %s", strerror(errno));
+  CHECK(send_fds(sv[0], &p[0], 1, "pipe", 0) == 4, "sendmsg SCM_RIGHTS: %s", strerror(errno));
   close(p[0]);  // the child's copy is the only reader now
   CHECK(write(p[1], kPayload, strlen(kPayload)) == (ssize_t)strlen(kPayload), "write");
   close(p[1]);
@@ -118,7 +85,7 @@ static void in_process(void) {
   int sv[2], p1[2], p2[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0 && pipe(p1) == 0 && pipe(p2) == 0, "setup");
   int three[3] = {p1[1], p2[1], sv[0]};
-  CHECK(send_fds(sv[0], three, 3, "three") == 5, "sendmsg: %s", strerror(errno));
+  CHECK(send_fds(sv[0], three, 3, "three", 0) == 5, "sendmsg: %s", strerror(errno));
   int got[8], mf = 0;
   char tag[16];
   int n = recv_fds(sv[1], got, 8, MSG_CMSG_CLOEXEC, tag, sizeof tag, &mf);
@@ -136,13 +103,13 @@ static void in_process(void) {
     for (int i = 0; i < 3; i++) close(got[i]);
   }
   // Room for one descriptor only: the rest are dropped, MSG_CTRUNC.
-  CHECK(send_fds(sv[0], three, 3, "trunc") == 5, "sendmsg: %s", strerror(errno));
+  CHECK(send_fds(sv[0], three, 3, "trunc", 0) == 5, "sendmsg: %s", strerror(errno));
   n = recv_fds(sv[1], got, 1, 0, tag, sizeof tag, &mf);
   CHECK(n == 1 && (mf & MSG_CTRUNC), "truncated to %d, flags 0x%x", n, mf);
   if (n >= 1) CHECK(fcntl(got[0], F_GETFD) == 0, "no MSG_CMSG_CLOEXEC, no close-on-exec");
   if (n >= 1) close(got[0]);
   int bad = 0x3fe;
-  CHECK_ERR(send_fds(sv[0], &bad, 1, "bad"), EBADF);
+  CHECK_ERR(send_fds(sv[0], &bad, 1, "bad", 0), EBADF);
 
   printf("SCM_CREDENTIALS:\n");
   int on = 1;

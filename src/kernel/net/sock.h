@@ -66,6 +66,14 @@ struct ConnectRecord;
 struct SockPriv;
 struct NetlinkRefusals;
 
+// Files with no host descriptor in flight over SCM_RIGHTS (scm_files.cpp).
+struct ScmTicket;
+struct ScmTickets {
+  KMutex lock;
+  ScmTicket* list = nullptr;
+  std::atomic<int> count{0};
+};
+
 struct NetState {
   KMutex lock;
   UnixName* names = nullptr;  // every live bound path name
@@ -76,10 +84,12 @@ struct NetState {
   // hostfwd=: guest ports that are other host ports (set at boot, then read only).
   PortForward forwards[BootConfig::kMaxForwards]{};
   int nforwards = 0;
+  ScmTickets tickets;
 };
 
 // A guest socket's kernel-side data (File::priv).
 struct SockPriv {
+  NetState* net = nullptr;     // its kernel's
   UnixName* local = nullptr;   // its bound name, or its listener's when accepted
   UnixName* peer = nullptr;    // the name it connected to
   PeerCred peer_cred;          // guarded by NetState::lock
@@ -95,7 +105,7 @@ struct SockPriv {
 
 // A socket File over host socket `host_fd` (owned from then on: closed on
 // failure too). `flags` are O_RDWR plus O_NONBLOCK as wanted.
-File* sock_file_adopt(Heap* heap, int host_fd, uint32_t flags);
+File* sock_file_adopt(Kernel& k, int host_fd, uint32_t flags);
 // The socket behind a File, or nullptr when it is not one of ours (a socket
 // received over SCM_RIGHTS is wrapped as one too).
 SockPriv* sock_priv(File& f);
@@ -188,6 +198,16 @@ long sock_ioctl(Task& t, File& f, unsigned cmd, uint64_t arg);
 
 // Installs a socket File as a new descriptor (drops the caller's reference).
 long install_file(Task& t, File* f, bool cloexec);
+
+// SCM_RIGHTS of a file with no host descriptor (scm_files.cpp): the host
+// descriptor to send in its place (a ticket's, for the caller to close once
+// sent, then sweep), or -ETOOMANYREFS/-ENOMEM/-EMFILE...
+long scm_ticket_issue(NetState& ns, File* f);
+// The file a received host descriptor is the ticket of (a new reference;
+// the descriptor is closed), or nullptr when it is no ticket of this kernel.
+File* scm_ticket_redeem(NetState& ns, int host_fd);
+// Lets go the tickets no message carries any more.
+void scm_tickets_sweep(NetState& ns);
 
 
 }  // namespace flatux

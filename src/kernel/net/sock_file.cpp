@@ -72,6 +72,14 @@ void sock_release(File& f) {
   unix_name_put(f.heap, p->local);
   unix_name_put(f.heap, p->peer);
   netlink_release(f.heap, *p);
+  // Messages still queued on the socket go with it, and so do the files
+  // they carried: the host socket is closed here, before its tickets are
+  // swept, rather than after this by File::put.
+  if (p->net && p->net->tickets.count.load(std::memory_order_relaxed) && f.host_fd >= 0) {
+    host::sys(SYS_close, f.host_fd);
+    f.host_fd = -1;
+    scm_tickets_sweep(*p->net);
+  }
   f.heap->destroy_obj(p);
   f.priv = nullptr;
 }
@@ -93,7 +101,8 @@ const FileOps kSockOps = {
 
 }  // namespace
 
-File* sock_file_adopt(Heap* heap, int host_fd, uint32_t flags) {
+File* sock_file_adopt(Kernel& k, int host_fd, uint32_t flags) {
+  Heap* heap = k.heap;
   auto* p = heap->make<SockPriv>();
   File* f = p ? file_alloc(heap, &kSockOps, flags, host_fd) : nullptr;
   if (!f) {
@@ -101,6 +110,7 @@ File* sock_file_adopt(Heap* heap, int host_fd, uint32_t flags) {
     host::sys(SYS_close, host_fd);
     return nullptr;
   }
+  p->net = k.net;
   f->priv = p;
   return f;
 }

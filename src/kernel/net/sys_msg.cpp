@@ -80,27 +80,56 @@ struct KBuf {
 };
 
 // Guest descriptors named in an outgoing SCM_RIGHTS, held until the host
-// has taken its own references.
+// has taken its own references; and the write ends of the tickets sent for
+// files with no host descriptor (scm_files.cpp), closed once sent.
 struct HeldFiles {
+  NetState& net;
   Heap* heap;
-  File** f = nullptr;
+  struct Held {
+    File* file;
+    int ticket_fd;
+  };
+  Held* v = nullptr;
   size_t n = 0, cap = 0;
+  HeldFiles(Kernel& k) : net(*k.net), heap(k.heap) {}
   ~HeldFiles() {
-    for (size_t i = 0; i < n; i++) f[i]->put();
-    heap->free(f);
+    bool tickets = false;
+    for (size_t i = 0; i < n; i++) {
+      if (v[i].ticket_fd >= 0) {
+        host::sys(SYS_close, v[i].ticket_fd);
+        tickets = true;
+      }
+      v[i].file->put();
+    }
+    heap->free(v);
+    if (tickets) scm_tickets_sweep(net);  // those of a send that failed
   }
   bool add(File* x) {
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 16;
-      auto* nf = static_cast<File**>(heap->alloc(sizeof(File*) * nc));
-      if (!nf) return false;
-      if (n) memcpy(nf, f, sizeof(File*) * n);
-      heap->free(f);
-      f = nf;
+      auto* nv = static_cast<Held*>(heap->alloc(sizeof(Held) * nc));
+      if (!nv) return false;
+      if (n) memcpy(nv, v, sizeof(Held) * n);
+      heap->free(v);
+      v = nv;
       cap = nc;
     }
-    f[n++] = x;
+    v[n++] = {x, -1};
     return true;
+  }
+  // The host descriptor that stands for the last file added: its own for
+  // what was made without a name (sockets, pipes, memfds...), which a
+  // receiver outside the kernel can use as well; a ticket for what has no
+  // host descriptor, and for what was opened by name: the host's
+  // descriptor of a file or folder would arrive without the mount and path
+  // the guest opened it by (a folder could not serve as a base for *at
+  // calls), so a guest receiving it gets the kernel's open file itself.
+  long host_form() {
+    Held& h = v[n - 1];
+    if (h.file->host_fd >= 0 && !h.file->mount) return h.file->host_fd;
+    long r = scm_ticket_issue(net, h.file);
+    if (r >= 0) h.ticket_fd = (int)r;
+    return r;
   }
 };
 
@@ -132,9 +161,9 @@ long control_to_host(Task& t, unsigned char* buf, size_t len, HeldFiles& held) {
           f->put();
           return -ENOMEM;
         }
-        // A file that exists only in this kernel has no host form to pass.
-        if (f->host_fd < 0) return -EOPNOTSUPP;
-        fds[i] = f->host_fd;
+        long hfd = held.host_form();
+        if (hfd < 0) return hfd;
+        fds[i] = (int)hfd;
       }
     } else if (c->cmsg_type == SCM_CREDENTIALS) {
       if (data < sizeof(ucred)) return -EINVAL;
@@ -148,13 +177,14 @@ long control_to_host(Task& t, unsigned char* buf, size_t len, HeldFiles& held) {
   return 0;
 }
 
-File* adopt_received(Heap* heap, MemAccount& acct, int hfd) {
+File* adopt_received(Kernel& k, int hfd) {
+  if (File* f = scm_ticket_redeem(*k.net, hfd)) return f;
   long fl = host::sys(SYS_fcntl, hfd, F_GETFL);
   uint32_t flags = fl < 0 ? O_RDWR : (uint32_t)fl & ~(uint32_t)O_CLOEXEC;
   struct stat st;
   if (host::sys(SYS_fstat, hfd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-    File* f = hostfs_adopt_host_fd(heap, hfd, flags);
-    if (f) host_charge_adopt(*f, acct);  // a pipe or memfd keeps its charge
+    File* f = hostfs_adopt_host_fd(k.heap, hfd, flags);
+    if (f) host_charge_adopt(*f, k.mem);  // a pipe or memfd keeps its charge
     return f;
   }
   // A netlink socket keeps its requests checked in its new holder's hands;
@@ -172,7 +202,7 @@ File* adopt_received(Heap* heap, MemAccount& acct, int hfd) {
       return nullptr;
     }
   }
-  File* f = sock_file_adopt(heap, hfd, flags);
+  File* f = sock_file_adopt(k, hfd, flags);
   if (f) sock_priv(*f)->netlink = netlink;
   return f;
 }
@@ -194,7 +224,7 @@ void control_to_guest(Task& t, File* sock, msghdr& km, bool cloexec) {
       for (size_t i = 0; i < n; i++) {
         long gfd = -1;
         if (kept == i) {
-          File* f = adopt_received(t.kernel->heap, t.kernel->mem, fds[i]);  // owns fds[i] from here
+          File* f = adopt_received(*t.kernel, fds[i]);  // owns fds[i] from here
           gfd = f ? install_file(t, f, cloexec) : -ENOMEM;
         } else {
           host::sys(SYS_close, fds[i]);
@@ -237,7 +267,7 @@ long send_one(Task& t, Sock& s, KIov& iov, uint64_t name, uint64_t namelen, uint
   km.msg_iov = iov.v;
   km.msg_iovlen = iov.n;
   KBuf ctl{t.kernel->heap};
-  HeldFiles held{t.kernel->heap};
+  HeldFiles held{*t.kernel};
   if (controllen) {
     if (controllen > kMaxControl) return -ENOBUFS;
     ctl.p = static_cast<unsigned char*>(t.kernel->heap->alloc(controllen));
@@ -282,6 +312,15 @@ long recv_one(Task& t, Sock& s, KIov& iov, int flags, uint64_t gmsg, const msghd
   long r = restartable(isys(t, SYS_recvmsg, s.f->host_fd, &km, flags | MSG_CMSG_CLOEXEC));
   if (r < 0) return r;
   if (SockPriv* p = sock_priv(*s.f); p && p->netlink) netlink_received(*p, km.msg_iov, km.msg_iovlen, (size_t)r, flags & MSG_PEEK);
+  // Descriptors that found no room were closed (by the host, or by
+  // control_to_guest below): tickets among them are done.
+  struct CtruncSweep {
+    NetState& net;
+    msghdr& km;
+    ~CtruncSweep() {
+      if (km.msg_flags & MSG_CTRUNC) scm_tickets_sweep(net);
+    }
+  } ctrunc_sweep{*t.kernel->net, km};
   socklen_t alen = want_name ? km.msg_namelen : 0;
   if (want_name) addr_to_guest(t, &*s.f, sa, alen);
   if (!gmsg) {

@@ -81,7 +81,7 @@ long do_accept(Task& t, uint64_t fd, uint64_t guest_addr, uint64_t guest_lenp, u
   long hfd = restartable(isys(t, SYS_accept4, s.host(), &sa, &len,
                               SOCK_CLOEXEC | (flags & SOCK_NONBLOCK)));
   if (hfd < 0) return hfd;
-  File* nf = sock_file_adopt(t.kernel->heap, (int)hfd, file_flags((int)flags));
+  File* nf = sock_file_adopt(*t.kernel, (int)hfd, file_flags((int)flags));
   if (!nf) return -ENOMEM;
   // Its local name is the listener's: share it so it stays readable.
   if (SockPriv* lp = sock_priv(*s.f)) {
@@ -135,7 +135,7 @@ long sys_socket(Task& t, SyscallArgs a) {
     host::sys(SYS_close, hfd);
     return -EPERM;
   }
-  File* f = sock_file_adopt(t.kernel->heap, (int)hfd, file_flags(type));
+  File* f = sock_file_adopt(*t.kernel, (int)hfd, file_flags(type));
   if (!f) return -ENOMEM;
   sock_priv(*f)->netlink = domain == AF_NETLINK;
   sock_priv(*f)->uevent = uevent;
@@ -158,9 +158,8 @@ long sys_socketpair(Task& t, SyscallArgs a) {
     host::sys(SYS_close, hfd[1]);
     return -EOPNOTSUPP;
   }
-  Heap* h = t.kernel->heap;
-  File* f0 = sock_file_adopt(h, hfd[0], file_flags(type));
-  File* f1 = sock_file_adopt(h, hfd[1], file_flags(type));
+  File* f0 = sock_file_adopt(*t.kernel, hfd[0], file_flags(type));
+  File* f1 = sock_file_adopt(*t.kernel, hfd[1], file_flags(type));
   if (!f0 || !f1) {
     if (f0) f0->put();
     if (f1) f1->put();
