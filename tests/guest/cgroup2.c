@@ -1,21 +1,28 @@
 // The cgroup v2 filesystem: a cgroup per folder, moving a process by
 // writing its pid to cgroup.procs (and what /proc/PID/cgroup then says),
 // the interface files a non-root cgroup has, rmdir of a populated cgroup,
-// cgroup.max.depth, cgroup.kill, and the pids controller (pids.max refuses
-// a fork with EAGAIN, counted in pids.events) where the hierarchy has it.
+// cgroup.max.depth, cgroup.kill, the pids controller (pids.max refuses
+// a fork with EAGAIN, counted in pids.events) and the memory controller
+// (memory.current follows what a process maps and unmaps; past memory.max
+// the process gets what Linux gives: its mapping refused with ENOMEM under
+// strict overcommit, as flatux always does, or the process killed when it
+// touches the memory, as Linux's default overcommit does; either way
+// memory.events counts it) where the hierarchy has them.
 //
 // argv[1] is a scratch folder: the hierarchy is mounted there, in a mount
 // namespace of its own where the kernel has them (natively). Natively this
 // works in the host's own hierarchy (a child of the program's cgroup, gone
-// afterwards); a host whose cgroup v2 hierarchy has no pids controller (all
-// bound to v1) skips those checks, saying so.
+// afterwards); a host whose cgroup v2 hierarchy has no pids or memory
+// controller (all bound to v1) skips those checks, saying so.
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/utsname.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -151,11 +158,22 @@ static void test_kill(const char* cg) {
   close(ready[1]);
 }
 
+static int under_flatux(void) {
+  struct utsname u;
+  return uname(&u) == 0 && strstr(u.release, "flatux") != NULL;
+}
+
+// Whether the hierarchy has the controller for cg's children; a host may
+// lack it (all bound to v1: the checks are skipped), flatux must not.
+static int has_controller(const char* name) {
+  if (lists(path_of("%s/%s", home, "cgroup.controllers"), name)) return 1;
+  CHECK(!under_flatux(), "flatux's hierarchy has no %s controller", name);
+  printf("%s: no %s controller in this hierarchy here: skipped\n", name, name);
+  return 0;
+}
+
 static void test_pids(const char* cg) {
-  if (!lists(path_of("%s/%s", home, "cgroup.controllers"), "pids")) {
-    printf("pids: no pids controller in this hierarchy here: skipped\n");
-    return;
-  }
+  if (!has_controller("pids")) return;
   printf("pids\n");
   const char* control = path_of("%s/%s", home, "cgroup.subtree_control");
   int enabled_here = !lists(control, "pids");
@@ -192,6 +210,93 @@ static void test_pids(const char* cg) {
   if (enabled_here) CHECK_OK(write_file(control, "-pids\n"));
 }
 
+static long long read_number(const char* cg, const char* file) {
+  char buf[64];
+  if (read_file(path_of("%s/%s", cg, file), buf, sizeof buf) <= 0) return -1;
+  return strtoll(buf, NULL, 10);
+}
+
+// The number after `key` in a "key value" file, or -1.
+static long long read_keyed(const char* cg, const char* file, const char* key) {
+  char buf[1024];
+  if (read_file(path_of("%s/%s", cg, file), buf, sizeof buf) <= 0) return -1;
+  size_t n = strlen(key);
+  for (char* line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+    if (strncmp(line, key, n) == 0 && line[n] == ' ') return strtoll(line + n + 1, NULL, 10);
+  return -1;
+}
+
+enum { kMiB = 1 << 20 };
+
+// The child of test_memory: joins cg, maps and touches 4 MiB (then says
+// 'a'), unmaps it at 'b' (then says 'c'), then asks for 256 MiB, past
+// memory.max: exit 0 when refused with ENOMEM, 3 when it got it all.
+static void memory_child(const char* cg, int to_parent, int from_parent) {
+  move_to(cg, 0);
+  char* four = mmap(NULL, 4 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (four == MAP_FAILED) _exit(10);
+  memset(four, 1, 4 * kMiB);
+  char c;
+  if (write(to_parent, "a", 1) != 1 || read(from_parent, &c, 1) != 1) _exit(11);
+  munmap(four, 4 * kMiB);
+  if (write(to_parent, "c", 1) != 1) _exit(12);
+  char* big = mmap(NULL, 256 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (big == MAP_FAILED) _exit(errno == ENOMEM ? 0 : 13);
+  memset(big, 1, 256 * kMiB);
+  _exit(3);
+}
+
+static void test_memory(const char* cg) {
+  if (!has_controller("memory")) return;
+  printf("memory\n");
+  char control[PATH_MAX], max[PATH_MAX];  // path_of's buffers are reused
+  snprintf(control, sizeof control, "%s/cgroup.subtree_control", home);
+  int enabled_here = !lists(control, "memory");
+  if (enabled_here && write_file(control, "+memory\n") != 0) {
+    printf("memory: cannot enable it for the children of %s (%s): skipped\n", home, strerror(errno));
+    return;
+  }
+  CHECK(lists(path_of("%s/%s", cg, "cgroup.controllers"), "memory"));
+  char buf[256];
+  snprintf(max, sizeof max, "%s/memory.max", cg);
+  CHECK(read_file(max, buf, sizeof buf) > 0 && strcmp(buf, "max\n") == 0, "%s", buf);
+  CHECK_OK(write_file(max, "100000\n"));
+  CHECK(read_number(cg, "memory.max") == 98304, "memory.max kept in pages: %lld", read_number(cg, "memory.max"));
+  CHECK_OK(write_file(max, "96M\n"));
+  CHECK(read_number(cg, "memory.max") == 96LL * kMiB, "%lld", read_number(cg, "memory.max"));
+  CHECK_ERR(write_file(max, "lots\n"), EINVAL);
+  CHECK(read_number(cg, "memory.current") >= 0 && read_number(cg, "memory.peak") >= 0);
+
+  int up[2], down[2];
+  REQUIRE(pipe(up) == 0 && pipe(down) == 0);
+  pid_t child = fork();
+  REQUIRE(child >= 0, "fork: %s", strerror(errno));
+  if (child == 0) memory_child(cg, up[1], down[0]);
+  char c = 0;
+  CHECK(read(up[0], &c, 1) == 1 && c == 'a', "the child mapped 4 MiB (%c)", c);
+  long long with = read_number(cg, "memory.current");
+  CHECK(with >= 4 * kMiB, "memory.current %lld with 4 MiB touched", with);
+  CHECK(write(down[1], "b", 1) == 1);
+  CHECK(read(up[0], &c, 1) == 1 && c == 'c', "the child unmapped it (%c)", c);
+  long long without = read_number(cg, "memory.current");
+  CHECK(without >= 0 && without <= with - 3 * kMiB, "memory.current %lld, then %lld unmapped", with, without);
+  int status = 0;
+  CHECK(waitpid(child, &status, 0) == child);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL),
+        "past memory.max: refused or killed (status 0x%x)", status);
+  CHECK(read_keyed(cg, "memory.events", "max") >= 1 && read_keyed(cg, "memory.events", "oom") >= 1,
+        "memory.events counts it: max %lld, oom %lld", read_keyed(cg, "memory.events", "max"),
+        read_keyed(cg, "memory.events", "oom"));
+  CHECK(read_number(cg, "memory.peak") >= 4 * kMiB, "memory.peak %lld", read_number(cg, "memory.peak"));
+  CHECK(read_number(cg, "memory.current") < kMiB, "memory.current %lld once it is empty",
+        read_number(cg, "memory.current"));
+  close(up[0]);
+  close(up[1]);
+  close(down[0]);
+  close(down[1]);
+  if (enabled_here) CHECK_OK(write_file(control, "-memory\n"));
+}
+
 int main(int argc, char** argv) {
   guest_name = "cgroup2";
   REQUIRE(argc == 2, "usage: cgroup2 SCRATCH_DIR");
@@ -217,6 +322,7 @@ int main(int argc, char** argv) {
   test_depth(cg);
   test_kill(cg);
   test_pids(cg);
+  test_memory(cg);
 
   CHECK_OK(rmdir(cg));
   CHECK_ERR(rmdir(cg), ENOENT);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <linux/errno.h>
 
+#include "kernel/cgroup/memcg.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/signal/signal.h"
@@ -16,11 +17,12 @@ namespace {
 constexpr struct {
   const char* name;
   uint32_t bit;
-} kControllers[] = {{"pids", kCgroupPids}};
+} kControllers[] = {{"memory", kCgroupMemory}, {"pids", kCgroupPids}};  // Linux's order
 
 void put(Kernel& k, Cgroup* cg) {
   if (--cg->refs == 0) {
     k.cgroups->count--;
+    memcg_put(cg->mem);  // lives on while an Mm still holds it
     k.heap->destroy_obj(cg);
   }
 }
@@ -36,7 +38,7 @@ void charge_tasks(Cgroup* cg, int64_t n) {
 }
 
 bool is_control_file_name(std::string_view name) {
-  return starts_with(name, "cgroup.") || starts_with(name, "pids.");
+  return starts_with(name, "cgroup.") || starts_with(name, "pids.") || starts_with(name, "memory.");
 }
 
 }  // namespace
@@ -46,6 +48,11 @@ CgroupTree* cgroup_tree_create(Heap* heap) {
   if (!t) return nullptr;
   t->root.id = 1;
   t->root.name[0] = 0;
+  t->root.mem = memcg_new(heap, nullptr);
+  if (!t->root.mem) {
+    heap->destroy_obj(t);
+    return nullptr;
+  }
   return t;
 }
 
@@ -124,6 +131,11 @@ long cgroup_mkdir_locked(Kernel& k, Cgroup& parent, std::string_view name) {
   }
   Cgroup* cg = k.heap->make<Cgroup>();
   if (!cg) return -ENOMEM;
+  cg->mem = memcg_new(k.heap, parent.mem);
+  if (!cg->mem) {
+    k.heap->destroy_obj(cg);
+    return -ENOMEM;
+  }
   memcpy(cg->name, name.data(), name.size());
   cg->name[name.size()] = 0;
   cg->id = k.cgroups->next_id++;
@@ -164,7 +176,19 @@ long cgroup_move_locked(Kernel& k, Process& caller, Cgroup& cg, int pid) {
   cg.refs++;
   p->cgroup = &cg;
   put(k, from);
+  // Its memory's charge follows with its next change (the Mm's lock is
+  // not for taking under tasks_lock).
+  if (p->mm) {
+    memcg_get(cg.mem);
+    memcg_put(p->mm->memcg_pending.exchange(cg.mem));
+  }
   return 0;
+}
+
+MemCounter* cgroup_memcg_locked(Kernel& k, Process& p) {
+  MemCounter* c = (p.cgroup ? p.cgroup : &k.cgroups->root)->mem;
+  memcg_get(c);
+  return c;
 }
 
 uint32_t cgroup_controllers(const Cgroup& cg) {

@@ -3,9 +3,12 @@
 //
 // Every process is in exactly one cgroup (a fork's child in its parent's,
 // the first process in the root); writing a pid to cgroup.procs moves it.
-// Controllers so far: pids (pids.max refuses a fork or clone past it with
-// EAGAIN, as Linux's pids controller). The tree, memberships and counters
-// are all under the kernel's tasks_lock, which fork and exit hold anyway.
+// Controllers so far: memory (cgroup/memcg.h: memory.max bounds the commit
+// charge of the processes' memory) and pids (pids.max refuses a fork or
+// clone past it with EAGAIN, as Linux's pids controller). The tree,
+// memberships and the pids counters are all under the kernel's tasks_lock,
+// which fork and exit hold anyway; memory counters are atomic, charged
+// under each Mm's own lock.
 #pragma once
 #include <cstdint>
 #include <string_view>
@@ -14,11 +17,13 @@ namespace flatux {
 
 struct Kernel;
 struct Process;
+struct MemCounter;
 class Heap;
 class SynthText;
 
 constexpr uint32_t kCgroupPids = 1;             // controller bits
-constexpr uint32_t kCgroupAllControllers = kCgroupPids;
+constexpr uint32_t kCgroupMemory = 2;
+constexpr uint32_t kCgroupAllControllers = kCgroupPids | kCgroupMemory;
 constexpr int64_t kCgroupMax = INT64_MAX;       // "max"
 
 struct Cgroup {
@@ -38,6 +43,7 @@ struct Cgroup {
   int64_t pids_current = 0;         // tasks in it and below
   int64_t pids_max = kCgroupMax;
   int64_t pids_events_max = 0;      // forks refused here
+  MemCounter* mem = nullptr;        // memory: its counter (cgroup/memcg.h)
 };
 
 struct CgroupTree {
@@ -47,6 +53,10 @@ struct CgroupTree {
 };
 
 CgroupTree* cgroup_tree_create(Heap* heap);
+
+// The memory counter of p's cgroup, with a reference for the caller: what
+// a new Mm of p's (exec) charges (tasks_lock held).
+MemCounter* cgroup_memcg_locked(Kernel& k, Process& p);
 
 // Under tasks_lock: the membership hooks of fork and exit.
 // A new process joins its parent's cgroup (the root without a parent).

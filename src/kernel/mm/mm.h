@@ -61,7 +61,7 @@ void mm_forget(Heap* heap, Mm* mm);
 // there is no MMU to grow them on demand.
 //
 // Would `extra` more bytes fit under the limit? (mm.lock held)
-bool mm_charge_fits(const Mm& mm, uint64_t extra);
+bool mm_charge_fits(Mm& mm, uint64_t extra);
 // Recomputes the Mm's charge after its regions changed (mm.lock held).
 void mm_recharge(Mm& mm);
 // RLIMIT_AS and RLIMIT_DATA, as Linux's may_expand_vm: would `more` bytes

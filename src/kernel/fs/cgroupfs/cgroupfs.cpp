@@ -8,6 +8,7 @@
 #include <sys/statfs.h>
 
 #include "kernel/cgroup/cgroup.h"
+#include "kernel/cgroup/memcg.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/task/process.h"
@@ -24,6 +25,7 @@ constexpr uint32_t kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC
 enum class Kind : uint8_t {
   kProcs, kThreads, kControllers, kSubtreeControl, kEvents, kType, kMaxDescendants, kMaxDepth, kStat, kKill,
   kPidsMax, kPidsCurrent, kPidsEvents,
+  kMemCurrent, kMemMax, kMemHigh, kMemPeak, kMemEvents, kMemStat,
 };
 
 enum Where : uint8_t { kRootToo = 1, kNonRoot = 2 };
@@ -50,6 +52,12 @@ constexpr FileDef kFiles[] = {
     {"pids.max", Kind::kPidsMax, 0644, kNonRoot, kCgroupPids},
     {"pids.current", Kind::kPidsCurrent, 0444, kNonRoot, kCgroupPids},
     {"pids.events", Kind::kPidsEvents, 0444, kNonRoot, kCgroupPids},
+    {"memory.current", Kind::kMemCurrent, 0444, kNonRoot, kCgroupMemory},
+    {"memory.max", Kind::kMemMax, 0644, kNonRoot, kCgroupMemory},
+    {"memory.high", Kind::kMemHigh, 0644, kNonRoot, kCgroupMemory},
+    {"memory.peak", Kind::kMemPeak, 0444, kNonRoot, kCgroupMemory},
+    {"memory.events", Kind::kMemEvents, 0444, kNonRoot, kCgroupMemory},
+    {"memory.stat", Kind::kMemStat, 0444, kNonRoot, kCgroupMemory},
 };
 constexpr int kNFiles = sizeof kFiles / sizeof kFiles[0];
 
@@ -103,6 +111,51 @@ bool parse_limit(std::string_view s, int64_t* out) {
   return true;
 }
 
+// memory.max and memory.high: "max", or bytes with an optional K, M, G or
+// T suffix (Linux's memparse), kept in whole pages as Linux keeps them.
+bool parse_memory_limit(std::string_view s, int64_t* out) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  int shift = 0;
+  if (!s.empty() && s != "max") {
+    switch (s.back() | 0x20) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+    }
+    if (shift) s.remove_suffix(1);
+  }
+  int64_t v;
+  if (!parse_limit(s, &v)) return false;
+  if (v == kCgroupMax) {
+    *out = v;
+    return true;
+  }
+  if (v > (kCgroupMax >> shift)) v = kCgroupMax >> shift;  // too large: as good as "max"
+  v <<= shift;
+  *out = v & ~int64_t{4095};
+  return true;
+}
+
+void show_memory_locked(const MemCounter& m, Kind kind, SynthText& o) {
+  switch (kind) {
+    case Kind::kMemCurrent: o.dec(m.usage.load()).ch('\n'); return;
+    case Kind::kMemMax: show_limit(o, m.max.load()); return;
+    case Kind::kMemHigh: show_limit(o, m.high.load()); return;
+    case Kind::kMemPeak: o.dec(m.peak.load()).ch('\n'); return;
+    case Kind::kMemEvents: {
+      // A charge refused at max is what Linux counts as "max" and "oom";
+      // flatux refuses it (ENOMEM) instead of killing: no oom_kill.
+      uint64_t max = m.events_max.load();
+      o.str("low 0\nhigh ").dec(m.events_high.load()).str("\nmax ").dec(max).str("\noom ").dec(max);
+      o.str("\noom_kill 0\noom_group_kill 0\n");
+      return;
+    }
+    case Kind::kMemStat: o.str("anon ").dec(m.usage.load()).ch('\n'); return;
+    default: return;
+  }
+}
+
 void show_members_locked(Kernel& k, const Cgroup& cg, bool threads, SynthText& o) {
   for (Task* x : k.live_tasks()) {
     if (!x || x->proc->cgroup != &cg || !x->proc->cgroup_live || x->proc->state != ProcState::kRunning) continue;
@@ -126,6 +179,7 @@ void show_locked(Kernel& k, const Cgroup& cg, Kind kind, SynthText& o) {
     case Kind::kPidsMax: show_limit(o, cg.pids_max); return;
     case Kind::kPidsCurrent: o.dec(cg.pids_current).ch('\n'); return;
     case Kind::kPidsEvents: o.str("max ").dec(cg.pids_events_max).ch('\n'); return;
+    default: show_memory_locked(*cg.mem, kind, o); return;
   }
 }
 
@@ -152,6 +206,13 @@ long store_locked(Task& t, Cgroup& cg, Kind kind, std::string_view s) {
     case Kind::kPidsMax:
       if (!parse_limit(s, &v)) return -EINVAL;
       cg.pids_max = v;
+      return 0;
+    case Kind::kMemMax:
+    case Kind::kMemHigh:
+      // Lowering max below what is charged refuses new charges only: the
+      // kernel reclaims nothing and kills no one to get under it.
+      if (!parse_memory_limit(s, &v)) return -EINVAL;
+      (kind == Kind::kMemMax ? cg.mem->max : cg.mem->high).store(v);
       return 0;
     default: return -EINVAL;
   }
