@@ -38,7 +38,7 @@ MODULES = [
     "test_os", "test_posix", "test_signal", "test_select", "test_selectors", "test_epoll",
     "test_socket", "test_threading", "test_fcntl", "test_tempfile", "test_time", "test_mmap",
     "test_json", "test_io", "test_pty", "test_uuid", "test_platform", "test_asyncio.test_events",
-    "test_shutil", "test_resource", "test_sched",
+    "test_shutil", "test_resource", "test_sched", "test_multiprocessing_spawn", "test_concurrent_futures",
 ]
 
 # `--more` adds these (a longer local run: minutes more on 2 cores).
@@ -48,7 +48,7 @@ MORE_MODULES = [
     "test_mailbox", "test_socketserver", "test_poll", "test_ioctl", "test_openpty", "test_pwd",
     "test_grp", "test_stat", "test_posixpath", "test_wait3", "test_wait4", "test_fork1",
     "test_faulthandler", "test_threadsignals", "test_thread", "test_threading_local",
-    "test_threadedtempfile", "test_concurrent_futures", "test_multiprocessing_fork",
+    "test_threadedtempfile", "test_multiprocessing_fork", "test_multiprocessing_forkserver",
     "test_getpass", "test_sys", "test_syslog", "test_httplib", "test_urllib2_localnet", "test_ssl",
     "test_sqlite3", "test_compileall", "test_py_compile", "test_zipimport", "test_fileinput",
     "test_filecmp", "test_dbm_gnu", "test_smtplib", "test_ftplib", "test_imaplib", "test_asyncio",
@@ -193,7 +193,8 @@ def main():
     workdir = args.workdir or tempfile.mkdtemp(prefix="flatux-pysuite-")
     os.makedirs(workdir, exist_ok=True)
     # The slow modules first, so the pool ends evenly.
-    slow = ["test_asyncio", "test_multiprocessing_fork", "test_concurrent_futures", "test_subprocess",
+    slow = ["test_asyncio", "test_multiprocessing_spawn", "test_multiprocessing_fork",
+            "test_multiprocessing_forkserver", "test_concurrent_futures", "test_subprocess",
             "test_io", "test_signal", "test_socket", "test_asyncio.test_events", "test_selectors",
             "test_threading", "test_os"]
     order = sorted(args.modules, key=lambda m: (m not in slow, slow.index(m) if m in slow else 0))
