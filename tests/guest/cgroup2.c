@@ -7,7 +7,10 @@
 // the process gets what Linux gives: its mapping refused with ENOMEM under
 // strict overcommit, as flatux always does, or the process killed when it
 // touches the memory, as Linux's default overcommit does; either way
-// memory.events counts it) where the hierarchy has them.
+// memory.events counts it) where the hierarchy has them; cgroup.freeze
+// (a computing process and one blocked in read stop until thawed; a frozen
+// cgroup's processes still die of cgroup.kill); cpu.stat (the CPU time of
+// a process that ran and ended there stays counted).
 //
 // argv[1] is a scratch folder: the hierarchy is mounted there, in a mount
 // namespace of its own where the kernel has them (natively). Natively this
@@ -17,6 +20,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +31,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "guest_check.h"
@@ -101,7 +106,7 @@ static void test_membership(const char* cg) {
   move_to(cg, 0);  // 0: the writer
   char now[PATH_MAX], want[PATH_MAX];
   own_cgroup(getpid(), now, sizeof now);
-  snprintf(want, sizeof want, "%s%sflatux-cg", self_rel, strcmp(self_rel, "/") ? "/" : "");
+  snprintf(want, sizeof want, "%s%s%s", self_rel, strcmp(self_rel, "/") ? "/" : "", strrchr(cg, '/') + 1);
   CHECK(strcmp(now, want) == 0, "/proc/self/cgroup says %s, want %s", now, want);
   char me[32];
   snprintf(me, sizeof me, "%d", getpid());
@@ -297,6 +302,104 @@ static void test_memory(const char* cg) {
   if (enabled_here) CHECK_OK(write_file(control, "-memory\n"));
 }
 
+static int events_frozen(const char* cg) { return (int)read_keyed(cg, "cgroup.events", "frozen"); }
+
+// Polls cgroup.events until "frozen" says `want` (Linux reaches it a moment
+// after the write); whether it did within 5 s.
+static int wait_frozen(const char* cg, int want) {
+  for (int i = 0; i < 500; i++) {
+    if (events_frozen(cg) == want) return 1;
+    usleep(10000);
+  }
+  return 0;
+}
+
+static void test_freeze(const char* cg) {
+  printf("freeze\n");
+  volatile unsigned long* counter =
+      mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(counter != MAP_FAILED);
+  int ping[2], pong[2];
+  REQUIRE(pipe(ping) == 0 && pipe(pong) == 0);
+  pid_t spinner = fork();
+  if (spinner == 0) {
+    move_to(cg, 0);
+    for (;;) (*counter)++;  // no system calls: only a kick stops it
+  }
+  pid_t reader = fork();
+  if (reader == 0) {
+    move_to(cg, 0);
+    char c;
+    while (read(ping[0], &c, 1) == 1)
+      if (write(pong[1], &c, 1) != 1) _exit(1);
+    _exit(0);
+  }
+  REQUIRE(spinner > 0 && reader > 0, "fork: %s", strerror(errno));
+  char c = 'x';
+  CHECK(write(ping[1], &c, 1) == 1 && read(pong[0], &c, 1) == 1, "the reader answers");
+  while (*counter == 0) usleep(1000);
+  char buf[16];
+  CHECK(read_file(path_of("%s/%s", cg, "cgroup.freeze"), buf, sizeof buf) > 0 && strcmp(buf, "0\n") == 0, "%s", buf);
+  CHECK(events_frozen(cg) == 0);
+  CHECK_ERR(write_file(path_of("%s/%s", cg, "cgroup.freeze"), "2\n"), ERANGE);
+
+  CHECK_OK(write_file(path_of("%s/%s", cg, "cgroup.freeze"), "1\n"));
+  CHECK(wait_frozen(cg, 1), "cgroup.events says frozen 1");
+  unsigned long then = *counter;
+  usleep(100000);
+  CHECK(*counter == then, "the spinner stopped (%lu, then %lu)", then, *counter);
+  CHECK(write(ping[1], "y", 1) == 1);
+  struct pollfd p = {pong[0], POLLIN, 0};
+  CHECK(poll(&p, 1, 200) == 0, "the frozen reader does not answer");
+
+  CHECK_OK(write_file(path_of("%s/%s", cg, "cgroup.freeze"), "0\n"));
+  CHECK(wait_frozen(cg, 0), "cgroup.events says frozen 0");
+  CHECK(poll(&p, 1, 5000) == 1 && read(pong[0], &c, 1) == 1 && c == 'y', "thawed, the reader answers");
+  then = *counter;
+  usleep(50000);
+  CHECK(*counter != then, "thawed, the spinner runs");
+
+  // Frozen processes still die of SIGKILL.
+  CHECK_OK(write_file(path_of("%s/%s", cg, "cgroup.freeze"), "1\n"));
+  CHECK(wait_frozen(cg, 1), "frozen again");
+  CHECK_OK(write_file(path_of("%s/%s", cg, "cgroup.kill"), "1\n"));
+  int st1 = 0, st2 = 0;
+  CHECK(waitpid(spinner, &st1, 0) == spinner && WIFSIGNALED(st1) && WTERMSIG(st1) == SIGKILL, "0x%x", st1);
+  CHECK(waitpid(reader, &st2, 0) == reader && WIFSIGNALED(st2) && WTERMSIG(st2) == SIGKILL, "0x%x", st2);
+  CHECK_OK(write_file(path_of("%s/%s", cg, "cgroup.freeze"), "0\n"));
+  close(ping[0]);
+  close(ping[1]);
+  close(pong[0]);
+  close(pong[1]);
+  munmap((void*)counter, 4096);
+}
+
+static long long cpu_ns_of_self(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void test_cpu_stat(const char* cg) {
+  printf("cpu.stat\n");
+  long long before = read_keyed(cg, "cpu.stat", "usage_usec");
+  CHECK(before >= 0 && read_keyed(cg, "cpu.stat", "user_usec") >= 0 &&
+        read_keyed(cg, "cpu.stat", "system_usec") >= 0, "cpu.stat of %s", cg);
+  pid_t child = fork();
+  if (child == 0) {
+    move_to(cg, 0);
+    volatile unsigned long n = 0;
+    while (cpu_ns_of_self() < 200000000LL) n++;  // 200 ms of CPU, mostly in user code
+    _exit(0);
+  }
+  REQUIRE(child > 0, "fork: %s", strerror(errno));
+  int st = 0;
+  CHECK(waitpid(child, &st, 0) == child && WIFEXITED(st));
+  long long usage = read_keyed(cg, "cpu.stat", "usage_usec"), user = read_keyed(cg, "cpu.stat", "user_usec");
+  CHECK(usage - before >= 190000, "usage_usec %lld, then %lld after 200 ms of CPU", before, usage);
+  CHECK(user >= 100000 && user <= usage, "user_usec %lld of %lld", user, usage);
+}
+
 int main(int argc, char** argv) {
   guest_name = "cgroup2";
   REQUIRE(argc == 2, "usage: cgroup2 SCRATCH_DIR");
@@ -313,8 +416,8 @@ int main(int argc, char** argv) {
   own_cgroup(getpid(), self_rel, sizeof self_rel);
   snprintf(home, sizeof home, "%s%s", top, strcmp(self_rel, "/") ? self_rel : "");
   static char cg[PATH_MAX];
-  snprintf(cg, sizeof cg, "%s/flatux-cg", home);
-  rmdir(cg);  // a run killed before it could clean up
+  // Natively the host's hierarchy is shared with other runs of this test.
+  snprintf(cg, sizeof cg, "%s/flatux-cg.%d", home, (int)getpid());
   REQUIRE(mkdir(cg, 0755) == 0, "mkdir %s: %s", cg, strerror(errno));
   CHECK_ERR(mkdir(cg, 0755), EEXIST);
 
@@ -323,6 +426,8 @@ int main(int argc, char** argv) {
   test_kill(cg);
   test_pids(cg);
   test_memory(cg);
+  test_freeze(cg);
+  test_cpu_stat(cg);
 
   CHECK_OK(rmdir(cg));
   CHECK_ERR(rmdir(cg), ENOENT);

@@ -6,6 +6,7 @@
 #include <linux/errno.h>
 
 #include "kernel/cgroup/cgroup.h"
+#include "kernel/cgroup/memcg.h"
 #include "kernel/heap.h"
 #include "kernel/kernel.h"
 #include "kernel/task/task.h"
@@ -111,7 +112,7 @@ TEST_F(CgroupTest, SubtreeControlRules) {
   Cgroup* a = child("a");
   EXPECT_EQ(cgroup_controllers(*a), 0u);
   EXPECT_EQ(cgroup_set_subtree_control_locked(*a, "+pids"), -EINVAL);  // a does not have it
-  EXPECT_EQ(cgroup_set_subtree_control_locked(root, "+memory"), -EINVAL);  // not served
+  EXPECT_EQ(cgroup_set_subtree_control_locked(root, "+cpu"), -EINVAL);  // not served
   EXPECT_EQ(cgroup_set_subtree_control_locked(root, "pids"), -EINVAL);
   EXPECT_EQ(cgroup_set_subtree_control_locked(root, "+pids\n"), 0);  // the root may have processes
   EXPECT_EQ(cgroup_controllers(*a), kCgroupPids);
@@ -164,4 +165,36 @@ TEST_F(CgroupTest, ADeepTreeIsWalkedWithoutRecursion) {
   ASSERT_EQ(cgroup_mkdir_locked(*k, k->cgroups->root, "e"), 0);
   EXPECT_EQ(cgroup_by_id_locked(*k, child("e")->id), child("e"));
   EXPECT_EQ(cgroup_by_id_locked(*k, 999999), nullptr);
+}
+
+// The memory counters: a charge goes up the chain, a max anywhere above
+// refuses (counted where it is), peak and the high crossings are kept, and
+// a counter outlives the cgroup that made it while an Mm holds it.
+TEST_F(CgroupTest, MemoryCountersChargeTheChain) {
+  Cgroup& root = k->cgroups->root;
+  ASSERT_EQ(cgroup_mkdir_locked(*k, root, "a"), 0);
+  ASSERT_EQ(cgroup_mkdir_locked(*k, *child("a"), "b"), 0);
+  MemCounter* a = child("a")->mem;
+  MemCounter* b = child("a/b")->mem;
+  a->max.store(1 << 20);
+  b->high.store(256 << 10);
+  EXPECT_TRUE(memcg_fits(b, 512 << 10));
+  memcg_charge(b, 512 << 10);
+  EXPECT_EQ(b->usage.load(), 512 << 10);
+  EXPECT_EQ(a->usage.load(), 512 << 10);
+  EXPECT_EQ(root.mem->usage.load(), 512 << 10);
+  EXPECT_EQ(b->events_high.load(), 1u);
+  EXPECT_FALSE(memcg_fits(b, 768 << 10));  // a's max
+  EXPECT_EQ(a->events_max.load(), 1u);
+  EXPECT_EQ(b->events_max.load(), 0u);
+  memcg_charge(b, -(256 << 10));
+  EXPECT_EQ(a->usage.load(), 256 << 10);
+  EXPECT_EQ(b->peak.load(), 512 << 10);
+  memcg_get(b);  // an Mm's reference
+  memcg_charge(b, -(256 << 10));
+  ASSERT_EQ(cgroup_rmdir_locked(*k, *child("a/b")), 0);
+  EXPECT_EQ(b->refs.load(), 1);  // the Mm's: the cgroup let go of it
+  EXPECT_EQ(b->parent, a);
+  memcg_put(b);
+  EXPECT_EQ(root.mem->usage.load(), 0);
 }

@@ -5,10 +5,12 @@
 #include <linux/errno.h>
 
 #include "kernel/cgroup/memcg.h"
+#include "kernel/entry/entry.h"
 #include "kernel/kernel.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/signal/signal.h"
 #include "kernel/task/process.h"
+#include "kernel/timer/timer.h"
 #include "kernel/vfs/synth.h"
 
 namespace flatux {
@@ -37,8 +39,39 @@ void charge_tasks(Cgroup* cg, int64_t n) {
   for (Cgroup* c = cg; c; c = c->parent) c->pids_current += n;
 }
 
+bool freezing(const Cgroup* cg) {
+  for (; cg; cg = cg->parent)
+    if (cg->freeze) return true;
+  return false;
+}
+
+bool in_subtree(const Cgroup* c, const Cgroup& top) {
+  for (; c; c = c->parent)
+    if (c == &top) return true;
+  return false;
+}
+
+// p's frozen state follows its cgroup's: its threads are sent to the
+// freezer (the flag first: recalc_notify_locked keeps their notify word
+// set while it holds), or woken out of it.
+void refreeze_locked(Process& p) {
+  bool want = freezing(p.cgroup);
+  if (p.frozen.load() == want) return;
+  p.frozen.store(want);
+  if (want) {
+    for (Task* o = p.threads; o; o = o->next_thread) {
+      o->notify.store(1);
+      kick_task(*o);
+    }
+  } else {
+    p.thaw_seq.fetch_add(1);
+    futex_wake(&p.thaw_seq, 1 << 30);
+  }
+}
+
 bool is_control_file_name(std::string_view name) {
-  return starts_with(name, "cgroup.") || starts_with(name, "pids.") || starts_with(name, "memory.");
+  return starts_with(name, "cgroup.") || starts_with(name, "pids.") || starts_with(name, "memory.") ||
+         starts_with(name, "cpu.");
 }
 
 }  // namespace
@@ -60,12 +93,19 @@ void cgroup_process_created_locked(Kernel& k, Process& p, Process* parent) {
   Cgroup* cg = parent && parent->cgroup ? parent->cgroup : &k.cgroups->root;
   p.cgroup = cg;
   p.cgroup_live = true;
+  p.frozen.store(freezing(cg));
   cg->refs++;
   count_procs(cg, 1);
 }
 
 void cgroup_process_exited_locked(Kernel&, Process& p) {
-  if (p.cgroup && p.cgroup_live) count_procs(p.cgroup, -1);
+  if (p.cgroup && p.cgroup_live) {
+    count_procs(p.cgroup, -1);
+    for (Cgroup* c = p.cgroup; c; c = c->parent) {  // its threads' times are all in p.cpu_ns now
+      c->cpu_gone_ns += p.cpu_ns;
+      c->cpu_gone_user_ns += p.cpu_user_ns;
+    }
+  }
   p.cgroup_live = false;
 }
 
@@ -182,7 +222,34 @@ long cgroup_move_locked(Kernel& k, Process& caller, Cgroup& cg, int pid) {
     memcg_get(cg.mem);
     memcg_put(p->mm->memcg_pending.exchange(cg.mem));
   }
+  refreeze_locked(*p);
   return 0;
+}
+
+void cgroup_set_freeze_locked(Kernel& k, Cgroup& cg, bool on) {
+  cg.freeze = on;
+  for (Task* x : k.live_tasks())
+    if (x && first_thread_of_process(*x) && x->proc->state == ProcState::kRunning && in_subtree(x->proc->cgroup, cg))
+      refreeze_locked(*x->proc);
+}
+
+void cgroup_cpu_ns_locked(Kernel& k, const Cgroup& cg, uint64_t* all, uint64_t* user) {
+  *all = cg.cpu_gone_ns;
+  *user = cg.cpu_gone_user_ns;
+  for (Task* x : k.live_tasks()) {
+    if (!x || !first_thread_of_process(*x) || !x->proc->cgroup_live || !in_subtree(x->proc->cgroup, cg)) continue;
+    *all += process_cpu_ns_locked(*x->proc, kCpuProf);
+    *user += process_cpu_ns_locked(*x->proc, kCpuVirtual);
+  }
+  if (*user > *all) *user = *all;
+}
+
+bool cgroup_frozen_locked(Kernel& k, const Cgroup& cg) {
+  if (!freezing(&cg)) return false;
+  for (Task* x : k.live_tasks())
+    if (x && x->proc->state == ProcState::kRunning && in_subtree(x->proc->cgroup, cg) && !x->in_freezer.load())
+      return false;
+  return true;
 }
 
 MemCounter* cgroup_memcg_locked(Kernel& k, Process& p) {

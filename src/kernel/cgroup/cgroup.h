@@ -3,9 +3,10 @@
 //
 // Every process is in exactly one cgroup (a fork's child in its parent's,
 // the first process in the root); writing a pid to cgroup.procs moves it.
-// Controllers so far: memory (cgroup/memcg.h: memory.max bounds the commit
-// charge of the processes' memory) and pids (pids.max refuses a fork or
-// clone past it with EAGAIN, as Linux's pids controller). The tree,
+// cgroup.freeze parks its processes' threads; cpu.stat adds up their CPU
+// time. Controllers so far: memory (cgroup/memcg.h: memory.max bounds the
+// commit charge of the processes' memory) and pids (pids.max refuses a
+// fork or clone past it with EAGAIN, as Linux's pids controller). The tree,
 // memberships and the pids counters are all under the kernel's tasks_lock,
 // which fork and exit hold anyway; memory counters are atomic, charged
 // under each Mm's own lock.
@@ -39,6 +40,10 @@ struct Cgroup {
   bool removed = false;             // rmdir'd: freed with its last reference
   int ndescendants = 0;
   int64_t max_descendants = kCgroupMax, max_depth = kCgroupMax;
+  bool freeze = false;              // cgroup.freeze: it and everything below is frozen
+  // cpu.stat: CPU time of processes that ended in it or below (the live
+  // ones' is read from their threads).
+  uint64_t cpu_gone_ns = 0, cpu_gone_user_ns = 0;
   // pids
   int64_t pids_current = 0;         // tasks in it and below
   int64_t pids_max = kCgroupMax;
@@ -90,6 +95,16 @@ long cgroup_move_locked(Kernel& k, Process& caller, Cgroup& cg, int pid);
 long cgroup_set_subtree_control_locked(Cgroup& cg, std::string_view spec);
 // Controllers cg itself has (its parent's subtree_control; all for the root).
 uint32_t cgroup_controllers(const Cgroup& cg);
+// cgroup.freeze: every process in cg and below is frozen (its threads park
+// in the freezer as soon as they enter the kernel or are kicked there) or
+// thawed, unless an ancestor still freezes it.
+void cgroup_set_freeze_locked(Kernel& k, Cgroup& cg, bool on);
+// cgroup.events "frozen": cg is frozen and every thread in it and below is
+// parked.
+bool cgroup_frozen_locked(Kernel& k, const Cgroup& cg);
+// cpu.stat: CPU time of every process in cg and below, live or ended
+// (a process moved in brings all of its own).
+void cgroup_cpu_ns_locked(Kernel& k, const Cgroup& cg, uint64_t* all, uint64_t* user);
 // SIGKILL to every process in cg and below; the number sent.
 int cgroup_kill_locked(Kernel& k, Cgroup& cg, Process& caller);
 int cgroup_depth(const Cgroup& cg);

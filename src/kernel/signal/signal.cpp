@@ -162,6 +162,10 @@ bool shielded(Process& p, int sig, SigSender from) {
 // stopped process even when blocked or ignored.
 void prepare(Process& p, int sig) {
   Heap* h = p.kernel->heap;
+  if (sig == SIGKILL) {  // a frozen process dies as well (cgroup.freeze)
+    p.thaw_seq.fetch_add(1);
+    futex_wake(&p.thaw_seq, 1 << 30);
+  }
   if (sig == SIGCONT || sig == SIGKILL) {
     drop_from(h, p.shared_pending, kStopMask);
     for (Task* t = p.threads; t; t = t->next_thread) drop_from(h, t->pending, kStopMask);
@@ -208,7 +212,10 @@ bool has_deliverable_locked(Task& t) {
 }
 
 void recalc_notify_locked(Task& t) {
-  t.notify.store(t.exit_requested || has_deliverable_locked(t) ? 1 : 0, std::memory_order_release);
+  // A frozen process's threads keep the word set: each wait ends and
+  // handle_signals parks it in the freezer.
+  bool attention = t.exit_requested || has_deliverable_locked(t) || t.proc->frozen.load();
+  t.notify.store(attention ? 1 : 0, std::memory_order_release);
 }
 
 siginfo_t user_siginfo(Task& t, int sig, int code) {
@@ -349,6 +356,7 @@ void handle_signals(Task& t, long syscall_nr) {
       do_stop_wait(t);
       continue;
     }
+    if (p.frozen.load() && !do_freeze_wait(t)) continue;
     siginfo_t info;
     int sig;
     GuestSigaction act;

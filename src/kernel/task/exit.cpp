@@ -40,9 +40,14 @@ void drop_fs(FsContext* fs, Heap* h) {
 
 namespace {
 
-uint64_t thread_cpu_ns() {
+constexpr long kThreadUserClock = (~0L << 3) | 4 | 1;  // MAKE_THREAD_CPUCLOCK(0, CPUCLOCK_VIRT)
+
+// The calling thread's CPU time: all of it, or its user part (the host's
+// MAKE_THREAD_CPUCLOCK(0, CPUCLOCK_VIRT): guest code and the kernel's own
+// work in it count as the host counts them).
+uint64_t thread_cpu_ns(bool user_only) {
   timespec ts;
-  host::sys(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &ts);
+  if (host::sys(SYS_clock_gettime, user_only ? kThreadUserClock : (long)CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -240,7 +245,7 @@ void exit_thread(Task& t) {
       host::sys(SYS_futex, t.clear_child_tid, FUTEX_WAKE, 1, 0, 0, 0);
   }
   release_robust_list(t);
-  uint64_t cpu = thread_cpu_ns();
+  uint64_t cpu = thread_cpu_ns(false), user = thread_cpu_ns(true);
   FdTable* files = nullptr;
   bool last = false;
   {
@@ -256,6 +261,7 @@ void exit_thread(Task& t) {
     p.nthreads--;
     cgroup_task_removed_locked(p);
     p.cpu_ns += cpu;
+    p.cpu_user_ns += user < cpu ? user : cpu;
     k.remove_task_locked(&t);
     t.dead_next = k.dead_tasks;
     k.dead_tasks = &t;
@@ -355,6 +361,26 @@ void do_stop_wait(Task& t) {
     Guard s(p.siglock);
     if (t.pending.set & sigbit(SIGKILL) || p.shared_pending.set & sigbit(SIGKILL)) break;
   }
+}
+
+bool do_freeze_wait(Task& t) {
+  Process& p = *t.proc;
+  bool killed = false;
+  t.in_freezer.store(true);
+  while (p.frozen.load() && !t.exit_requested) {
+    uint32_t seq = p.thaw_seq.load();
+    {
+      Guard s(p.siglock);
+      if ((t.pending.set | p.shared_pending.set) & sigbit(SIGKILL)) {
+        killed = true;
+        break;
+      }
+    }
+    if (!p.frozen.load()) break;
+    host::sys(SYS_futex, &p.thaw_seq, FUTEX_WAIT, seq, 0, 0, 0);
+  }
+  t.in_freezer.store(false);
+  return killed;
 }
 
 void continue_process(Process& p) {

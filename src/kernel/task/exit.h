@@ -16,6 +16,9 @@ namespace flatux {
 void do_group_stop(Task& t, int sig);
 // Parks a thread of a stopped process until SIGCONT or SIGKILL.
 void do_stop_wait(Task& t);
+// Parks a thread of a frozen process (cgroup.freeze) until it is thawed;
+// true when it leaves because a SIGKILL is pending (to be delivered).
+bool do_freeze_wait(Task& t);
 // SIGCONT resumed process p (siglock held): tell the parent.
 void continue_process(Process& p);
 

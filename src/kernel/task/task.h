@@ -241,12 +241,17 @@ struct Process {
   bool report_stopped = false, report_continued = false;
   bool has_posix_locks = false;          // fcntl record locks taken: close() must drop them
   std::atomic<uint32_t> cont_seq{0};     // bumped by SIGCONT / SIGKILL: wakes stopped threads
+  // Its cgroup (or one above) is frozen (cgroup.freeze): its threads park in
+  // the freezer (do_freeze_wait) until thawed (thaw_seq) or killed.
+  std::atomic<bool> frozen{false};
+  std::atomic<uint32_t> thaw_seq{0};
   std::atomic<uint32_t> child_event{0};  // bumped when a child changes state: wakes waiters
   std::atomic<uint32_t> threads_gone{0}; // bumped when a thread leaves: wakes execve
   PidFd* pidfds = nullptr;       // pidfds naming it (task/pidfd.cpp; tasks_lock)
 
   uint64_t start_ns = 0;
   uint64_t cpu_ns = 0;           // CPU time of threads that have exited
+  uint64_t cpu_user_ns = 0;      // the part of it spent in guest code (user time)
   uint64_t children_cpu_ns = 0;  // of reaped children
 };
 
@@ -291,6 +296,7 @@ struct Task {
   // its memory stays until then (reap_dead_tasks).
   std::atomic<int> pins{0};
   bool exit_requested = false;   // group exit or exec in another thread
+  std::atomic<bool> in_freezer{false};  // parked for cgroup.freeze (cgroup.events "frozen")
   // While the task waits in poll/select/epoll on a file without a host
   // descriptor (signalfd), `virtual_waiting` is set and send_signal writes
   // the task's host eventfd `wake_fd` (made on first use, closed when the

@@ -146,7 +146,7 @@ long start_locked(Kernel& k) {
 }  // namespace
 
 uint64_t process_cpu_ns_locked(Process& p, int kind) {
-  uint64_t total = p.cpu_ns;
+  uint64_t total = kind == kCpuVirtual ? p.cpu_user_ns : p.cpu_ns;
   int clock_kind = kind == kCpuVirtual ? 1 : 2;  // CPUCLOCK_VIRT or CPUCLOCK_SCHED
   for (Task* t = p.threads; t; t = t->next_thread) {
     uint32_t tid = t->host_tid.load();

@@ -24,6 +24,7 @@ constexpr uint32_t kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC
 
 enum class Kind : uint8_t {
   kProcs, kThreads, kControllers, kSubtreeControl, kEvents, kType, kMaxDescendants, kMaxDepth, kStat, kKill,
+  kFreeze, kCpuStat,
   kPidsMax, kPidsCurrent, kPidsEvents,
   kMemCurrent, kMemMax, kMemHigh, kMemPeak, kMemEvents, kMemStat,
 };
@@ -49,6 +50,8 @@ constexpr FileDef kFiles[] = {
     {"cgroup.max.depth", Kind::kMaxDepth, 0644, kRootToo, 0},
     {"cgroup.stat", Kind::kStat, 0444, kRootToo, 0},
     {"cgroup.kill", Kind::kKill, 0200, kNonRoot, 0},
+    {"cgroup.freeze", Kind::kFreeze, 0644, kNonRoot, 0},
+    {"cpu.stat", Kind::kCpuStat, 0444, kRootToo, 0},
     {"pids.max", Kind::kPidsMax, 0644, kNonRoot, kCgroupPids},
     {"pids.current", Kind::kPidsCurrent, 0444, kNonRoot, kCgroupPids},
     {"pids.events", Kind::kPidsEvents, 0444, kNonRoot, kCgroupPids},
@@ -170,7 +173,18 @@ void show_locked(Kernel& k, const Cgroup& cg, Kind kind, SynthText& o) {
     case Kind::kThreads: show_members_locked(k, cg, true, o); return;
     case Kind::kControllers: cgroup_show_controllers(cgroup_controllers(cg), o); return;
     case Kind::kSubtreeControl: cgroup_show_controllers(cg.subtree_control, o); return;
-    case Kind::kEvents: o.str("populated ").dec(cg.populated_below > 0 ? 1 : 0).str("\nfrozen 0\n"); return;
+    case Kind::kEvents:
+      o.str("populated ").dec(cg.populated_below > 0 ? 1 : 0);
+      o.str("\nfrozen ").dec(cgroup_frozen_locked(k, cg) ? 1 : 0).ch('\n');
+      return;
+    case Kind::kFreeze: o.dec(cg.freeze ? 1 : 0).ch('\n'); return;
+    case Kind::kCpuStat: {
+      uint64_t all, user;
+      cgroup_cpu_ns_locked(k, cg, &all, &user);
+      o.str("usage_usec ").udec(all / 1000).str("\nuser_usec ").udec(user / 1000);
+      o.str("\nsystem_usec ").udec((all - user) / 1000).ch('\n');
+      return;
+    }
     case Kind::kType: o.str("domain\n"); return;
     case Kind::kMaxDescendants: show_limit(o, cg.max_descendants); return;
     case Kind::kMaxDepth: show_limit(o, cg.max_depth); return;
@@ -202,6 +216,11 @@ long store_locked(Task& t, Cgroup& cg, Kind kind, std::string_view s) {
     case Kind::kKill:
       if (!parse_limit(s, &v) || v != 1) return -ERANGE;  // only "1" (Linux)
       cgroup_kill_locked(k, cg, *t.proc);
+      return 0;
+    case Kind::kFreeze:
+      if (!parse_limit(s, &v)) return -EINVAL;
+      if (v > 1) return -ERANGE;  // Linux: 0 or 1
+      cgroup_set_freeze_locked(k, cg, v == 1);
       return 0;
     case Kind::kPidsMax:
       if (!parse_limit(s, &v)) return -EINVAL;
