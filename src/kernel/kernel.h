@@ -97,6 +97,7 @@ struct UtsNames {
   KMutex lock;
   char nodename[65] = "flatux";
   char domainname[65] = "(none)";
+  uint64_t inum = 0xEFFFFFFEu;  // /proc/PID/ns/uts: Linux's first UTS namespace's, then Vfs::new_ns_inum
   // Each setting of either (sethostname, setdomainname, /proc/sys/kernel):
   // their /proc/sys files poll POLLPRI for it, as Linux's uts_proc_notify.
   std::atomic<uint64_t> events{0};

@@ -8,6 +8,7 @@
 #include "kernel/syscalls.h"
 #include "kernel/sys/uts.h"
 #include "kernel/task/caps.h"
+#include "kernel/vfs/vfs.h"
 
 namespace flatux {
 namespace {
@@ -38,25 +39,41 @@ void uts_inherit(Process& child, const Process& parent) {
   if ((child.uts = parent.uts)) child.uts->refs.fetch_add(1, std::memory_order_relaxed);
 }
 
-void uts_leave(Heap* heap, Process& p) {
-  UtsNames* u = p.uts;
-  p.uts = nullptr;
+void uts_put(Heap* heap, UtsNames* u) {
   if (u && u->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) heap->destroy_obj(u);
 }
 
-long uts_unshare(Task& t, Process& p) {
+void uts_leave(Heap* heap, Process& p) {
+  UtsNames* u = p.uts;
+  p.uts = nullptr;
+  uts_put(heap, u);
+}
+
+namespace {
+
+long unshare_into(Task& t, Process& p, bool tasks_lock_held) {
   if (!capable(p.creds, CAP_SYS_ADMIN)) return -EPERM;
   UtsNames* u = t.kernel->heap->make<UtsNames>();
   if (!u) return -ENOMEM;
+  u->inum = t.kernel->vfs->new_ns_inum();
   UtsNames& old = uts_of(p);
   {
     Guard g(old.lock);
     memcpy(u->nodename, old.nodename, sizeof u->nodename);
     memcpy(u->domainname, old.domainname, sizeof u->domainname);
   }
-  uts_leave(t.kernel->heap, p);
+  // /proc/PID/ns/uts takes its reference under tasks_lock.
+  if (!tasks_lock_held) t.kernel->tasks_lock.lock();
+  UtsNames* old_ns = p.uts;
   p.uts = u;
+  if (!tasks_lock_held) t.kernel->tasks_lock.unlock();
+  uts_put(t.kernel->heap, old_ns);
   return 0;
 }
+
+}  // namespace
+
+long uts_unshare(Task& t, Process& p) { return unshare_into(t, p, false); }
+long uts_unshare_locked(Task& t, Process& p) { return unshare_into(t, p, true); }
 
 }  // namespace flatux

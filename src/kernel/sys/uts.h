@@ -10,10 +10,15 @@ namespace flatux {
 UtsNames& uts_of(Process& p);
 // The child joins its parent's namespace.
 void uts_inherit(Process& child, const Process& parent);
-// The process leaves its namespace (freed with its last process).
+// The process leaves its namespace (freed with its last holder).
 void uts_leave(Heap* heap, Process& p);
+// Lets go of a reference (a process's or an nsfs descriptor's; nullptr:
+// the kernel's first, never freed).
+void uts_put(Heap* heap, UtsNames* u);
 // A new namespace for p holding its current names (needs CAP_SYS_ADMIN:
 // EPERM); ENOMEM.
 long uts_unshare(Task& t, Process& p);
+// The same for a process clone is making (tasks_lock held).
+long uts_unshare_locked(Task& t, Process& p);
 
 }  // namespace flatux

@@ -51,8 +51,8 @@ bool share_or_copy(Kernel& k, Task& t, Process& c, uint64_t flags) {
     c.fs = copy_fs_context(k, *p.fs);
   }
   if (flags & CLONE_SYSVSEM) c.sem_undo = sem_undo_share(k.heap, p);
-  if ((flags & CLONE_NEWUTS) && uts_unshare(t, c) < 0) return false;
-  if ((flags & CLONE_NEWNS) && c.fs && mnt_ns_unshare(c, *c.fs) < 0) return false;
+  if ((flags & CLONE_NEWUTS) && uts_unshare_locked(t, c) < 0) return false;
+  if ((flags & CLONE_NEWNS) && c.fs && mnt_ns_unshare_locked(c, *c.fs) < 0) return false;
   if (flags & CLONE_SIGHAND) {
     p.sighand->refs.fetch_add(1);
     c.sighand = p.sighand;

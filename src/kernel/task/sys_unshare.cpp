@@ -1,4 +1,4 @@
-// unshare(2): the caller stops sharing what it shares with other
+// unshare(2) and setns(2). unshare: the caller stops sharing what it shares with other
 // processes: its descriptor table (CLONE_FILES), root, cwd and umask
 // (CLONE_FS), its SEM_UNDO list (CLONE_SYSVSEM), and its UTS namespace
 // and mount namespaces (CLONE_NEWUTS, CLONE_NEWNS: copies of their own).
@@ -8,6 +8,7 @@
 // treats EINVAL as fatal and EPERM as "confined") carry on; CLONE_THREAD,
 // CLONE_VM and CLONE_SIGHAND are allowed only when there is nothing to
 // unshare.
+#include <fcntl.h>
 #include <linux/errno.h>
 #include <linux/sched.h>
 
@@ -19,6 +20,9 @@
 #include "kernel/task/caps.h"
 #include "kernel/task/exit.h"
 #include "kernel/task/process.h"
+#include "kernel/fs/nsfs/nsfs.h"
+#include "kernel/task/pidfd.h"
+#include "kernel/vfs/fdref.h"
 #include "kernel/vfs/mount_ns.h"
 
 namespace flatux {
@@ -90,6 +94,88 @@ long sys_unshare(Task& t, SyscallArgs a) {
   }
   if (flags & CLONE_SYSVSEM) sem_exit(k, p);
   return 0;
+}
+
+// setns(2). The kernel's own namespaces (mount, UTS) are joined; of the
+// other kinds each has one namespace, which the caller is in already:
+// joining it needs what Linux's needs (CAP_SYS_ADMIN) and changes nothing,
+// and the caller's own user namespace cannot be entered again (EINVAL).
+namespace {
+
+long join_uts(Task& t, UtsNames* u) {
+  Process& p = *t.proc;
+  if (!capable(p.creds, CAP_SYS_ADMIN)) return -EPERM;
+  if (p.nthreads > 1) return -EINVAL;  // a process's here, a thread's on Linux
+  if (u) u->refs.fetch_add(1, std::memory_order_relaxed);
+  UtsNames* old_ns;
+  {
+    Guard g(t.kernel->tasks_lock);
+    old_ns = p.uts;
+    p.uts = u;
+  }
+  uts_put(t.kernel->heap, old_ns);
+  return 0;
+}
+
+long join_single(Task& t, NsKind kind) {
+  if (kind == NsKind::kUser) return -EINVAL;
+  return capable(t.proc->creds, CAP_SYS_ADMIN) ? 0 : -EPERM;
+}
+
+long join(Task& t, const NsTarget& ns) {
+  switch (ns.kind) {
+    case NsKind::kMnt: return mnt_ns_enter(t, ns.mnt);
+    case NsKind::kUts: return join_uts(t, ns.uts);
+    default: return join_single(t, ns.kind);
+  }
+}
+
+// setns(pidfd, flags): every namespace in flags of the process the pidfd
+// names. Each is checked before any is joined, as Linux's validate_nsset.
+long join_of_process(Task& t, int pid, uint64_t flags) {
+  if (!flags || (flags & ~kNamespaces)) return -EINVAL;
+  Kernel& k = *t.kernel;
+  constexpr NsKind kOrder[] = {NsKind::kUser, NsKind::kMnt, NsKind::kUts, NsKind::kIpc, NsKind::kPid,
+                               NsKind::kCgroup, NsKind::kNet, NsKind::kTime};
+  File* held[8] = {};
+  NsTarget targets[8];
+  int n = 0;
+  long r = 0;
+  {
+    Guard g(k.tasks_lock);
+    Process* p = find_process_locked(k, pid);
+    if (!p || p->state != ProcState::kRunning) return -ESRCH;
+    for (NsKind kind : kOrder) {
+      if (!(flags & (uint64_t)ns_clone_flag(kind))) continue;
+      // The same user namespace is not entered, and not an error here.
+      if (kind == NsKind::kUser) continue;
+      if ((r = ns_open_locked(k, *p, kind, O_RDONLY, &held[n])) < 0) break;
+      ns_file_target(*held[n], &targets[n]);
+      n++;
+    }
+  }
+  if (r == 0 && (flags & CLONE_NEWUSER) && n == 0) r = -EINVAL;
+  for (int i = 0; i < n && r == 0; i++)
+    if (targets[i].kind != NsKind::kMnt && targets[i].kind != NsKind::kUts) r = join_single(t, targets[i].kind);
+  for (int i = 0; i < n && r == 0; i++)
+    if (targets[i].kind == NsKind::kMnt || targets[i].kind == NsKind::kUts) r = join(t, targets[i]);
+  for (int i = 0; i < n; i++) held[i]->put();
+  return r;
+}
+
+}  // namespace
+
+long sys_setns(Task& t, SyscallArgs a) {
+  FdRef f(t, a[0]);
+  if (!f) return -EBADF;
+  NsTarget ns;
+  if (ns_file_target(*f, &ns)) {
+    int nstype = (int)a[1];
+    if (nstype && nstype != ns_clone_flag(ns.kind)) return -EINVAL;
+    return join(t, ns);
+  }
+  if (int pid = pidfd_pid(*f)) return join_of_process(t, pid, a[1]);
+  return -EINVAL;
 }
 
 }  // namespace flatux

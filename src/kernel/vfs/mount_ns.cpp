@@ -2,6 +2,7 @@
 // teardown with its last process, and a process's membership.
 #include "kernel/vfs/mount_ns.h"
 
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/errno.h>
 
@@ -10,6 +11,8 @@
 #include "kernel/task/process.h"
 #include "kernel/vfs/dcache.h"
 #include "kernel/vfs/file.h"
+#include "kernel/vfs/namei.h"
+#include "kernel/vfs/path_ops.h"
 
 namespace flatux {
 
@@ -119,7 +122,9 @@ void follow_copy(Path& p, Mount* const* old_of, Mount* const* new_of, int n) {
 
 }  // namespace
 
-long mnt_ns_unshare(Process& p, FsContext& fs) {
+namespace {
+
+long unshare_into(Process& p, FsContext& fs, bool tasks_lock_held) {
   if (!capable(p.creds, CAP_SYS_ADMIN)) return -EPERM;
   Vfs& vfs = *p.kernel->vfs;
   Heap* heap = p.kernel->heap;
@@ -146,8 +151,64 @@ long mnt_ns_unshare(Process& p, FsContext& fs) {
     if (f) f->put();
   heap->free(old_of);
   if (!ns) return err;
-  mnt_ns_leave(p);
+  // /proc/PID/ns/mnt takes its reference under tasks_lock.
+  if (!tasks_lock_held) p.kernel->tasks_lock.lock();
+  MountNs* old_ns = p.mnt_ns;
   p.mnt_ns = ns;
+  if (!tasks_lock_held) p.kernel->tasks_lock.unlock();
+  if (old_ns) vfs.put_ns(old_ns);  // not its last reference, under tasks_lock
+  return 0;
+}
+
+}  // namespace
+
+long mnt_ns_unshare(Process& p, FsContext& fs) { return unshare_into(p, fs, false); }
+long mnt_ns_unshare_locked(Process& p, FsContext& fs) { return unshare_into(p, fs, true); }
+
+long mnt_ns_enter(Task& t, MountNs* ns) {
+  Process& p = *t.proc;
+  Kernel& k = *p.kernel;
+  if (!capable(p.creds, CAP_SYS_ADMIN)) return -EPERM;
+  if (p.fs->refs.load() > 1 || p.nthreads > 1) return -EINVAL;
+  ns->refs.fetch_add(1, std::memory_order_relaxed);
+  MountNs* old_ns;
+  {
+    Guard g(k.tasks_lock);
+    old_ns = p.mnt_ns;
+    p.mnt_ns = ns;
+  }
+  if (old_ns) k.vfs->put_ns(old_ns);
+  // Its root is the namespace's; its working folder that root, found anew
+  // (the old ones are the old namespace's mounts).
+  FsContext& fc = *p.fs;
+  Path old_root, old_cwd;
+  File* old_files[2];
+  {
+    Guard g(fc.lock);
+    old_root = fc.root;
+    old_cwd = fc.cwd;
+    fc.root = {};
+    fc.has_root.store(false);
+    old_files[0] = fc.root_file;
+    old_files[1] = fc.cwd_file;
+    fc.root_file = fc.cwd_file = nullptr;
+  }
+  path_put(old_root);
+  for (File* f : old_files)
+    if (f) f->put();
+  File* dir = nullptr;
+  long r = vfs_open(t, AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, &dir);
+  auto root = r < 0 ? ErrorOr<Path>(kerr(r)) : path_of_file(t, *dir);
+  if (root.is_error()) {
+    // No "/" to stand on (cannot happen while the namespace has its root):
+    // keep the old folder rather than none.
+    if (dir) dir->put();
+    Guard g(fc.lock);
+    fc.cwd = old_cwd;
+    return 0;
+  }
+  path_put(old_cwd);
+  fs_set_cwd(t, root.release_value(), dir);
   return 0;
 }
 

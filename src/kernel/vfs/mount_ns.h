@@ -22,5 +22,12 @@ void mnt_ns_leave(Process& p);
 // working folder moved onto the copies of their mounts. EPERM without
 // CAP_SYS_ADMIN; ENOMEM; ENOSPC when the mount table is full.
 long mnt_ns_unshare(Process& p, FsContext& fs);
+// The same for a process clone is making (tasks_lock held).
+long mnt_ns_unshare_locked(Process& p, FsContext& fs);
+// setns(2): p moves into ns (a reference moves in) and its root and
+// working folder become that namespace's "/" (Linux's mntns_install).
+// EPERM without CAP_SYS_ADMIN; EINVAL while its fs is shared (CLONE_FS)
+// or it has other threads.
+long mnt_ns_enter(Task& t, MountNs* ns);
 
 }  // namespace flatux

@@ -204,7 +204,7 @@ struct FsType {
 // apart only at the top (a root belongs to one namespace, and a mount's
 // children to its own).
 struct MountNs {
-  std::atomic<int> refs{1};   // the processes in it
+  std::atomic<int> refs{1};   // the processes in it, and open /proc/PID/ns/mnt (nsfs)
   uint64_t id = 0;            // the inode number /proc/PID/ns/mnt shows
   Mount* top_root = nullptr;  // the topmost mount on "/" (table lock)
   std::atomic<Mount*> bare_root{nullptr};
@@ -310,6 +310,12 @@ class Vfs {
 
   // The namespace the kernel's first process starts in.
   MountNs& init_ns() { return init_ns_; }
+  // An inode number for a namespace of another kind (nsfs), from the same
+  // sequence as the mount namespaces' so that none is shown twice.
+  uint64_t new_ns_inum() {
+    Guard g(lock_);
+    return next_ns_id_++;
+  }
 
   // Mounts fs at guest_path in ns (the first namespace when nullptr),
   // showing its inner folder fs_root there; the new mount propagates to

@@ -13,6 +13,7 @@
 
 #include "host/raw_syscall.h"
 #include "kernel/fs/hostfs/hostfs.h"
+#include "kernel/fs/nsfs/nsfs.h"
 #include "kernel/fs/procfs/procfs_gen.h"
 #include "kernel/fs/memfd/memfd.h"
 #include "kernel/kernel.h"
@@ -32,7 +33,7 @@ constexpr uint64_t kProcDev = 0x16;
 
 enum class Node {
   kNone, kRoot, kSelfLink, kPidDir, kExe, kCwd, kRootLink, kFdDir, kFdLink, kTaskDir, kTaskEntry,
-  kPidFile, kGlobalFile, kSysctlDir, kSysctlFile, kSysvipcDir, kFdInfoDir, kFdInfo,
+  kPidFile, kGlobalFile, kSysctlDir, kSysctlFile, kSysvipcDir, kFdInfoDir, kFdInfo, kNsDir, kNsLink,
 };
 
 struct ProcLookup {
@@ -44,6 +45,7 @@ struct ProcLookup {
   std::string_view rest;  // components after a link (/proc/self/cwd/x)
   std::string_view sub;   // a /proc/sys directory's path below /proc/sys
   int sysctl = -1;        // a /proc/sys file (sys/sysctl.h)
+  NsKind ns = NsKind::kCgroup;  // a /proc/PID/ns link (fs/nsfs)
 };
 
 bool parse_int(std::string_view s, int* out) {
@@ -80,6 +82,8 @@ ProcLookup lookup_pid_path(Task& t, int pid, std::string_view rest) {
     while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
     l.rest = rest;
   }
+  else if (c == "ns" && c2.empty()) l.node = Node::kNsDir;
+  else if (c == "ns" && rest.empty() && ns_kind_named(c2, &l.ns)) l.node = Node::kNsLink;
   else if (c == "task" && c2.empty()) l.node = Node::kTaskDir;
   else if (c == "task" && parse_int(c2, &l.pid)) return lookup_pid_path(t, l.pid, rest);
   else if (c2.empty() && (l.file = proc_file_named(c, true)) != ProcFile::kNone) l.node = Node::kPidFile;
@@ -142,7 +146,8 @@ bool exists_locked(Kernel& k, const ProcLookup& l) {
 
 uint64_t ino_of(const ProcLookup& l) {
   if (l.node == Node::kSysctlFile) return 0x5c000 + (uint64_t)l.sysctl;
-  return ((uint64_t)l.pid << 16) + ((uint64_t)l.node << 8) + (uint64_t)l.file + (l.fd >= 0 ? l.fd << 20 : 0);
+  return ((uint64_t)l.pid << 16) + ((uint64_t)l.node << 8) + (uint64_t)l.file + (uint64_t)l.ns +
+         (l.fd >= 0 ? l.fd << 20 : 0);
 }
 
 // Linux's d_path: a path as the reader's root sees it (one not below that
@@ -192,6 +197,7 @@ long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
       return (long)f.size();
     }
     case Node::kExe: return seen_path(reader_root, p->exe, false, out, n);
+    case Node::kNsLink: return ns_link_text_locked(*p, l.ns, out, n);
     case Node::kCwd: {
       if (!p->fs) return -ENOENT;
       Guard c(p->fs->lock);
@@ -213,7 +219,8 @@ long link_target(Task& t, const ProcLookup& l, char* out, size_t n) {
 long proc_readlink(Task& t, Filesystem&, Lookup& lk, char* buf, size_t n) {
   ProcLookup l = lookup(t, lk.path);
   switch (l.node) {
-    case Node::kSelfLink: case Node::kExe: case Node::kCwd: case Node::kRootLink: case Node::kFdLink: {
+    case Node::kSelfLink: case Node::kExe: case Node::kCwd: case Node::kRootLink: case Node::kFdLink:
+    case Node::kNsLink: {
       if (!l.rest.empty()) return -ENOTDIR;
       char tmp[kPathMax];
       long len = link_target(t, l, tmp, sizeof tmp);
@@ -228,11 +235,12 @@ long proc_readlink(Task& t, Filesystem&, Lookup& lk, char* buf, size_t n) {
 }
 
 bool is_link(Node n) {
-  return n == Node::kSelfLink || n == Node::kExe || n == Node::kCwd || n == Node::kRootLink || n == Node::kFdLink;
+  return n == Node::kSelfLink || n == Node::kExe || n == Node::kCwd || n == Node::kRootLink || n == Node::kFdLink ||
+         n == Node::kNsLink;
 }
 bool is_dir(Node n) {
   return n == Node::kRoot || n == Node::kPidDir || n == Node::kFdDir || n == Node::kFdInfoDir ||
-         n == Node::kTaskDir || n == Node::kSysctlDir || n == Node::kSysvipcDir;
+         n == Node::kTaskDir || n == Node::kSysctlDir || n == Node::kSysvipcDir || n == Node::kNsDir;
 }
 
 // A link whose target is a guest path (exe, cwd, root, an fd opened by
@@ -262,6 +270,13 @@ long proc_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   if (is_link(l.node) && (lk.follow || !l.rest.empty())) {
     if (l.node == Node::kSelfLink) {
       synth_stat(out, S_IFDIR | 0555, ino_of(l), 0, kProcDev);
+      return 0;
+    }
+    if (l.node == Node::kNsLink) {  // the namespace's nsfs inode
+      Guard g(t.kernel->tasks_lock);
+      Process* p = target(*t.kernel, l.pid);
+      if (!p) return -ENOENT;
+      ns_stat_locked(*p, l.ns, out);
       return 0;
     }
     if (l.node == Node::kFdLink && l.rest.empty()) {  // the open file itself, as Linux
@@ -319,6 +334,7 @@ File* list_dir(Task& t, const ProcLookup& l) {
       add("fd", DT_DIR, 11);
       add("fdinfo", DT_DIR, 12);
       add("task", DT_DIR, 13);
+      add("ns", DT_DIR, 14);
       for (int i = 0; i < proc_pid_file_count(); i++) add(proc_pid_file_name(i), DT_REG, 20 + i);
     } else if (l.node == Node::kFdDir || l.node == Node::kFdInfoDir) {
       Process* p = target(k, l.pid);
@@ -335,6 +351,8 @@ File* list_dir(Task& t, const ProcLookup& l) {
       for (Task* x = p ? p->threads : nullptr; x; x = x->next_thread) add_num(x->tid, DT_DIR);
     } else if (l.node == Node::kSysctlDir) {
       sysctl_list(l.sub, [&](std::string_view name, bool dir) { add(name, dir ? DT_DIR : DT_REG, 6); });
+    } else if (l.node == Node::kNsDir) {
+      for (int i = 0; i < kNsKinds; i++) add(ns_kind_name((NsKind)i), DT_LNK, 30 + i);
     } else if (l.node == Node::kSysvipcDir) {
       for (const char* name : {"msg", "sem", "shm"}) add(name, DT_REG, 8);
     }
@@ -342,6 +360,19 @@ File* list_dir(Task& t, const ProcLookup& l) {
   File* f = synth_dir_file(h, ents, n, S_IFDIR | 0555, ino_of(l), kProcDev);
   h->free(ents);
   return f;
+}
+
+// /proc/PID/ns/NAME opened: a descriptor of the namespace (setns joins it).
+long open_ns_link(Task& t, Filesystem& fs, const ProcLookup& l, int flags, File** out) {
+  if ((flags & O_ACCMODE) != O_RDONLY) return -EACCES;  // nsfs files are 0444
+  if (flags & O_DIRECTORY) return -ENOTDIR;
+  Kernel& k = *t.kernel;
+  Guard g(k.tasks_lock);
+  Process* p = target(k, l.pid);
+  if (!p) return -ENOENT;
+  long r = ns_open_locked(k, *p, l.ns, (uint32_t)flags, out);
+  if (r == 0) (*out)->fs = &fs;
+  return r;
 }
 
 // /proc/PID/fd/N opened: the same open file, reopened through the host
@@ -497,6 +528,7 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
   }
   if (is_link(l.node) && l.node != Node::kSelfLink) {
     if (l.node == Node::kFdLink && l.rest.empty()) return open_fd_link(t, l, flags, out);
+    if (l.node == Node::kNsLink) return open_ns_link(t, fs, l, flags, out);
     long r = redirect_link(t, l, lk);
     return r ? r : -ENOENT;
   }
