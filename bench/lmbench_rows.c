@@ -252,6 +252,51 @@ static int run_open_close(long iters) {
   return 0;
 }
 
+// --- SCM_RIGHTS: a descriptor of the file (opened by name) sent over an
+// AF_UNIX datagram pair to ourselves, received, and the copy closed, as a
+// process pool hands files to its workers.
+
+static int fd_pass_sock[2] = {-1, -1}, fd_pass_file = -1;
+
+static int setup_fd_pass(void) {
+  if (setup_file()) return -1;
+  if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, fd_pass_sock)) return fail("socketpair(AF_UNIX)");
+  fd_pass_file = open(file_path, O_RDONLY | O_CLOEXEC);
+  return fd_pass_file < 0 ? fail("open") : 0;
+}
+
+static int run_fd_pass(long iters) {
+  for (long i = 0; i < iters; i++) {
+    union {
+      char buf[CMSG_SPACE(sizeof(int))];
+      struct cmsghdr align;
+    } out, in;
+    memset(&out, 0, sizeof out);
+    char byte = 'f';
+    struct iovec iov = {&byte, 1};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = out.buf, .msg_controllen = sizeof out.buf};
+    struct cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd_pass_file, sizeof(int));
+    if (sendmsg(fd_pass_sock[0], &m, 0) != 1) return fail("sendmsg");
+    struct msghdr r = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = in.buf, .msg_controllen = sizeof in.buf};
+    if (recvmsg(fd_pass_sock[1], &r, MSG_CMSG_CLOEXEC) != 1 || !CMSG_FIRSTHDR(&r)) return fail("recvmsg");
+    int got;
+    memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&r)), sizeof got);
+    if (close(got) != 0) return fail("close");
+  }
+  return 0;
+}
+
+static int teardown_fd_pass(void) {
+  close(fd_pass_sock[0]);
+  close(fd_pass_sock[1]);
+  close(fd_pass_file);
+  return 0;
+}
+
 // --- stat of missing names beside the file, as an import system probes
 // its search path: "<folder>/modN/__init__.py" (missing in the middle of
 // the path) and "<folder>/modN.py" (missing last), N cycling over 16.
@@ -723,6 +768,7 @@ static const struct row rows[] = {
     {"pipe-bw", 2000, setup_pipe_bw, run_pipe_bw, teardown_pipe_bw},
     {"unix-lat", 10000, setup_unix_lat, run_ping_pong, teardown_partner},
     {"unix-bw", 2000, setup_unix_bw, run_pipe_bw, teardown_pipe_bw},
+    {"fd-pass", 20000, setup_fd_pass, run_fd_pass, teardown_fd_pass},
     {"tcp-lat", 10000, setup_tcp_lat, run_ping_pong, teardown_partner},
     {"sig-self", 50000, setup_sig_self, run_sig_self, NULL},
     {"sig-pingpong", 10000, setup_sig_pingpong, run_sig_pingpong, teardown_sig_pingpong},
