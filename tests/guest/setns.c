@@ -150,6 +150,22 @@ static int join_by_pidfd(void* arg) {
   return access(marker, F_OK) == 0 ? 0 : 43;
 }
 
+// From a working folder on the scratch tmpfs, into the other namespace
+// and back: the folder it stood in is let go once, so the tmpfs is whole
+// (a second release dropped the mount while mounted).
+static int away_and_back(void* arg) {
+  int* fds = arg;  // the other namespace, then our own
+  if (chdir(dir) != 0) return 70;
+  for (int i = 0; i < 50; i++)
+    if (setns(fds[0], CLONE_NEWNS) != 0 || setns(fds[1], CLONE_NEWNS) != 0) return 71;
+  if (chdir(dir) != 0) return 72;
+  int fd = open("left-behind", O_CREAT | O_WRONLY, 0644);
+  if (fd < 0) return 73;
+  close(fd);
+  struct stat st;
+  return stat(dir, &st) == 0 && unlink("left-behind") == 0 ? 0 : 74;
+}
+
 static void* park(void* arg) {
   (void)arg;
   pause();
@@ -180,6 +196,11 @@ static void test_join(void) {
   CHECK(in_child(join_mnt_and_look, &mnt) == 0, "setns into its mount namespace: %d", in_child(join_mnt_and_look, &mnt));
   CHECK(in_child(join_uts_and_look, &uts) == 0, "setns into its UTS namespace");
   CHECK(in_child(join_by_pidfd, &other) == 0, "setns by pidfd: %d", in_child(join_by_pidfd, &other));
+  int both[2] = {mnt, ns_fd(getpid(), "mnt")};
+  CHECK(in_child(away_and_back, both) == 0, "away and back 50 times: %d", in_child(away_and_back, both));
+  CHECK(umount(dir) == 0 && mount("none", dir, "tmpfs", 0, "size=1m") == 0, "the scratch tmpfs is whole: %s",
+        strerror(errno));
+  close(both[1]);
   CHECK(in_child(join_with_a_thread, &mnt) == 0, "a process with another thread: EINVAL");
   CHECK(in_child(join_without_privilege, &mnt) == 0, "without CAP_SYS_ADMIN: EPERM");
 

@@ -179,35 +179,30 @@ long mnt_ns_enter(Task& t, MountNs* ns) {
   }
   if (old_ns) k.vfs->put_ns(old_ns);
   // Its root is the namespace's; its working folder that root, found anew
-  // (the old ones are the old namespace's mounts).
+  // (the old ones are the old namespace's mounts). fs_set_cwd lets the old
+  // working folder go.
   FsContext& fc = *p.fs;
-  Path old_root, old_cwd;
-  File* old_files[2];
+  Path old_root;
+  File* old_root_file;
   {
     Guard g(fc.lock);
     old_root = fc.root;
-    old_cwd = fc.cwd;
+    old_root_file = fc.root_file;
     fc.root = {};
     fc.has_root.store(false);
-    old_files[0] = fc.root_file;
-    old_files[1] = fc.cwd_file;
-    fc.root_file = fc.cwd_file = nullptr;
+    fc.root_file = nullptr;
   }
   path_put(old_root);
-  for (File* f : old_files)
-    if (f) f->put();
+  if (old_root_file) old_root_file->put();
   File* dir = nullptr;
-  long r = vfs_open(t, AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, &dir);
-  auto root = r < 0 ? ErrorOr<Path>(kerr(r)) : path_of_file(t, *dir);
+  // No "/" to stand on cannot happen while the namespace has its root; the
+  // old folder is kept then rather than none.
+  if (vfs_open(t, AT_FDCWD, "/", O_PATH | O_DIRECTORY, 0, &dir) < 0) return 0;
+  auto root = path_of_file(t, *dir);
   if (root.is_error()) {
-    // No "/" to stand on (cannot happen while the namespace has its root):
-    // keep the old folder rather than none.
-    if (dir) dir->put();
-    Guard g(fc.lock);
-    fc.cwd = old_cwd;
+    dir->put();
     return 0;
   }
-  path_put(old_cwd);
   fs_set_cwd(t, root.release_value(), dir);
   return 0;
 }
