@@ -57,6 +57,9 @@ namespace {
 // A move of the process to another cgroup named a new counter: the Mm's
 // charge goes there (lock held).
 void memcg_settle(Mm& mm) {
+  // Every map and unmap comes here: a plain load, not a locked exchange,
+  // while no move is pending.
+  if (!mm.memcg_pending.load(std::memory_order_relaxed)) return;
   MemCounter* next = mm.memcg_pending.exchange(nullptr);
   if (!next) return;
   memcg_charge(mm.memcg, -(int64_t)mm.charged);
