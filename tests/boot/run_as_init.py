@@ -7,14 +7,24 @@
 The hostfs root is a fresh folder holding only PROG as /init-prog (with
 --image: an ext4 image of that folder, booted as ubd0=IMAGE rw; with
 --needs-recovery its journal is marked as needing recovery); the kernel
-parameters follow `--` (init=/init-prog is added). Checks flatux's exit
-status and that each TEXT appears in its output.
+parameters follow `--` (init=/init-prog is added); each {free_port} in them
+becomes one host TCP port that was free a moment ago (a fixed port would
+be in the ephemeral range and taken, now and then, by another test's
+connection). Checks flatux's exit status and that each TEXT appears in
+its output.
 """
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 import sys
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def main():
@@ -28,6 +38,9 @@ def main():
     ap.add_argument("--needs-recovery", action="store_true")
     ap.add_argument("params", nargs="*")
     a = ap.parse_args()
+    if any("{free_port}" in p for p in a.params):
+        port = str(free_port())
+        a.params = [p.replace("{free_port}", port) for p in a.params]
     root = os.path.join(a.work, "root")
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(root)
