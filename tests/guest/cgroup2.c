@@ -3,11 +3,11 @@
 // the interface files a non-root cgroup has, rmdir of a populated cgroup,
 // cgroup.max.depth, cgroup.kill, the pids controller (pids.max refuses
 // a fork with EAGAIN, counted in pids.events) and the memory controller
-// (memory.current follows what a process maps and unmaps; past memory.max
-// the process gets what Linux gives: its mapping refused with ENOMEM under
-// strict overcommit, as flatux always does, or the process killed when it
-// touches the memory, as Linux's default overcommit does; either way
-// memory.events counts it) where the hierarchy has them; cgroup.freeze
+// (memory.current follows what a process touches and unmaps, not what it
+// maps; past memory.max the process gets what Linux gives without swap:
+// its mapping is made, and touching it past the limit kills it, counted
+// in memory.events as max, oom and oom_kill) where the hierarchy has them;
+// memory.oom.group; cgroup.freeze
 // (a computing process and one blocked in read stop until thawed; a frozen
 // cgroup's processes still die of cgroup.kill); cpu.stat (the CPU time of
 // a process that ran and ended there stays counted).
@@ -233,21 +233,22 @@ static long long read_keyed(const char* cg, const char* file, const char* key) {
 
 enum { kMiB = 1 << 20 };
 
-// The child of test_memory: joins cg, maps and touches 4 MiB (then says
-// 'a'), unmaps it at 'b' (then says 'c'), then asks for 256 MiB, past
-// memory.max: exit 0 when refused with ENOMEM, 3 when it got it all.
+// The child of test_memory: joins cg, maps 64 MiB and touches 4 MiB of it
+// (then says 'a'), unmaps it at 'b' (then says 'c'), then maps 256 MiB,
+// past memory.max (exit 13 if that is refused), and touches it all, for
+// a minute (exit 3 if it is still alive then).
 static void memory_child(const char* cg, int to_parent, int from_parent) {
   move_to(cg, 0);
-  char* four = mmap(NULL, 4 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (four == MAP_FAILED) _exit(10);
-  memset(four, 1, 4 * kMiB);
+  char* some = mmap(NULL, 64 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (some == MAP_FAILED) _exit(10);
+  memset(some, 1, 4 * kMiB);
   char c;
   if (write(to_parent, "a", 1) != 1 || read(from_parent, &c, 1) != 1) _exit(11);
-  munmap(four, 4 * kMiB);
+  munmap(some, 64 * kMiB);
   if (write(to_parent, "c", 1) != 1) _exit(12);
   char* big = mmap(NULL, 256 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (big == MAP_FAILED) _exit(errno == ENOMEM ? 0 : 13);
-  memset(big, 1, 256 * kMiB);
+  if (big == MAP_FAILED) _exit(13);
+  for (time_t end = time(NULL) + 60; time(NULL) < end;) memset(big, 1, 256 * kMiB);
   _exit(3);
 }
 
@@ -280,21 +281,30 @@ static void test_memory(const char* cg) {
   char c = 0;
   CHECK(read(up[0], &c, 1) == 1 && c == 'a', "the child mapped 4 MiB (%c)", c);
   long long with = read_number(cg, "memory.current");
-  CHECK(with >= 4 * kMiB, "memory.current %lld with 4 MiB touched", with);
+  CHECK(with >= 4 * kMiB && with < 32 * kMiB, "memory.current %lld with 4 MiB of 64 touched", with);
+  CHECK(read_keyed(cg, "memory.stat", "anon") >= 4 * kMiB, "memory.stat anon %lld",
+        read_keyed(cg, "memory.stat", "anon"));
   CHECK(write(down[1], "b", 1) == 1);
   CHECK(read(up[0], &c, 1) == 1 && c == 'c', "the child unmapped it (%c)", c);
   long long without = read_number(cg, "memory.current");
   CHECK(without >= 0 && without <= with - 3 * kMiB, "memory.current %lld, then %lld unmapped", with, without);
   int status = 0;
   CHECK(waitpid(child, &status, 0) == child);
-  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0) || (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL),
-        "past memory.max: refused or killed (status 0x%x)", status);
-  CHECK(read_keyed(cg, "memory.events", "max") >= 1 && read_keyed(cg, "memory.events", "oom") >= 1,
-        "memory.events counts it: max %lld, oom %lld", read_keyed(cg, "memory.events", "max"),
-        read_keyed(cg, "memory.events", "oom"));
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "past memory.max: killed (status 0x%x)", status);
+  CHECK(read_keyed(cg, "memory.events", "max") >= 1 && read_keyed(cg, "memory.events", "oom") >= 1 &&
+            read_keyed(cg, "memory.events", "oom_kill") >= 1,
+        "memory.events counts it: max %lld, oom %lld, oom_kill %lld", read_keyed(cg, "memory.events", "max"),
+        read_keyed(cg, "memory.events", "oom"), read_keyed(cg, "memory.events", "oom_kill"));
   CHECK(read_number(cg, "memory.peak") >= 4 * kMiB, "memory.peak %lld", read_number(cg, "memory.peak"));
   CHECK(read_number(cg, "memory.current") < kMiB, "memory.current %lld once it is empty",
         read_number(cg, "memory.current"));
+  char group[PATH_MAX];
+  snprintf(group, sizeof group, "%s/memory.oom.group", cg);
+  CHECK(read_number(cg, "memory.oom.group") == 0);
+  CHECK_OK(write_file(group, "1\n"));
+  CHECK(read_number(cg, "memory.oom.group") == 1);
+  CHECK_ERR(write_file(group, "2\n"), EINVAL);
+  CHECK_OK(write_file(group, "0\n"));
   close(up[0]);
   close(up[1]);
   close(down[0]);

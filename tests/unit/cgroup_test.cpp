@@ -170,31 +170,50 @@ TEST_F(CgroupTest, ADeepTreeIsWalkedWithoutRecursion) {
 // The memory counters: a charge goes up the chain, a max anywhere above
 // refuses (counted where it is), peak and the high crossings are kept, and
 // a counter outlives the cgroup that made it while an Mm holds it.
-TEST_F(CgroupTest, MemoryCountersChargeTheChain) {
+TEST_F(CgroupTest, MemoryLooksCountEventsUpTheChain) {
   Cgroup& root = k->cgroups->root;
   ASSERT_EQ(cgroup_mkdir_locked(*k, root, "a"), 0);
   ASSERT_EQ(cgroup_mkdir_locked(*k, *child("a"), "b"), 0);
-  MemCounter* a = child("a")->mem;
-  MemCounter* b = child("a/b")->mem;
-  a->max.store(1 << 20);
-  b->high.store(256 << 10);
-  EXPECT_TRUE(memcg_fits(b, 512 << 10));
-  memcg_charge(b, 512 << 10);
-  EXPECT_EQ(b->usage.load(), 512 << 10);
-  EXPECT_EQ(a->usage.load(), 512 << 10);
-  EXPECT_EQ(root.mem->usage.load(), 512 << 10);
-  EXPECT_EQ(b->events_high.load(), 1u);
-  EXPECT_FALSE(memcg_fits(b, 768 << 10));  // a's max
-  EXPECT_EQ(a->events_max.load(), 1u);
-  EXPECT_EQ(b->events_max.load(), 0u);
-  memcg_charge(b, -(256 << 10));
-  EXPECT_EQ(a->usage.load(), 256 << 10);
-  EXPECT_EQ(b->peak.load(), 512 << 10);
-  memcg_get(b);  // an Mm's reference
-  memcg_charge(b, -(256 << 10));
-  ASSERT_EQ(cgroup_rmdir_locked(*k, *child("a/b")), 0);
-  EXPECT_EQ(b->refs.load(), 1);  // the Mm's: the cgroup let go of it
-  EXPECT_EQ(b->parent, a);
-  memcg_put(b);
-  EXPECT_EQ(root.mem->usage.load(), 0);
+  MemCounter& a = child("a")->mem;
+  MemCounter& b = child("a/b")->mem;
+  a.max = 1 << 20;
+  b.high = 256 << 10;
+  EXPECT_FALSE(memcg_account_locked(*child("a/b"), 512 << 10));  // past b's high only
+  EXPECT_EQ(b.events_high, 1u);
+  EXPECT_EQ(a.events_high, 1u);  // memory.events counts what happened below too
+  EXPECT_EQ(b.peak, 512 << 10);
+  EXPECT_FALSE(memcg_account_locked(*child("a"), 1 << 20));  // at max is not past it
+  EXPECT_TRUE(memcg_account_locked(*child("a"), (1 << 20) + 4096));
+  EXPECT_EQ(a.events_max, 1u);
+  EXPECT_EQ(a.events_oom, 1u);
+  EXPECT_EQ(b.events_max, 0u);
+  EXPECT_EQ(root.mem.events_max, 1u);
+  EXPECT_EQ(a.peak, (1 << 20) + 4096);
+  EXPECT_FALSE(memcg_account_locked(*child("a"), 4096));
+  EXPECT_EQ(a.peak, (1 << 20) + 4096);  // the most, not the last
+}
+
+TEST_F(CgroupTest, OomBadnessWeighsMemoryAndAdjustment) {
+  const int64_t limit = 100 << 20;
+  EXPECT_GT(memcg_badness(50 << 20, 0, limit), memcg_badness(10 << 20, 0, limit));
+  // oom_score_adj moves a process by thousandths of the limit.
+  EXPECT_GT(memcg_badness(10 << 20, 500, limit), memcg_badness(50 << 20, 0, limit));
+  EXPECT_EQ(memcg_badness(50 << 20, -1000, limit), -1);  // never
+  EXPECT_EQ(memcg_badness(0, -999, limit), 1);           // killable, at least
+}
+
+TEST_F(CgroupTest, TreeWalkVisitsEveryCgroupOnce) {
+  Cgroup& root = k->cgroups->root;
+  ASSERT_EQ(cgroup_mkdir_locked(*k, root, "a"), 0);
+  ASSERT_EQ(cgroup_mkdir_locked(*k, *child("a"), "b"), 0);
+  ASSERT_EQ(cgroup_mkdir_locked(*k, *child("a"), "c"), 0);
+  ASSERT_EQ(cgroup_mkdir_locked(*k, root, "d"), 0);
+  int n = 0;
+  for (Cgroup* c = &root; c; c = cgroup_next_locked(c, nullptr)) n++;
+  EXPECT_EQ(n, 5);
+  n = 0;
+  for (Cgroup* c = child("a"); c; c = cgroup_next_locked(c, child("a"))) n++;
+  EXPECT_EQ(n, 3);  // a, b, c: not d
+  EXPECT_TRUE(cgroup_contains(*child("a"), child("a/b")));
+  EXPECT_FALSE(cgroup_contains(*child("a"), child("d")));
 }

@@ -24,7 +24,6 @@ constexpr struct {
 void put(Kernel& k, Cgroup* cg) {
   if (--cg->refs == 0) {
     k.cgroups->count--;
-    memcg_put(cg->mem);  // lives on while an Mm still holds it
     k.heap->destroy_obj(cg);
   }
 }
@@ -45,11 +44,7 @@ bool freezing(const Cgroup* cg) {
   return false;
 }
 
-bool in_subtree(const Cgroup* c, const Cgroup& top) {
-  for (; c; c = c->parent)
-    if (c == &top) return true;
-  return false;
-}
+bool in_subtree(const Cgroup* c, const Cgroup& top) { return cgroup_contains(top, c); }
 
 // p's frozen state follows its cgroup's: its threads are sent to the
 // freezer (the flag first: recalc_notify_locked keeps their notify word
@@ -81,11 +76,6 @@ CgroupTree* cgroup_tree_create(Heap* heap) {
   if (!t) return nullptr;
   t->root.id = 1;
   t->root.name[0] = 0;
-  t->root.mem = memcg_new(heap, nullptr);
-  if (!t->root.mem) {
-    heap->destroy_obj(t);
-    return nullptr;
-  }
   return t;
 }
 
@@ -171,11 +161,6 @@ long cgroup_mkdir_locked(Kernel& k, Cgroup& parent, std::string_view name) {
   }
   Cgroup* cg = k.heap->make<Cgroup>();
   if (!cg) return -ENOMEM;
-  cg->mem = memcg_new(k.heap, parent.mem);
-  if (!cg->mem) {
-    k.heap->destroy_obj(cg);
-    return -ENOMEM;
-  }
   memcpy(cg->name, name.data(), name.size());
   cg->name[name.size()] = 0;
   cg->id = k.cgroups->next_id++;
@@ -200,6 +185,7 @@ long cgroup_rmdir_locked(Kernel& k, Cgroup& cg) {
   cg.parent = nullptr;  // a zombie still in it shows the root's path
   put(k, parent);
   put(k, &cg);
+  memcg_limits_changed_locked(k);  // its limits no longer count
   return 0;
 }
 
@@ -216,12 +202,6 @@ long cgroup_move_locked(Kernel& k, Process& caller, Cgroup& cg, int pid) {
   cg.refs++;
   p->cgroup = &cg;
   put(k, from);
-  // Its memory's charge follows with its next change (the Mm's lock is
-  // not for taking under tasks_lock).
-  if (p->mm) {
-    memcg_get(cg.mem);
-    memcg_put(p->mm->memcg_pending.exchange(cg.mem));
-  }
   refreeze_locked(*p);
   return 0;
 }
@@ -250,12 +230,6 @@ bool cgroup_frozen_locked(Kernel& k, const Cgroup& cg) {
     if (x && x->proc->state == ProcState::kRunning && in_subtree(x->proc->cgroup, cg) && !x->in_freezer.load())
       return false;
   return true;
-}
-
-MemCounter* cgroup_memcg_locked(Kernel& k, Process& p) {
-  MemCounter* c = (p.cgroup ? p.cgroup : &k.cgroups->root)->mem;
-  memcg_get(c);
-  return c;
 }
 
 uint32_t cgroup_controllers(const Cgroup& cg) {
@@ -311,19 +285,21 @@ int cgroup_kill_locked(Kernel& k, Cgroup& cg, Process& caller) {
 }
 
 Cgroup* cgroup_by_id_locked(Kernel& k, uint64_t id) {
-  // Iterative: a guest may make the tree as deep as it likes, and a
-  // recursion that deep would run off the kernel stack.
-  Cgroup* c = &k.cgroups->root;
-  while (c) {
+  for (Cgroup* c = &k.cgroups->root; c; c = cgroup_next_locked(c, nullptr))
     if (c->id == id) return c;
-    if (c->children) {
-      c = c->children;
-      continue;
-    }
-    while (c && !c->sibling) c = c->parent;
-    if (c) c = c->sibling;
-  }
   return nullptr;
+}
+
+Cgroup* cgroup_next_locked(Cgroup* c, Cgroup* top) {
+  if (c->children) return c->children;
+  while (c != top && !c->sibling) c = c->parent;
+  return c && c != top ? c->sibling : nullptr;
+}
+
+bool cgroup_contains(const Cgroup& top, const Cgroup* c) {
+  for (; c; c = c->parent)
+    if (c == &top) return true;
+  return false;
 }
 
 void cgroup_path(const Cgroup& cg, SynthText& out) {

@@ -4,21 +4,21 @@
 // Every process is in exactly one cgroup (a fork's child in its parent's,
 // the first process in the root); writing a pid to cgroup.procs moves it.
 // cgroup.freeze parks its processes' threads; cpu.stat adds up their CPU
-// time. Controllers so far: memory (cgroup/memcg.h: memory.max bounds the
-// commit charge of the processes' memory) and pids (pids.max refuses a
-// fork or clone past it with EAGAIN, as Linux's pids controller). The tree,
-// memberships and the pids counters are all under the kernel's tasks_lock,
-// which fork and exit hold anyway; memory counters are atomic, charged
-// under each Mm's own lock.
+// time. Controllers so far: memory (cgroup/memcg.h: what the processes
+// hold in memory; past memory.max the OOM killer) and pids (pids.max
+// refuses a fork or clone past it with EAGAIN, as Linux's pids
+// controller). The tree, memberships and counters are all under the
+// kernel's tasks_lock, which fork and exit hold anyway.
 #pragma once
 #include <cstdint>
 #include <string_view>
+
+#include "kernel/cgroup/memcg.h"
 
 namespace flatux {
 
 struct Kernel;
 struct Process;
-struct MemCounter;
 class Heap;
 class SynthText;
 
@@ -48,20 +48,17 @@ struct Cgroup {
   int64_t pids_current = 0;         // tasks in it and below
   int64_t pids_max = kCgroupMax;
   int64_t pids_events_max = 0;      // forks refused here
-  MemCounter* mem = nullptr;        // memory: its counter (cgroup/memcg.h)
+  MemCounter mem;                   // memory (cgroup/memcg.h)
 };
 
 struct CgroupTree {
   Cgroup root;
   uint64_t next_id = 2;
   int count = 1;                    // cgroups alive in the tree
+  bool memcg_watching = false;      // the memory watch is on (cgroup/memcg.h)
 };
 
 CgroupTree* cgroup_tree_create(Heap* heap);
-
-// The memory counter of p's cgroup, with a reference for the caller: what
-// a new Mm of p's (exec) charges (tasks_lock held).
-MemCounter* cgroup_memcg_locked(Kernel& k, Process& p);
 
 // Under tasks_lock: the membership hooks of fork and exit.
 // A new process joins its parent's cgroup (the root without a parent).
@@ -108,6 +105,12 @@ void cgroup_cpu_ns_locked(Kernel& k, const Cgroup& cg, uint64_t* all, uint64_t* 
 // SIGKILL to every process in cg and below; the number sent.
 int cgroup_kill_locked(Kernel& k, Cgroup& cg, Process& caller);
 int cgroup_depth(const Cgroup& cg);
+// Is c top or below it?
+bool cgroup_contains(const Cgroup& top, const Cgroup* c);
+// The cgroup after c in a walk of the tree from the root, depth first
+// (nullptr at the end). Iterative: a guest may make the tree as deep as it
+// likes, and a recursion that deep would run off the kernel stack.
+Cgroup* cgroup_next_locked(Cgroup* c, Cgroup* top);
 
 // "/a/b" for the cgroup, "/" for the root.
 void cgroup_path(const Cgroup& cg, SynthText& out);

@@ -1,43 +1,58 @@
-// The memory controller's counters (Linux's page_counter, for flatux's
-// strict overcommit): one per cgroup, charged with the commit charge of
-// the processes' memory in it, as mem= is (kernel/mm/mm.h): what a private
-// writable mapping may come to hold, charged when it is mapped. So
-// memory.max refuses the mapping (ENOMEM, as Linux with
-// vm.overcommit_memory=2) where Linux's default overcommit would let it be
-// mapped and kill the process that touches past the limit; memory.current
-// counts what processes have mapped so, not the host's page cache, tmpfs
-// or the kernel's own memory.
+// The memory controller, as Linux's without swap: memory.current is what
+// the cgroup's processes hold in memory (counted from the host's pagemaps,
+// mm/resident.h: anonymous and shmem pages; a host file's page cache is
+// the host's), mapping never fails for a cgroup's sake, and a cgroup that
+// holds more than its memory.max has its worst process killed (SIGKILL,
+// Linux's OOM killer's choice: the most memory, weighed by oom_score_adj;
+// with memory.oom.group all of them).
 //
-// A counter lives as long as a cgroup or an Mm holds it (atomic
-// references: an Mm lets go of its own without the tasks lock), and
-// charges its ancestors' with it (each holds a reference to its parent's).
+// There is no page fault to catch the touch that passes the limit, so the
+// kernel looks instead: every kMemcgWatchNs while any cgroup has a
+// memory.max or memory.high (the timer service's tick), and at each read
+// of memory.current. So a process may pass memory.max by what it can
+// touch in that time before it is killed; mem= (strict commit accounting)
+// still bounds the kernel as a whole. memory.high is counted (its events)
+// but throttles nothing. memory.peak is the most seen by a look.
+//
+// Everything here is under the kernel's tasks_lock.
 #pragma once
-#include <atomic>
 #include <cstdint>
 
 namespace flatux {
 
-class Heap;
+struct Kernel;
+struct Cgroup;
+struct Process;
+
+constexpr uint64_t kMemcgWatchNs = 10'000'000;
 
 struct MemCounter {
-  std::atomic<int> refs{1};
-  Heap* heap = nullptr;
-  MemCounter* parent = nullptr;
-  std::atomic<int64_t> usage{0}, peak{0};
-  std::atomic<int64_t> max{INT64_MAX}, high{INT64_MAX};
-  // memory.events: charges that took usage over high; that would have gone
-  // over max (each refused: "max" and "oom" both count it, as Linux's).
-  std::atomic<uint64_t> events_high{0}, events_max{0};
+  int64_t max = INT64_MAX, high = INT64_MAX;
+  int64_t peak = 0;
+  bool oom_group = false;  // memory.oom.group
+  // memory.events, for it and below (Linux's hierarchical file).
+  uint64_t events_high = 0, events_max = 0, events_oom = 0, events_oom_kill = 0, events_oom_group_kill = 0;
 };
 
-// A counter under `parent` (nullptr: the root's), or nullptr when out of memory.
-MemCounter* memcg_new(Heap* heap, MemCounter* parent);
-void memcg_get(MemCounter* c);
-void memcg_put(MemCounter* c);
-// Would `bytes` more fit under the max of c and every ancestor? A refusal
-// counts in the events of the counter whose max it would pass.
-bool memcg_fits(MemCounter* c, uint64_t bytes);
-// Adds `delta` (negative: gives back) to c and its ancestors.
-void memcg_charge(MemCounter* c, int64_t delta);
+// What a cgroup's processes hold (bytes), for memory.current and memory.stat.
+struct MemUsage {
+  int64_t anon = 0, shmem = 0, file_mapped = 0;
+  int64_t current() const { return anon + shmem; }
+};
+
+// Counts cg and everything below (each Mm once) and raises its peak.
+void memcg_usage_locked(Kernel& k, Cgroup& cg, MemUsage* out);
+// A look at cg with `usage` counted: its peak, and past high or max, the
+// events of cg and its ancestors. Whether an OOM kill is due.
+bool memcg_account_locked(Cgroup& cg, int64_t usage);
+// Linux's oom_badness: what a process of `charged` bytes weighs against a
+// limit of `limit` bytes (oom_score_adj -1000: never, -1).
+int64_t memcg_badness(int64_t charged, int oom_score_adj, int64_t limit);
+// memory.max or memory.high changed somewhere: the watch runs while any
+// is set.
+void memcg_limits_changed_locked(Kernel& k);
+// The watch (the timer thread's tick; takes tasks_lock): every cgroup with
+// a limit is counted, and each over memory.max has its victim killed.
+void memcg_watch(Kernel& k);
 
 }  // namespace flatux

@@ -161,8 +161,6 @@ long do_execveat(Task& t, int dirfd, uint64_t guest_path, uint64_t guest_argv, u
   if (mm) {
     mm->acct = &k.mem;
     mm_set_map_pool(*mm, t.hproc->maps);
-    Guard g(k.tasks_lock);
-    mm->memcg = cgroup_memcg_locked(k, *t.proc);
   }
   ExecResult* res = k.heap->make<ExecResult>();
   if (!mm || !res) {

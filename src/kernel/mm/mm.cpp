@@ -7,7 +7,6 @@
 #include <sys/syscall.h>
 
 #include "host/raw_syscall.h"
-#include "kernel/cgroup/memcg.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
@@ -47,28 +46,7 @@ void mm_set_map_pool(Mm& mm, HostPool* pool) {
 
 Mm::~Mm() {
   mm_set_map_pool(*this, nullptr);
-  memcg_charge(memcg, -(int64_t)charged);
-  memcg_put(memcg);
-  memcg_put(memcg_pending.exchange(nullptr));
 }
-
-namespace {
-
-// A move of the process to another cgroup named a new counter: the Mm's
-// charge goes there (lock held).
-void memcg_settle(Mm& mm) {
-  // Every map and unmap comes here: a plain load, not a locked exchange,
-  // while no move is pending.
-  if (!mm.memcg_pending.load(std::memory_order_relaxed)) return;
-  MemCounter* next = mm.memcg_pending.exchange(nullptr);
-  if (!next) return;
-  memcg_charge(mm.memcg, -(int64_t)mm.charged);
-  memcg_charge(next, (int64_t)mm.charged);
-  memcg_put(mm.memcg);
-  mm.memcg = next;
-}
-
-}  // namespace
 
 int mm_splits_for(const Mm& mm, uintptr_t start, uintptr_t end) {
   int n = 0;
@@ -219,9 +197,6 @@ Mm* mm_fork(Heap* heap, Mm& parent) {
   mm->env_start = parent.env_start;
   mm->env_end = parent.env_end;
   mm->acct = parent.acct;
-  memcg_settle(parent);
-  memcg_get(parent.memcg);  // the child is in its parent's cgroup
-  mm->memcg = parent.memcg;
   if (!syscall_sites_fork(parent, *mm)) {
     mm_forget(heap, mm);
     return nullptr;
@@ -275,8 +250,6 @@ bool mem_charge(MemAccount& acct, uint64_t bytes) {
 void mem_uncharge(MemAccount& acct, uint64_t bytes) { acct.used.fetch_sub(bytes, std::memory_order_relaxed); }
 
 bool mm_charge_fits(Mm& mm, uint64_t extra) {
-  memcg_settle(mm);
-  if (!memcg_fits(mm.memcg, extra)) return false;
   if (!mm.acct || !mm.acct->limit) return true;
   return mm.acct->used.load(std::memory_order_relaxed) + extra <= mm.acct->limit;
 }
@@ -306,8 +279,6 @@ void mm_recharge(Mm& mm) {
     mm.map_pool->used.fetch_add(count - mm.maps_charged, std::memory_order_relaxed);
     mm.maps_charged = count;
   }
-  memcg_settle(mm);
-  memcg_charge(mm.memcg, (int64_t)(now - mm.charged));
   if (!mm.acct) {
     mm.charged = now;
     return;

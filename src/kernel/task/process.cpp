@@ -203,7 +203,6 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     p->mm = k.heap->make<Mm>(k.heap);
     if (p->mm) {
       p->mm->acct = &k.mem;
-      p->mm->memcg = cgroup_memcg_locked(k, *p);
       mm_set_map_pool(*p->mm, k.hproc0->maps);
     }
     p->files = k.heap->make<FdTable>(k.heap);

@@ -123,13 +123,9 @@ struct Mm {
   // regions are charged for (kernel/sys/host_share.h; mm_set_map_pool).
   HostPool* map_pool = nullptr;
   long maps_charged = 0;
-  uint64_t charged = 0;        // what this Mm has charged to it (to acct and memcg)
-  // The memory cgroup's counter `charged` is charged to (cgroup/memcg.h),
-  // and the one a move of its process to another cgroup named, which the
-  // next charge or check under the Mm's lock takes over (holding a
-  // reference; exchanged atomically: the move holds the tasks lock only).
-  MemCounter* memcg = nullptr;
-  std::atomic<MemCounter*> memcg_pending{nullptr};
+  uint64_t charged = 0;        // what this Mm has charged to it (to acct)
+  // The most resident memory seen in it (VmHWM; mm/resident.h).
+  std::atomic<uint64_t> hiwater_rss{0};
   // RLIMIT_AS and RLIMIT_DATA of the process that owns it, and what counts
   // against them (mm_recharge): all mappings but the unused reserves of the
   // heap and stack; of those, the private writable ones but the stack.

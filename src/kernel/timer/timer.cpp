@@ -117,12 +117,31 @@ uint64_t run_expired(Kernel& k) {
   return next;
 }
 
+// Runs the kernel's tick if it is due; returns when it is next (0: none).
+uint64_t run_tick(Kernel& k) {
+  TimerService& ts = *k.timers;
+  void (*fn)(Kernel&);
+  uint64_t next;
+  {
+    Guard g(ts.lock);
+    fn = ts.tick;
+    if (!fn) return 0;
+    uint64_t now = monotonic_ns();
+    if (now < ts.tick_next_ns) return ts.tick_next_ns;
+    next = ts.tick_next_ns = now + ts.tick_period_ns;
+  }
+  fn(k);
+  return next;
+}
+
 void timer_thread(void* arg) {
   Kernel& k = *static_cast<Kernel*>(arg);
   TimerService& ts = *k.timers;
   for (;;) {
     uint32_t seq = ts.seq.load();
     uint64_t next = run_expired(k);
+    uint64_t tick = run_tick(k);
+    if (tick && (!next || tick < next)) next = tick;
     if (!next) {
       host::sys(SYS_futex, &ts.seq, FUTEX_WAIT, seq, 0, 0, 0);
       continue;
@@ -186,6 +205,22 @@ KTimer* timer_find_locked(Kernel& k, Process& p, int id) {
   for (KTimer* t = k.timers->timers; t; t = t->next)
     if (t->proc == &p && t->id == id) return t;
   return nullptr;
+}
+
+long timer_set_tick(Kernel& k, void (*fn)(Kernel&), uint64_t period_ns) {
+  TimerService& ts = *k.timers;
+  {
+    Guard g(ts.lock);
+    if (fn) {
+      if (long r = start_locked(k)) return r;
+    }
+    ts.tick = fn;
+    ts.tick_period_ns = period_ns;
+    ts.tick_next_ns = monotonic_ns() + period_ns;
+  }
+  ts.seq.fetch_add(1);
+  futex_wake(&ts.seq, 1);
+  return 0;
 }
 
 long timer_arm(Kernel& k, KTimer* t, uint64_t expires_ns, uint64_t interval_ns) {

@@ -36,6 +36,10 @@ struct TimerService {
   std::atomic<uint32_t> seq{0};  // bumped on every change: wakes the thread
   bool started = false;
   void* stack = nullptr;
+  // A periodic job of the kernel's own (the memory cgroup's watch), run by
+  // the service thread with no lock held; nullptr: none.
+  void (*tick)(Kernel&) = nullptr;
+  uint64_t tick_period_ns = 0, tick_next_ns = 0;
 };
 
 // Arms or disarms t (expires 0); the service thread starts on first use.
@@ -44,6 +48,9 @@ long timer_arm(Kernel& k, KTimer* t, uint64_t expires_ns, uint64_t interval_ns);
 KTimer* timer_add(Kernel& k, Process& p, int id);
 KTimer* timer_find_locked(Kernel& k, Process& p, int id);
 void timer_remove(Kernel& k, KTimer* t);
+// Runs fn(k) every period_ns from now on (nullptr: no more), on the
+// service thread (started now if it is not). 0 or -errno.
+long timer_set_tick(Kernel& k, void (*fn)(Kernel&), uint64_t period_ns);
 // Starts the service thread now, in the calling host process (the first
 // one: forked host processes come and go, the timers must not).
 long timers_start(Kernel& k);

@@ -26,7 +26,7 @@ enum class Kind : uint8_t {
   kProcs, kThreads, kControllers, kSubtreeControl, kEvents, kType, kMaxDescendants, kMaxDepth, kStat, kKill,
   kFreeze, kCpuStat,
   kPidsMax, kPidsCurrent, kPidsEvents,
-  kMemCurrent, kMemMax, kMemHigh, kMemPeak, kMemEvents, kMemStat,
+  kMemCurrent, kMemMax, kMemHigh, kMemPeak, kMemEvents, kMemStat, kMemOomGroup,
 };
 
 enum Where : uint8_t { kRootToo = 1, kNonRoot = 2 };
@@ -61,6 +61,7 @@ constexpr FileDef kFiles[] = {
     {"memory.peak", Kind::kMemPeak, 0444, kNonRoot, kCgroupMemory},
     {"memory.events", Kind::kMemEvents, 0444, kNonRoot, kCgroupMemory},
     {"memory.stat", Kind::kMemStat, 0444, kNonRoot, kCgroupMemory},
+    {"memory.oom.group", Kind::kMemOomGroup, 0644, kNonRoot, kCgroupMemory},
 };
 constexpr int kNFiles = sizeof kFiles / sizeof kFiles[0];
 
@@ -140,21 +141,29 @@ bool parse_memory_limit(std::string_view s, int64_t* out) {
   return true;
 }
 
-void show_memory_locked(const MemCounter& m, Kind kind, SynthText& o) {
+void show_memory_locked(Kernel& k, Cgroup& cg, Kind kind, SynthText& o) {
+  MemCounter& m = cg.mem;
+  MemUsage u;
   switch (kind) {
-    case Kind::kMemCurrent: o.dec(m.usage.load()).ch('\n'); return;
-    case Kind::kMemMax: show_limit(o, m.max.load()); return;
-    case Kind::kMemHigh: show_limit(o, m.high.load()); return;
-    case Kind::kMemPeak: o.dec(m.peak.load()).ch('\n'); return;
-    case Kind::kMemEvents: {
-      // A charge refused at max is what Linux counts as "max" and "oom";
-      // flatux refuses it (ENOMEM) instead of killing: no oom_kill.
-      uint64_t max = m.events_max.load();
-      o.str("low 0\nhigh ").dec(m.events_high.load()).str("\nmax ").dec(max).str("\noom ").dec(max);
-      o.str("\noom_kill 0\noom_group_kill 0\n");
+    case Kind::kMemCurrent:
+      memcg_usage_locked(k, cg, &u);
+      o.dec(u.current()).ch('\n');
       return;
-    }
-    case Kind::kMemStat: o.str("anon ").dec(m.usage.load()).ch('\n'); return;
+    case Kind::kMemMax: show_limit(o, m.max); return;
+    case Kind::kMemHigh: show_limit(o, m.high); return;
+    case Kind::kMemPeak: o.dec(m.peak).ch('\n'); return;
+    case Kind::kMemEvents:
+      o.str("low 0\nhigh ").udec(m.events_high).str("\nmax ").udec(m.events_max).str("\noom ").udec(m.events_oom);
+      o.str("\noom_kill ").udec(m.events_oom_kill).str("\noom_group_kill ").udec(m.events_oom_group_kill).ch('\n');
+      return;
+    case Kind::kMemStat:
+      // Linux's "file" is the page cache charged here: tmpfs and shared
+      // memory (shmem); a host file's pages are the host's, mapped only.
+      memcg_usage_locked(k, cg, &u);
+      o.str("anon ").dec(u.anon).str("\nfile ").dec(u.shmem).str("\nshmem ").dec(u.shmem);
+      o.str("\nfile_mapped ").dec(u.file_mapped).ch('\n');
+      return;
+    case Kind::kMemOomGroup: o.dec(m.oom_group ? 1 : 0).ch('\n'); return;
     default: return;
   }
 }
@@ -167,7 +176,7 @@ void show_members_locked(Kernel& k, const Cgroup& cg, bool threads, SynthText& o
   }
 }
 
-void show_locked(Kernel& k, const Cgroup& cg, Kind kind, SynthText& o) {
+void show_locked(Kernel& k, Cgroup& cg, Kind kind, SynthText& o) {
   switch (kind) {
     case Kind::kProcs: show_members_locked(k, cg, false, o); return;
     case Kind::kThreads: show_members_locked(k, cg, true, o); return;
@@ -193,7 +202,7 @@ void show_locked(Kernel& k, const Cgroup& cg, Kind kind, SynthText& o) {
     case Kind::kPidsMax: show_limit(o, cg.pids_max); return;
     case Kind::kPidsCurrent: o.dec(cg.pids_current).ch('\n'); return;
     case Kind::kPidsEvents: o.str("max ").dec(cg.pids_events_max).ch('\n'); return;
-    default: show_memory_locked(*cg.mem, kind, o); return;
+    default: show_memory_locked(k, cg, kind, o); return;
   }
 }
 
@@ -228,10 +237,16 @@ long store_locked(Task& t, Cgroup& cg, Kind kind, std::string_view s) {
       return 0;
     case Kind::kMemMax:
     case Kind::kMemHigh:
-      // Lowering max below what is charged refuses new charges only: the
-      // kernel reclaims nothing and kills no one to get under it.
+      // A max below what the cgroup holds now is met by its next look
+      // (memcg.h), as Linux's OOM-kills at once when reclaim cannot help.
       if (!parse_memory_limit(s, &v)) return -EINVAL;
-      (kind == Kind::kMemMax ? cg.mem->max : cg.mem->high).store(v);
+      (kind == Kind::kMemMax ? cg.mem.max : cg.mem.high) = v;
+      memcg_limits_changed_locked(k);
+      return 0;
+    case Kind::kMemOomGroup:
+      if (!parse_limit(s, &v)) return -EINVAL;
+      if (v > 1) return -EINVAL;  // Linux: 0 or 1
+      cg.mem.oom_group = v == 1;
       return 0;
     default: return -EINVAL;
   }

@@ -18,6 +18,7 @@
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"
+#include "kernel/mm/resident.h"
 #include "kernel/task/process.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
@@ -85,6 +86,28 @@ long user_range(SynthText& o, const Task& task, const Mm& mm, uintptr_t start, u
   return 0;
 }
 
+// The resident part of p's memory (none without an Mm).
+Resident resident_of(Process& p, const Task& task) {
+  Resident r;
+  if (p.mm) mm_resident(*p.mm, task_host_pid(task), &r);
+  return r;
+}
+
+// size resident shared text lib data dt, in pages, as Linux's statm:
+// "shared" is the resident file and shmem pages, "data" the private
+// writable mappings and the stack.
+void gen_statm(SynthText& o, Process& p, const Task& task) {
+  size_t vsz = 0, data = 0;
+  if (p.mm) {
+    Guard g(p.mm->lock);
+    vsz = p.mm->regions.total_bytes();
+    data = p.mm->data_vm + (p.mm->stack_top - p.mm->stack_low);
+  }
+  Resident r = resident_of(p, task);
+  o.udec(vsz / 4096).ch(' ').udec(r.rss() / 4096).ch(' ').udec((r.file + r.shmem) / 4096);
+  o.str(" 0 0 ").udec(data / 4096).str(" 0\n");
+}
+
 void gen_stat(SynthText& o, Kernel& k, Process& p, Task* task) {
   uint64_t start = (p.start_ns - k.boot_ns) / kTick;
   size_t vsz = p.mm ? p.mm->regions.total_bytes() : 0;
@@ -97,7 +120,8 @@ void gen_stat(SynthText& o, Kernel& k, Process& p, Task* task) {
   uint64_t all = process_cpu_ns_locked(p, kCpuProf);
   uint64_t sys = all > user ? all - user : 0;
   o.udec(user / kTick).ch(' ').udec(sys / kTick).ch(' ').udec(p.children_cpu_ns / kTick).str(" 0 20 0 ");
-  o.dec(p.nthreads).str(" 0 ").udec(start).ch(' ').udec(vsz).ch(' ').udec(vsz / 4096);
+  uint64_t rss = task ? resident_of(p, *task).rss() : 0;
+  o.dec(p.nthreads).str(" 0 ").udec(start).ch(' ').udec(vsz).ch(' ').udec(rss / 4096);
   o.str(" 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
 }
 
@@ -110,14 +134,37 @@ void gen_status(SynthText& o, Process& p, Task* task) {
   o.str("\nUid:\t").udec(c.uid).ch('\t').udec(c.euid).ch('\t').udec(c.suid).ch('\t').udec(c.fsuid);
   o.str("\nGid:\t").udec(c.gid).ch('\t').udec(c.egid).ch('\t').udec(c.sgid).ch('\t').udec(c.fsgid);
   o.str("\nFDSize:\t").dec(p.files ? p.files->limit() : 0).str("\nGroups:\t\n");
-  size_t vsz = 0, locked = 0;
+  size_t vsz = 0, locked = 0, data = 0, stack = 0;
+  Resident res;
   if (p.mm) {
-    Guard g(p.mm->lock);
-    vsz = p.mm->regions.total_bytes();
-    locked = p.mm->regions.locked_bytes();
+    {
+      Guard g(p.mm->lock);
+      vsz = p.mm->regions.total_bytes();
+      locked = p.mm->regions.locked_bytes();
+      data = p.mm->data_vm;
+      stack = p.mm->stack_top - p.mm->stack_low;
+    }
+    if (task) mm_resident(*p.mm, task_host_pid(*task), &res);
   }
-  o.str("VmSize:\t").udec(vsz / 1024).str(" kB\nVmLck:\t").udec(locked / 1024);
-  o.str(" kB\nThreads:\t").dec(p.nthreads).ch('\n');
+  auto kb = [&](const char* name, uint64_t bytes) {  // "%8lu kB", as Linux's
+    char b[24];
+    KFmt f(b, sizeof b);
+    f.udec(bytes / 1024);
+    o.str(name).str(":\t");
+    for (size_t pad = f.size(); pad < 8; pad++) o.ch(' ');
+    o.str(f.view()).str(" kB\n");
+  };
+  kb("VmSize", vsz);
+  kb("VmLck", locked);
+  kb("VmHWM", p.mm ? p.mm->hiwater_rss.load(std::memory_order_relaxed) : 0);
+  kb("VmRSS", res.rss());
+  kb("RssAnon", res.anon);
+  kb("RssFile", res.file);
+  kb("RssShmem", res.shmem);
+  kb("VmData", data);
+  kb("VmStk", stack);
+  kb("VmSwap", res.swap);
+  o.str("Threads:\t").dec(p.nthreads).ch('\n');
   uint64_t pend = task ? task->pending.set : 0, ign = 0, cgt = 0;
   for (int s = 1; p.sighand && s <= kNSig; s++) {
     uint64_t h = p.sighand->action[s - 1].handler;
@@ -350,11 +397,7 @@ long proc_generate(Task& t, ProcFile f, int pid, SynthText& o) {
     case ProcFile::kEnviron: return p.mm ? user_range(o, *task, *p.mm, p.mm->env_start, p.mm->env_end) : 0;
     case ProcFile::kComm: o.str(p.comm).ch('\n'); return 0;
     case ProcFile::kStat: gen_stat(o, k, p, task); return 0;
-    case ProcFile::kStatm: {
-      size_t pages = p.mm ? p.mm->regions.total_bytes() / 4096 : 0;
-      o.udec(pages).str(" 0 0 0 0 0 0\n");
-      return 0;
-    }
+    case ProcFile::kStatm: gen_statm(o, p, *task); return 0;
     case ProcFile::kStatus: gen_status(o, p, task); return 0;
     case ProcFile::kMaps: gen_maps(o, p); return 0;
     case ProcFile::kLimits: gen_limits(o, p); return 0;

@@ -1,0 +1,30 @@
+// Resident memory: which of a process's pages hold memory now. There is no
+// MMU of the kernel's own to see a page touched, but guest addresses are
+// host addresses, so the host's pagemap of the host process the guest
+// lives in knows: a page is resident when present there (or swapped), and
+// file-backed or shared when the host says so. VmRSS and its parts
+// (/proc/PID/status, statm, stat) and the memory cgroup's memory.current
+// are counted so.
+#pragma once
+#include <cstdint>
+
+namespace flatux {
+
+struct Mm;
+
+// Bytes, as /proc/PID/status's RssAnon, RssFile, RssShmem and VmSwap.
+struct Resident {
+  uint64_t anon = 0, file = 0, shmem = 0, swap = 0;
+  uint64_t rss() const { return anon + file + shmem; }
+  // What the memory cgroup charges of it: memory only this process's
+  // memory holds (a host file's pages are the host's page cache).
+  uint64_t charged() const { return anon + shmem; }
+};
+
+// Counts mm's resident pages from the pagemap of host process `host_pid`
+// (the one mm's ranges are mapped in), taking mm.lock. Inaccessible ranges
+// (brk and stack reserves) are skipped. Updates mm's high-water mark.
+// 0, or -errno (the host process is gone: nothing is counted).
+long mm_resident(Mm& mm, int host_pid, Resident* out);
+
+}  // namespace flatux
