@@ -5,6 +5,7 @@
 
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
+#include "kernel/seccomp/seccomp.h"
 #include "kernel/strace/strace.h"
 
 namespace flatux {
@@ -19,8 +20,13 @@ void strace_write(Task& t, uint64_t nr, SyscallArgs a, long ret, bool returned) 
 }  // namespace
 
 long syscall_entry(Task& t, uint64_t nr, SyscallArgs a) {
+  long ret;
+  if (t.seccomp_mode.load(std::memory_order_relaxed) && !seccomp_permits(t, nr, a, &ret)) [[unlikely]] {
+    if (t.kernel->cfg.strace_fd >= 0) strace_write(t, nr, a, ret, true);
+    return ret;
+  }
   SyscallFn fn = syscall_lookup(nr);
-  long ret = fn ? fn(t, a) : -ENOSYS;
+  ret = fn ? fn(t, a) : -ENOSYS;
   if (t.kernel->cfg.strace_fd >= 0) [[unlikely]]
     strace_write(t, nr, a, ret, true);
   return ret;

@@ -16,6 +16,7 @@
 #include "kernel/fs/anon/virtual_wait.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
+#include "kernel/seccomp/seccomp.h"
 #include "kernel/sys/uts.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/mm/mm.h"
@@ -228,6 +229,7 @@ void reap_dead_tasks(Kernel& k) {
       *link = t->dead_next;
       kstack_release(*t);
       virtual_wait_release(*t);
+      seccomp_release(*t);
       k.heap->destroy_obj(t);
     } else {
       link = &t->dead_next;

@@ -1,5 +1,6 @@
 #include "kernel/cgroup/cgroup.h"
 #include "kernel/task/process.h"
+#include "kernel/seccomp/seccomp.h"
 #include "kernel/sys/uts.h"
 #include "kernel/vfs/mount_ns.h"
 
@@ -157,6 +158,7 @@ void discard_unstarted_task_locked(Task& t) {
   k.remove_task_locked(&t);
   k.heap->free(t.entry_fpstate);
   kstack_release(t);
+  seccomp_release(t);
   k.heap->destroy_obj(&t);
   if (p.nthreads == 0) {
     p.state = ProcState::kZombie;

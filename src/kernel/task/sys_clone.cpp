@@ -13,6 +13,7 @@
 #include "kernel/mm/usercopy.h"
 #include "kernel/ipc/ipc.h"
 #include "kernel/kernel.h"
+#include "kernel/seccomp/seccomp.h"
 #include "kernel/mm/mm.h"
 #include "kernel/signal/signal.h"
 #include "kernel/syscalls.h"
@@ -193,6 +194,7 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
     child->sigmask = t.sigmask;
     child->nice = t.nice;
     child->ioprio = t.ioprio;
+    seccomp_inherit(*child, t);
     if (!(flags & CLONE_VM) || (flags & CLONE_VFORK)) {
       child->altstack_sp = t.altstack_sp;
       child->altstack_size = t.altstack_size;

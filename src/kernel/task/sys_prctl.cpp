@@ -5,8 +5,10 @@
 #include <linux/capability.h>
 #include <linux/errno.h>
 #include <linux/prctl.h>
+#include <linux/seccomp.h>
 
 #include "kernel/kernel.h"
+#include "kernel/seccomp/seccomp.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/caps.h"
@@ -64,6 +66,12 @@ long sys_prctl(Task& t, SyscallArgs a) {
     case PR_CAP_AMBIENT: return caps_ambient(p.creds, a[1], a[2], a[3], a[4]);
     case PR_GET_SECUREBITS: return p.creds.securebits;
     case PR_SET_SECUREBITS: return caps_set_securebits(p.creds, a[1]);
+    case PR_GET_SECCOMP: return seccomp_get_mode(t);
+    case PR_SET_SECCOMP:
+      // As seccomp(2): strict mode ignores the third argument.
+      if (a[1] == SECCOMP_MODE_STRICT) return seccomp_set_mode(t, SECCOMP_SET_MODE_STRICT, 0, 0);
+      if (a[1] == SECCOMP_MODE_FILTER) return seccomp_set_mode(t, SECCOMP_SET_MODE_FILTER, 0, a[2]);
+      return -EINVAL;
     case PR_GET_KEEPCAPS: return has_securebit(p.creds, SECURE_KEEP_CAPS);
     case PR_SET_KEEPCAPS: return caps_set_keepcaps(p.creds, a[1]);
     default: return -EINVAL;

@@ -28,7 +28,7 @@ struct HostProc;
 struct HostPool;
 struct MountNs;
 struct Cgroup;
-struct MemCounter;
+struct SeccompFilter;
 
 constexpr int kPathMax = 4096;
 constexpr int kNSig = 64;
@@ -299,6 +299,11 @@ struct Task {
   // task is freed), which the wait includes (fs/anon/virtual_wait.h).
   std::atomic<uint32_t> virtual_waiting{0};
   int wake_fd = -1;
+
+  // seccomp (seccomp/seccomp.h): SECCOMP_MODE_*, and the newest filter
+  // (set by the task itself, or by a thread of its process with TSYNC).
+  std::atomic<uint8_t> seccomp_mode{0};
+  std::atomic<SeccompFilter*> seccomp_filter{nullptr};
 
   // access(2)'s real-id credentials for the duration of the call; the
   // permission checks use these when set (vfs/perm.h, creds_of).

@@ -19,6 +19,7 @@
 #include "kernel/kernel.h"
 #include "kernel/mm/mm.h"
 #include "kernel/mm/resident.h"
+#include "kernel/seccomp/seccomp.h"
 #include "kernel/task/process.h"
 #include "kernel/time.h"
 #include "kernel/timer/timer.h"
@@ -182,6 +183,10 @@ void gen_status(SynthText& o, Process& p, Task* task) {
   o.str("\nCapBnd:\t"), mask_hex(o, c.cap_bset);
   o.str("\nCapAmb:\t"), mask_hex(o, c.cap_ambient);
   o.str("\nNoNewPrivs:\t").dec(p.no_new_privs ? 1 : 0);
+  if (task) {
+    o.str("\nSeccomp:\t").dec(task->seccomp_mode.load());
+    o.str("\nSeccomp_filters:\t").dec(seccomp_filter_count(*task));
+  }
   o.ch('\n');
 }
 
