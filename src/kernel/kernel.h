@@ -49,6 +49,10 @@ struct KernelConfig {
   char cwd[kPathMax] = "/";   // the first process's working directory (guest path)
   bool root_readonly = false;
   int strace_fd = -1;         // host fd for --strace output, -1 when off
+  // The host's answers to PR_GET_SPECULATION_CTRL (store bypass, indirect
+  // branch, L1D flush) before the jail, or -errno: what a guest thread,
+  // a host thread, runs with.
+  long spec_ctrl[3] = {-19, -19, -19};
   TextRange text[32]{};       // the host executable code the filter allows
   int ntext = 0;
   // Every host mapping at boot (flatux, its libraries' code and data, the

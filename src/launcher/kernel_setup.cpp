@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -112,6 +113,10 @@ bool choose_syscall_entry(KernelConfig& cfg, const std::string& requested) {
 
 Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb) {
   if (!gather_boot_info(cfg)) return nullptr;
+  for (int i = 0; i < 3; i++) {
+    int r = prctl(PR_GET_SPECULATION_CTRL, i, 0, 0, 0);
+    cfg.spec_ctrl[i] = r >= 0 ? r : -errno;
+  }
   // Identity and mounts first: the kernel opens its root where it will see it.
   if (!sandbox_enter(sb.grant, sb.options, &sb.state)) return nullptr;
   snprintf(cfg.fifo_dir, sizeof cfg.fifo_dir, "%s", sb.state.fifo_dir.c_str());

@@ -234,7 +234,7 @@ static long long read_keyed(const char* cg, const char* file, const char* key) {
 enum { kMiB = 1 << 20 };
 
 // The child of test_memory: joins cg, maps 64 MiB and touches 4 MiB of it
-// (then says 'a'), unmaps it at 'b' (then says 'c'), then maps 256 MiB,
+// (then says 'a'), unmaps it at 'b' (then says 'c'), then, at 'd', maps 256 MiB,
 // past memory.max (exit 13 if that is refused), and touches it all, for
 // a minute (exit 3 if it is still alive then).
 static void memory_child(const char* cg, int to_parent, int from_parent) {
@@ -245,7 +245,7 @@ static void memory_child(const char* cg, int to_parent, int from_parent) {
   char c;
   if (write(to_parent, "a", 1) != 1 || read(from_parent, &c, 1) != 1) _exit(11);
   munmap(some, 64 * kMiB);
-  if (write(to_parent, "c", 1) != 1) _exit(12);
+  if (write(to_parent, "c", 1) != 1 || read(from_parent, &c, 1) != 1) _exit(12);
   char* big = mmap(NULL, 256 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (big == MAP_FAILED) _exit(13);
   for (time_t end = time(NULL) + 60; time(NULL) < end;) memset(big, 1, 256 * kMiB);
@@ -288,6 +288,7 @@ static void test_memory(const char* cg) {
   CHECK(read(up[0], &c, 1) == 1 && c == 'c', "the child unmapped it (%c)", c);
   long long without = read_number(cg, "memory.current");
   CHECK(without >= 0 && without <= with - 3 * kMiB, "memory.current %lld, then %lld unmapped", with, without);
+  CHECK(write(down[1], "d", 1) == 1);
   int status = 0;
   CHECK(waitpid(child, &status, 0) == child);
   CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "past memory.max: killed (status 0x%x)", status);

@@ -137,6 +137,7 @@ static void test_other_process(void) {
     char* m = mmap(NULL, 32 * kMiB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) _exit(1);
     touch(m, 24 * kMiB);
+    if (status_kb(getppid(), "VmRSS") <= 0) _exit(3);  // the parent, seen from here
     char c;
     if (write(up[1], "a", 1) != 1 || read(down[0], &c, 1) != 1) _exit(2);
     _exit(0);

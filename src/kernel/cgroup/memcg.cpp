@@ -65,7 +65,7 @@ void oom_kill_locked(Kernel& k, Cgroup& cg) {
       return;
     }
     Resident r;
-    if (mm_resident(*p.mm, task_host_pid(first), &r) < 0) return;
+    if (task_resident(first, *p.mm, &r) < 0) return;
     int64_t b = memcg_badness((int64_t)r.charged(), p.oom_score_adj, cg.mem.max);
     if (b > worst_badness) {
       worst_badness = b;
@@ -93,7 +93,7 @@ void memcg_usage_locked(Kernel& k, Cgroup& cg, MemUsage* out) {
   *out = MemUsage{};
   for_each_member_mm(k, cg, [&](Process& p, Task& first) {
     Resident r;
-    if (mm_resident(*p.mm, task_host_pid(first), &r) < 0) return;
+    if (task_resident(first, *p.mm, &r) < 0) return;
     out->anon += (int64_t)r.anon;
     out->shmem += (int64_t)r.shmem;
     out->file_mapped += (int64_t)r.file;

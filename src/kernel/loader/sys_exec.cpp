@@ -123,7 +123,11 @@ void reset_process_state(Task& t, const ExecResult& res) {
   // The new credentials (Linux's commit_creds at exec): a process that
   // gained privileges no longer takes its parent's death signal.
   const Creds& old = p.creds;
-  if (res.secure || old.euid != res.creds.euid || old.egid != res.creds.egid) p.pdeath_signal = 0;
+  bool gained = res.secure || old.euid != res.creds.euid || old.egid != res.creds.egid;
+  if (gained) p.pdeath_signal = 0;
+  // Linux's begin_new_exec: dumpable again, unless the ids changed
+  // (suid_dumpable, 0 by default).
+  p.dumpable = gained ? 0 : 1;
   p.creds = res.creds;
   copy_cstr(p.exe, sizeof p.exe, res.exe);
   copy_cstr(p.comm, sizeof p.comm, res.comm);

@@ -1,5 +1,7 @@
 #include "kernel/mm/mm.h"
 
+#include "kernel/lib/kfmt.h"
+
 #include <linux/errno.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -285,6 +287,32 @@ void mm_recharge(Mm& mm) {
   }
   mm.acct->used.fetch_add(now - mm.charged, std::memory_order_relaxed);  // wraps to a decrease
   mm.charged = now;
+}
+
+long mm_name_anon(Mm& mm, uintptr_t addr, size_t len, const char* name) {
+  uintptr_t end = addr + page_up(len);
+  Guard g(mm.lock);
+  if (!mm.regions.covers(addr, end)) return -ENOMEM;
+  for (const Region* r = mm.regions.first(); r; r = r->next) {
+    if (r->end <= addr || r->start >= end) continue;
+    bool anon = (r->kind == kRegionAnon && !(r->flags & kRegionShared) && !r->attrs.name) ||
+                r->kind == kRegionBrk || r->kind == kRegionStack ||
+                (r->kind == kRegionAnon && !(r->flags & kRegionShared) && r->attrs.name && !r->attrs.name->ino &&
+                 !r->attrs.name->charge);
+    if (!anon) return -EBADF;
+  }
+  RegionName* n = nullptr;
+  if (name) {
+    char full[96];
+    KFmt f(full, sizeof full);
+    f.str("[anon:").str(name).str("]");
+    if (!(n = region_name_make(mm.regions.heap(), f.c_str(), 0, 0))) return -ENOMEM;
+  }
+  bool ok = !mm_too_many_maps(mm, mm_splits_for(mm, addr, end)) && mm.regions.set_name(addr, end, n);
+  region_name_put(mm.regions.heap(), n);  // the regions hold their own
+  if (!ok) return -ENOMEM;
+  mm_recharge(mm);
+  return 0;
 }
 
 }  // namespace flatux

@@ -43,6 +43,10 @@ long mm_setup_stack(Mm& mm, uint64_t limit);
 // Applies a new RLIMIT_STACK: the usable part grows or shrinks (never
 // below `sp`, the part in use).
 void mm_set_stack_limit(Mm& mm, uint64_t limit, uintptr_t sp);
+// PR_SET_VMA_ANON_NAME: names the anonymous memory in [addr, addr + len)
+// "[anon:NAME]" (nullptr: unnamed). -ENOMEM where part of it is not
+// mapped, -EBADF where part is not anonymous (a file's, shared memory).
+long mm_name_anon(Mm& mm, uintptr_t addr, size_t len, const char* name);
 // Releases every region of the process back to the host.
 void mm_release(Mm& mm);
 // fork(): a new Mm owning the same ranges as `parent` (its lock held),

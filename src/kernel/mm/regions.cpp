@@ -97,6 +97,14 @@ bool RegionList::set_locked(uintptr_t start, uintptr_t end, bool locked) {
   return change_range(start, end, [locked](Region& r) { r.attrs.locked = locked; });
 }
 
+bool RegionList::set_name(uintptr_t start, uintptr_t end, RegionName* name) {
+  return change_range(start, end, [this, name](Region& r) {
+    if (name) name->refs.fetch_add(1, std::memory_order_relaxed);
+    region_name_put(heap_, r.attrs.name);
+    r.attrs.name = name;
+  });
+}
+
 bool RegionList::set_flag(uintptr_t start, uintptr_t end, uint8_t flag, bool on) {
   return change_range(start, end, [flag, on](Region& r) {
     r.flags = on ? uint8_t(r.flags | flag) : uint8_t(r.flags & ~flag);

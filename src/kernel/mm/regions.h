@@ -69,6 +69,9 @@ class RegionList {
   bool remove(uintptr_t start, uintptr_t end);
   bool set_prot(uintptr_t start, uintptr_t end, int prot);
   bool set_locked(uintptr_t start, uintptr_t end, bool locked);
+  // Names [start, end) `name` in /proc/PID/maps (nullptr: no name); each
+  // region takes its own reference.
+  bool set_name(uintptr_t start, uintptr_t end, RegionName* name);
   // Sets or clears region flags `flag` over [start, end).
   bool set_flag(uintptr_t start, uintptr_t end, uint8_t flag, bool on);
   size_t locked_bytes() const;

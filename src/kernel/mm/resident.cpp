@@ -36,7 +36,7 @@ void count(const Region& r, const uint64_t* entries, size_t n, Resident& out) {
 
 }  // namespace
 
-long mm_resident(Mm& mm, int host_pid, Resident* out) {
+long mm_resident_pagemap(Mm& mm, int host_pid, Resident* out) {
   *out = Resident{};
   char path[48];
   KFmt p(path, sizeof path);
@@ -65,10 +65,35 @@ long mm_resident(Mm& mm, int host_pid, Resident* out) {
     *out = Resident{};
     return r;
   }
-  uint64_t rss = out->rss(), seen = mm.hiwater_rss.load(std::memory_order_relaxed);
+  mm_note_resident(mm, *out);
+  return 0;
+}
+
+long mm_resident_here(Mm& mm, Resident* out) {
+  *out = Resident{};
+  Guard g(mm.lock);
+  unsigned char vec[4096];
+  for (const Region* reg = mm.regions.first(); reg; reg = reg->next) {
+    if (reg->prot == 0) continue;
+    uint64_t& bucket = shmem_backed(*reg) ? out->shmem : reg->kind == kRegionFile ? out->file : out->anon;
+    for (uintptr_t at = reg->start; at < reg->end;) {
+      size_t n = (reg->end - at) / kPageSize;
+      if (n > sizeof vec) n = sizeof vec;
+      long r = host::sys(SYS_mincore, at, n * kPageSize, vec);
+      if (r < 0) return r;
+      for (size_t i = 0; i < n; i++)
+        if (vec[i] & 1) bucket += kPageSize;
+      at += n * kPageSize;
+    }
+  }
+  mm_note_resident(mm, *out);
+  return 0;
+}
+
+void mm_note_resident(Mm& mm, const Resident& r) {
+  uint64_t rss = r.rss(), seen = mm.hiwater_rss.load(std::memory_order_relaxed);
   while (rss > seen && !mm.hiwater_rss.compare_exchange_weak(seen, rss, std::memory_order_relaxed)) {
   }
-  return 0;
 }
 
 }  // namespace flatux

@@ -23,8 +23,14 @@ struct Resident {
 
 // Counts mm's resident pages from the pagemap of host process `host_pid`
 // (the one mm's ranges are mapped in), taking mm.lock. Inaccessible ranges
-// (brk and stack reserves) are skipped. Updates mm's high-water mark.
-// 0, or -errno (the host process is gone: nothing is counted).
-long mm_resident(Mm& mm, int host_pid, Resident* out);
+// (brk and stack reserves) are skipped. 0, or -errno: where the jail shows
+// no host /proc (a booted kernel), mm_resident_here is the way.
+long mm_resident_pagemap(Mm& mm, int host_pid, Resident* out);
+// Counts them with mincore, in the host process they are mapped in (the
+// caller's): a page is resident when mincore says so; its kind is its
+// mapping's (a file's page is its page cache page, mapped here or not).
+long mm_resident_here(Mm& mm, Resident* out);
+// Either way, raises mm's high-water mark to what was counted.
+void mm_note_resident(Mm& mm, const Resident& r);
 
 }  // namespace flatux

@@ -27,6 +27,15 @@ size_t owned(const Mm& mm, uintptr_t p, size_t n) {
   return mm.regions.extent_from(p, n);
 }
 
+// How much of [p, p + n) is a user address range, from p on (0 when p is
+// not a user address).
+size_t user_part(uintptr_t p, size_t n) {
+  if (p < kGuestMinAddr || p >= kGuestMaxAddr || in_kernel_heap(p, 1)) return 0;
+  if (n > kGuestMaxAddr - p) n = kGuestMaxAddr - p;
+  if (in_kernel_heap(p, n)) n = kHeapBase - p;  // p lies below the heap here
+  return n;
+}
+
 }  // namespace
 
 KernelBuffers::KernelBuffers() {
@@ -50,12 +59,9 @@ bool user_range_ok(const void* guest, size_t n) {
 
 size_t owned_extent(const void* guest, size_t n) {
   uintptr_t p = (uintptr_t)guest;
-  if (n > kGuestMaxAddr) n = kGuestMaxAddr;
-  if (p < kGuestMinAddr || p >= kGuestMaxAddr || in_kernel_heap(p, 1)) return 0;
-  if (n > kGuestMaxAddr - p) n = kGuestMaxAddr - p;
-  if (in_kernel_heap(p, n)) n = kHeapBase - p;  // p lies below the heap here
+  n = user_part(p, n);
   const Mm* mm = caller_mm();
-  if (!mm) return n;
+  if (!mm || !n) return n;
   return owned(*mm, p, n);
 }
 
@@ -100,6 +106,17 @@ long copy_from_process(const Mm& mm, void* dst, const void* guest_src, size_t n)
   uintptr_t p = (uintptr_t)guest_src;
   if (!user_range_ok(guest_src, n) || owned(mm, p, n) != n) return -EFAULT;
   return flatux_copy_raw(dst, guest_src, n) ? -EFAULT : 0;
+}
+
+long copy_to_process(const Mm& mm, void* guest_dst, const void* src, size_t n) {
+  if (!user_range_ok(guest_dst, n) || owned(mm, (uintptr_t)guest_dst, n) != n) return -EFAULT;
+  return flatux_copy_raw(guest_dst, src, n) ? -EFAULT : 0;
+}
+
+size_t process_owned_extent(const Mm& mm, const void* guest, size_t n) {
+  uintptr_t p = (uintptr_t)guest;
+  n = user_part(p, n);
+  return n ? owned(mm, p, n) : 0;
 }
 
 long strncpy_from_user(char* dst, const char* guest_src, size_t cap) {

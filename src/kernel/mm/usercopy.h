@@ -60,8 +60,13 @@ class KernelBuffers {
   int* depth_;
 };
 
-// copy_from_user from the memory of another process (/proc/PID/cmdline).
+// copy_from_user and copy_to_user with the memory of another process
+// (/proc/PID/cmdline, process_vm_readv/writev) that lives in the caller's
+// host process: every byte must be that process's own.
 long copy_from_process(const Mm& mm, void* dst, const void* guest_src, size_t n);
+long copy_to_process(const Mm& mm, void* guest_dst, const void* src, size_t n);
+// How many bytes from guest address p on (at most n) mm owns.
+size_t process_owned_extent(const Mm& mm, const void* guest, size_t n);
 // Copies a NUL-terminated string of at most cap-1 bytes plus the NUL.
 // Returns its length, -EFAULT, or -ENAMETOOLONG if no NUL within cap-1.
 long strncpy_from_user(char* dst, const char* guest_src, size_t cap);

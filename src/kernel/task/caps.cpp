@@ -176,4 +176,13 @@ long exec_creds(const Creds& old, const ExecFileIdentity& file, bool no_new_priv
   return 0;
 }
 
+bool ptrace_may_access(const Process& me, const Process& target) {
+  if (&me == &target) return true;
+  const Creds& c = me.creds;
+  const Creds& x = target.creds;
+  if (capable(c, CAP_SYS_PTRACE)) return true;
+  return c.uid == x.uid && c.uid == x.euid && c.uid == x.suid && c.gid == x.gid && c.gid == x.egid &&
+         c.gid == x.sgid && target.dumpable;
+}
+
 }  // namespace flatux

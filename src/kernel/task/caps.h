@@ -25,6 +25,12 @@ constexpr bool known_cap(uint64_t cap) { return cap <= CAP_LAST_CAP; }
 inline bool capable(const Creds& c, int cap) { return (c.cap_effective & cap_bit(cap)) != 0; }
 inline bool has_securebit(const Creds& c, int bit) { return (c.securebits >> bit) & 1; }
 
+// Linux's ptrace_may_access with PTRACE_MODE_*_REALCREDS, as far as guest
+// credentials go: a process may inspect itself; another one only with
+// CAP_SYS_PTRACE, or when its real ids are all of the target's ids and the
+// target is dumpable (pidfd_getfd, process_vm_readv/writev, kcmp).
+bool ptrace_may_access(const Process& me, const Process& target);
+
 // Linux's cap_task_fix_setuid after a change of the user ids by
 // setuid/setreuid/setresuid (`fs_only`: by setfsuid), from `old`: leaving
 // uid 0 everywhere drops permitted and effective (unless SECBIT_KEEP_CAPS)

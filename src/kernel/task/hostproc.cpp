@@ -17,6 +17,7 @@
 #include "host/raw_syscall.h"
 #include "kernel/kernel.h"
 #include "kernel/mm/syscall_sites.h"
+#include "kernel/time.h"
 #include "kernel/timer/timer.h"
 
 extern "C" long flatux_clone_process(unsigned long flags, void* stack_top, int* pidfd,
@@ -85,9 +86,19 @@ void drop_inherited_memory(Kernel& k, const Mm& own) {
 
 // Sleeps until the last task has left the host process, or the first host
 // process (the launcher) is gone, then ends this host process.
+// A count of resident memory asked of this host process (task_resident).
+void serve_measure(HostProc& hp) {
+  uint32_t asked = hp.measure_asked.load(std::memory_order_acquire);
+  if (asked == hp.measure_done.load(std::memory_order_relaxed)) return;
+  hp.measure_result = mm_resident_here(*hp.measure_mm, hp.measure_out);
+  hp.measure_done.store(asked, std::memory_order_release);
+  futex_wake(&hp.measure_done, 1);
+}
+
 [[noreturn]] void keep_until_empty(Kernel& k, HostProc& hp) {
   const uint64_t wait_mask = kAllButFaults & ~sig_bit(kKickSignal);
   for (;;) {
+    serve_measure(hp);
     // The kick stays blocked between this check and ppoll, which lets it in:
     // a task leaving in between is not missed.
     if (hp.ntasks.load() == 0) host::sys(SYS_exit_group, 0);
@@ -158,6 +169,56 @@ bool pidfd_readable(int fd) {
 }  // namespace
 
 int task_host_pid(const Task& t) { return t.hproc ? t.hproc->pid : t.kernel->host_pid; }
+
+namespace {
+
+struct MeasureCall {
+  Mm* mm;
+  Resident* out;
+};
+
+long measure_here(void* arg) {
+  auto* c = static_cast<MeasureCall*>(arg);
+  return mm_resident_here(*c->mm, c->out);
+}
+
+// Asks hp's keeper to count (it wakes on the kick) and waits, at most a
+// second: a keeper that does not answer is a host process on its way out.
+long ask_keeper(HostProc& hp, Mm& mm, Resident* out) {
+  Guard g(hp.measure_lock);
+  uint32_t keeper = hp.keeper_tid.load();
+  if (!keeper || hp.gone) return -ESRCH;
+  hp.measure_mm = &mm;
+  hp.measure_out = out;
+  uint32_t asked = hp.measure_asked.load(std::memory_order_relaxed) + 1;
+  hp.measure_asked.store(asked, std::memory_order_release);
+  if (host::sys(SYS_tgkill, hp.pid, keeper, kKickSignal) < 0) return -ESRCH;
+  uint64_t deadline = monotonic_ns() + 1000000000ull;
+  for (;;) {
+    uint32_t done = hp.measure_done.load(std::memory_order_acquire);
+    if (done == asked) return hp.measure_result;
+    uint64_t now = monotonic_ns();
+    if (now >= deadline) return -ETIMEDOUT;
+    uint64_t left = deadline - now;
+    timespec rel{(time_t)(left / 1000000000ull), (long)(left % 1000000000ull)};
+    host::sys(SYS_futex, &hp.measure_done, FUTEX_WAIT, done, &rel, 0, 0);
+  }
+}
+
+}  // namespace
+
+long task_resident(Task& t, Mm& mm, Resident* out) {
+  Kernel& k = *t.kernel;
+  int where = task_host_pid(t);
+  long r = mm_resident_pagemap(mm, where, out);
+  if (r == 0) return 0;
+  if (where == (int)host::sys(SYS_getpid)) return mm_resident_here(mm, out);
+  if (!t.hproc || t.hproc == k.hproc0) {
+    MeasureCall c{&mm, out};
+    return foreign_call(k, measure_here, &c);
+  }
+  return ask_keeper(*t.hproc, mm, out);
+}
 
 bool is_kernel_host_pid(Kernel& k, int pid) {
   if (pid == k.host_pid) return true;

@@ -12,6 +12,9 @@
 #include <atomic>
 #include <cstdint>
 
+#include "kernel/lib/sync.h"
+#include "kernel/mm/resident.h"
+
 namespace flatux {
 
 struct Kernel;
@@ -39,10 +42,22 @@ struct HostProc {
   void* start_arg = nullptr;
   std::atomic<uint32_t> started{0};
   long start_result = 0;
+  // A count of resident memory the keeper makes for another host process
+  // (task_resident): one request at a time, under measure_lock.
+  KMutex measure_lock;
+  Mm* measure_mm = nullptr;
+  Resident* measure_out = nullptr;
+  long measure_result = 0;
+  std::atomic<uint32_t> measure_asked{0}, measure_done{0};
 };
 
 // The host pid of the process task t's thread runs in.
 int task_host_pid(const Task& t);
+// The resident part of mm, the memory of t's process (mm/resident.h):
+// from the host's pagemap where the jail shows it, else counted with
+// mincore in t's host process: here, by the foreign gate's server (the
+// first host process), or by that process's keeper. 0 or -errno.
+long task_resident(Task& t, Mm& mm, Resident* out);
 // Is `pid` one of this kernel's host processes? (SCM_CREDENTIALS, peers)
 bool is_kernel_host_pid(Kernel& k, int pid);
 

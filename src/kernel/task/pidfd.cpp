@@ -95,14 +95,6 @@ long target_locked(Kernel& k, File& f, Process** out) {
   return 0;
 }
 
-// ptrace's PTRACE_MODE_ATTACH_REALCREDS, as far as guest credentials go.
-bool may_inspect(const Process& me, const Process& p) {
-  const Creds& c = me.creds;
-  const Creds& x = p.creds;
-  if (capable(c, CAP_SYS_PTRACE)) return true;
-  return c.uid == x.uid && c.uid == x.euid && c.uid == x.suid && c.gid == x.gid && c.gid == x.egid &&
-         c.gid == x.sgid;
-}
 
 // An exited, not yet reaped process (found among its parent's children).
 Process* zombie_locked(Kernel& k, int pid) {
@@ -211,7 +203,7 @@ long sys_pidfd_getfd(Task& t, SyscallArgs a) {
     Process* p = nullptr;
     if (long r = target_locked(k, *f, &p); r < 0) return r;
     if (p->state != ProcState::kRunning || !p->files) return -ESRCH;
-    if (!may_inspect(*t.proc, *p)) return -EPERM;
+    if (!ptrace_may_access(*t.proc, *p)) return -EPERM;
     if (a[1] > (uint64_t)FdTable::kMaxFds || !(got = p->files->get((int)a[1]))) return -EBADF;
   }
   int fd = t.proc->files->install(got, true);

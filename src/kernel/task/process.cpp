@@ -106,6 +106,8 @@ Process* process_create_locked(Kernel& k, Process* parent, int pid) {
     p->personality = parent->personality;
     p->oom_score_adj = parent->oom_score_adj;
     p->no_new_privs = parent->no_new_privs;  // pdeath_signal and child_subreaper start clear
+    p->dumpable = parent->dumpable;
+    p->thp_disable = parent->thp_disable;
     p->ctty = parent->ctty;
     memcpy(p->rlimits, parent->rlimits, sizeof p->rlimits);
     memcpy(p->exe, parent->exe, sizeof p->exe);

@@ -194,6 +194,8 @@ long do_clone(Task& t, uint64_t flags, uint64_t newsp, uint64_t ptid, uint64_t c
     child->sigmask = t.sigmask;
     child->nice = t.nice;
     child->ioprio = t.ioprio;
+    child->timer_slack_ns = child->default_slack_ns = t.timer_slack_ns;
+    child->mce_kill = t.mce_kill;
     seccomp_inherit(*child, t);
     if (!(flags & CLONE_VM) || (flags & CLONE_VFORK)) {
       child->altstack_sp = t.altstack_sp;

@@ -80,15 +80,18 @@ long set_fs(Creds& c, IdSet s, uint32_t id) {
 enum class Fixup { kNone, kUserIds, kFsUid };
 
 // Linux's commit_creds: a change of the effective or filesystem ids drops
-// the parent-death signal (PR_SET_PDEATHSIG).
+// the parent-death signal (PR_SET_PDEATHSIG) and makes the process not
+// dumpable (suid_dumpable, 0), so that ptrace's rule and /proc guard it.
 template <typename Change>
 long changing_creds(Process& p, Fixup fixup, Change change) {
   Creds before = p.creds;
   long r = change(p.creds);
   Creds& c = p.creds;
   if (fixup != Fixup::kNone) caps_after_setuid(c, before, fixup == Fixup::kFsUid);
-  if (c.euid != before.euid || c.egid != before.egid || c.fsuid != before.fsuid || c.fsgid != before.fsgid)
+  if (c.euid != before.euid || c.egid != before.egid || c.fsuid != before.fsuid || c.fsgid != before.fsgid) {
     p.pdeath_signal = 0;
+    p.dumpable = 0;
+  }
   return r;
 }
 

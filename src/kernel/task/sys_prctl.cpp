@@ -9,6 +9,7 @@
 
 #include "kernel/kernel.h"
 #include "kernel/seccomp/seccomp.h"
+#include "kernel/mm/mm.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/syscalls.h"
 #include "kernel/task/caps.h"
@@ -38,6 +39,59 @@ long set_no_new_privs(Task& t, SyscallArgs a) {
   return 0;
 }
 
+// PR_SET_VMA_ANON_NAME's rules for a name: at most 79 bytes of printable
+// ASCII but [ ] \ $ and `; NULL clears.
+long set_vma_name(Task& t, SyscallArgs a) {
+  if (a[1] != PR_SET_VMA_ANON_NAME) return -EINVAL;
+  uintptr_t addr = a[2];
+  size_t len = a[3];
+  if (addr & (kPageSize - 1) || addr + len < addr) return -EINVAL;
+  char name[80];
+  const char* use = nullptr;
+  if (a[4]) {
+    long n = strncpy_from_user(name, (const char*)a[4], sizeof name);
+    if (n < 0) return n == -ENAMETOOLONG ? -EINVAL : n;
+    for (long i = 0; i < n; i++) {
+      char c = name[i];
+      if (c < 0x20 || c > 0x7e || c == '[' || c == ']' || c == '\\' || c == '$' || c == '`') return -EINVAL;
+    }
+    use = name;
+  }
+  if (len == 0) return 0;
+  return t.proc->mm ? mm_name_anon(*t.proc->mm, addr, len, use) : -ENOMEM;
+}
+
+// PR_SET_TIMERSLACK: the slack of this thread (0: back to the default).
+long set_timer_slack(Task& t, uint64_t ns) {
+  t.timer_slack_ns = ns ? ns : t.default_slack_ns;
+  return 0;
+}
+
+// PR_MCE_KILL: how a memory error kills this thread.
+long set_mce_kill(Task& t, SyscallArgs a) {
+  if (a[3] || a[4]) return -EINVAL;
+  if (a[1] == PR_MCE_KILL_CLEAR) {
+    if (a[2]) return -EINVAL;
+    t.mce_kill = PR_MCE_KILL_DEFAULT;
+    return 0;
+  }
+  if (a[1] != PR_MCE_KILL_SET) return -EINVAL;
+  if (a[2] != PR_MCE_KILL_EARLY && a[2] != PR_MCE_KILL_LATE && a[2] != PR_MCE_KILL_DEFAULT) return -EINVAL;
+  t.mce_kill = (int)a[2];
+  return 0;
+}
+
+// Speculation control: a guest thread is a host thread, with the host's
+// mitigations as they were when the kernel started; the kernel may not
+// change them (the host filter refuses it), so none is controllable here.
+long speculation_ctrl(Task& t, SyscallArgs a, bool set) {
+  if (a[1] > PR_SPEC_L1D_FLUSH) return -ENODEV;
+  if (set) return -ENXIO;
+  if (a[2] || a[3] || a[4]) return -EINVAL;
+  long host = t.kernel->cfg.spec_ctrl[a[1]];
+  return host < 0 ? host : host & ~(long)PR_SPEC_PRCTL;
+}
+
 }  // namespace
 
 long sys_prctl(Task& t, SyscallArgs a) {
@@ -45,7 +99,31 @@ long sys_prctl(Task& t, SyscallArgs a) {
   switch ((int)a[0]) {
     case PR_SET_NAME: return set_name(t, a[1]);
     case PR_GET_NAME: return copy_to_user((void*)a[1], p.comm, sizeof p.comm);
-    case PR_GET_DUMPABLE: return 1;
+    case PR_GET_DUMPABLE: return p.dumpable;
+    case PR_SET_DUMPABLE:
+      if (a[1] > 1) return -EINVAL;  // SUID_DUMP_DISABLE or SUID_DUMP_USER
+      p.dumpable = (int)a[1];
+      return 0;
+    case PR_GET_TIMERSLACK: return (long)t.timer_slack_ns;
+    case PR_SET_TIMERSLACK: return set_timer_slack(t, a[1]);
+    case PR_GET_THP_DISABLE:
+      if (a[1] || a[2] || a[3] || a[4]) return -EINVAL;
+      return p.thp_disable;
+    case PR_SET_THP_DISABLE:
+      if (a[2] || a[3] || a[4]) return -EINVAL;
+      p.thp_disable = a[1] != 0;
+      return 0;
+    case PR_MCE_KILL: return set_mce_kill(t, a);
+    case PR_MCE_KILL_GET:
+      if (a[1] || a[2] || a[3] || a[4]) return -EINVAL;
+      return t.mce_kill;
+    case PR_GET_TSC: return put_user((void*)a[1], (int)PR_TSC_ENABLE);
+    case PR_SET_TSC:
+      // rdtsc cannot be made to fault from user space: only "enabled".
+      return a[1] == PR_TSC_ENABLE ? 0 : -EINVAL;
+    case PR_GET_SPECULATION_CTRL: return speculation_ctrl(t, a, false);
+    case PR_SET_SPECULATION_CTRL: return speculation_ctrl(t, a, true);
+    case PR_SET_VMA: return set_vma_name(t, a);
     case PR_SET_PDEATHSIG:
       if (a[1] > (uint64_t)_NSIG - 1) return -EINVAL;
       p.pdeath_signal = (int)a[1];

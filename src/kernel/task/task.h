@@ -220,6 +220,8 @@ struct Process {
   int pdeath_signal = 0;         // PR_SET_PDEATHSIG: sent when the parent exits
   bool child_subreaper = false;  // PR_SET_CHILD_SUBREAPER: adopts orphans below it
   bool no_new_privs = false;     // PR_SET_NO_NEW_PRIVS: kept across fork and exec, never unset
+  int dumpable = 1;              // PR_SET_DUMPABLE (SUID_DUMP_DISABLE 0, USER 1); execve sets it again
+  bool thp_disable = false;      // PR_SET_THP_DISABLE: kept across fork and exec
 
   // Signals directed at the whole process.
   KMutex siglock;
@@ -263,6 +265,10 @@ struct Task {
   uint64_t clear_child_tid = 0;
   uint64_t robust_list = 0, robust_len = 0;
   int nice = 0;                       // getpriority/setpriority (sys/sys_sched.cpp; tasks_lock)
+  // PR_SET_TIMERSLACK: this thread's slack, and what 0 sets it back to
+  // (its creator's slack when it was made); PR_MCE_KILL's policy.
+  uint64_t timer_slack_ns = 50000, default_slack_ns = 50000;
+  int mce_kill = 2;                   // PR_MCE_KILL_DEFAULT
   int ioprio = 0;                     // ioprio_get/set (sys/sys_sched.cpp; tasks_lock); 0: none set
 
   // Signal state; the mask and pending set are guarded by proc->siglock.

@@ -88,16 +88,16 @@ long user_range(SynthText& o, const Task& task, const Mm& mm, uintptr_t start, u
 }
 
 // The resident part of p's memory (none without an Mm).
-Resident resident_of(Process& p, const Task& task) {
+Resident resident_of(Process& p, Task& task) {
   Resident r;
-  if (p.mm) mm_resident(*p.mm, task_host_pid(task), &r);
+  if (p.mm) task_resident(task, *p.mm, &r);
   return r;
 }
 
 // size resident shared text lib data dt, in pages, as Linux's statm:
 // "shared" is the resident file and shmem pages, "data" the private
 // writable mappings and the stack.
-void gen_statm(SynthText& o, Process& p, const Task& task) {
+void gen_statm(SynthText& o, Process& p, Task& task) {
   size_t vsz = 0, data = 0;
   if (p.mm) {
     Guard g(p.mm->lock);
@@ -145,7 +145,7 @@ void gen_status(SynthText& o, Process& p, Task* task) {
       data = p.mm->data_vm;
       stack = p.mm->stack_top - p.mm->stack_low;
     }
-    if (task) mm_resident(*p.mm, task_host_pid(*task), &res);
+    if (task) task_resident(*task, *p.mm, &res);
   }
   auto kb = [&](const char* name, uint64_t bytes) {  // "%8lu kB", as Linux's
     char b[24];
