@@ -11,7 +11,8 @@ root, checks `tty` (/dev/tty1), `systemctl is-system-running` (running,
 nothing in `systemctl --failed`), `systemctl status` of logind,
 `journalctl -b` (the login is in it); then logs in from the host with ssh
 (a key put in the copy's /root/.ssh) to the guest's sshd, whose port 22 is
-a free host port (hostfwd=), and runs Python's multiprocessing there
+a free host port (hostfwd=), checks that journald runs under its seccomp
+filter and sshd's sandbox said nothing, and runs Python's multiprocessing there
 (tests/e2e/mp_smoke.py, put in the copy's /root: every start method); then
 `systemctl poweroff`, which must end
 flatux with status 0. The pty's settings must be the same before and after.
@@ -165,6 +166,14 @@ def main():
         if r.returncode != 0 or r.stdout.split()[:2] != ["over-ssh", "running"] or r.stdout.split()[-1:] != ["1"]:
             failures.append(f"ssh to the guest's sshd on host port {port}: status {r.returncode}, "
                             f"out {r.stdout!r}, err {r.stderr[-1000:]!r}")
+        # systemd confines its services with seccomp filters (journald's
+        # SystemCallFilter=), and sshd its pre-authentication child (the
+        # login above went through it): the kernel runs them.
+        r = ssh(key, port, "grep '^Seccomp' /proc/$(pidof systemd-journald)/status; "
+                           "journalctl -b --no-pager -u ssh | grep -ci 'seccomp\\|sandbox' || true")
+        print(f"seccomp in the booted system: {r.stdout.split()}")
+        if r.returncode != 0 or r.stdout.split()[:2] != ["Seccomp:", "2"] or r.stdout.split()[-1:] != ["0"]:
+            failures.append(f"journald not under a seccomp filter, or sshd's sandbox complained: {r.stdout!r}")
         r = ssh(key, port, "python3 /root/mp_smoke.py " + " ".join(MP_METHODS))
         ok = [m for m in MP_METHODS if f"{m} ok" in r.stdout.split("\n")]
         print(f"multiprocessing over ssh: status {r.returncode}, ok: {ok}")
