@@ -42,7 +42,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/reboot.h>
 #include <sys/resource.h>
 #include <sys/select.h>
@@ -179,6 +184,29 @@ static int setup_getpid(void) {
   long r = raw_syscall0(SYS_getpid);
   if (r < 0) return fail_err("getpid", (int)-r);
   return 0;
+}
+
+// --- getpid under a seccomp filter of 10 instructions (an architecture
+// check, four refused calls, allow): what a sandboxed program pays per
+// call. The filter stays for the rest of the process: one row per run.
+
+static int setup_getpid_filtered(void) {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ptrace, 4, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kexec_load, 3, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_init_module, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_bpf, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+  };
+  struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("PR_SET_NO_NEW_PRIVS");
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) return fail("seccomp");
+  return setup_getpid();
 }
 
 // --- 1-byte read and write.
@@ -764,6 +792,7 @@ static const struct row rows[] = {
     {"fork-execve", 200, setup_hello, run_fork_execve, NULL},
     {"vfork-execve", 200, setup_hello, run_vfork_execve, NULL},
     {"getpid", 100000, setup_getpid, run_getpid, NULL},
+    {"getpid-seccomp", 100000, setup_getpid_filtered, run_getpid, NULL},
     {"pipe-lat", 10000, setup_pipe_lat, run_ping_pong, teardown_partner},
     {"pipe-bw", 2000, setup_pipe_bw, run_pipe_bw, teardown_pipe_bw},
     {"unix-lat", 10000, setup_unix_lat, run_ping_pong, teardown_partner},
