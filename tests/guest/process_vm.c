@@ -4,6 +4,8 @@
 // errors (flags, pid, pointers, counts, permission), and kcmp's answers for
 // shared and separate memory, tables, files and handlers, in both orders.
 //
+// The same through /proc/PID/mem (read, and written in a spawned child).
+//
 // Usage: process_vm [--hold] (the spawned child's part)
 #define _GNU_SOURCE
 #include "guest_check.h"
@@ -38,7 +40,7 @@ static int hold(int out, int in) {
   if (write(out, &at, sizeof at) != sizeof at) return 2;
   char c;
   if (read(in, &c, 1) != 1) return 3;
-  return write(out, m, 8) == 8 ? 0 : 4;
+  return write(out, m, 16) == 16 ? 0 : 4;
 }
 
 struct child {
@@ -74,9 +76,9 @@ static struct child start(int spawned) {
   return c;
 }
 
-static void finish(struct child* c, char first8[8]) {
+static void finish(struct child* c, char first16[16]) {
   CHECK(write(c->to, "g", 1) == 1);
-  CHECK(read(c->from, first8, 8) == 8);
+  CHECK(read(c->from, first16, 16) == 16);
   int status;
   CHECK(waitpid(c->pid, &status, 0) == c->pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x",
         status);
@@ -120,9 +122,22 @@ static void read_child(int spawned) {
     struct iovec src = {"written!", 8}, dst = {c.page, 8};
     CHECK(syscall(SYS_process_vm_writev, c.pid, &src, 1, &dst, 1, 0) == 8);
   }
-  char first8[8];
-  finish(&c, first8);
-  if (spawned) CHECK(memcmp(first8, "written!", 8) == 0, "the child sees what was written");
+  // The same through /proc/PID/mem, whose offsets are addresses.
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/mem", (int)c.pid);
+  int mem = open(path, spawned ? O_RDWR : O_RDONLY);
+  CHECK(mem >= 0, "open %s: %s", path, strerror(errno));
+  char via_mem[16];
+  CHECK(pread(mem, via_mem, 16, (off_t)(uintptr_t)(c.page + 16)) == 16 && via_mem[0] == (char)(16 * 7) &&
+            via_mem[15] == (char)(31 * 7),
+        "/proc/PID/mem reads the child's bytes");
+  CHECK(pread(mem, via_mem, 16, (off_t)(uintptr_t)(c.page + 4096)) == -1 && errno == EIO, "past its memory: EIO");
+  if (spawned) CHECK(pwrite(mem, "mem-wrt!", 8, (off_t)(uintptr_t)(c.page + 8)) == 8, "%s", strerror(errno));
+  close(mem);
+  char first16[16];
+  finish(&c, first16);
+  if (spawned)
+    CHECK(memcmp(first16, "written!mem-wrt!", 16) == 0, "the child sees what was written: %.16s", first16);
   CHECK_ERR(syscall(SYS_process_vm_readv, c.pid, &local, 1, &remote, 1, 0), ESRCH);
 }
 
@@ -134,6 +149,11 @@ static void test_self(void) {
   struct iovec from = {"to there", 9}, to = {dst, 9};
   CHECK(syscall(SYS_process_vm_writev, getpid(), &from, 1, &to, 1, 0) == 9 && strcmp(dst, "to there") == 0);
   CHECK_ERR(syscall(SYS_process_vm_readv, 999999, &l, 1, &r, 1, 0), ESRCH);
+  int mem = open("/proc/self/mem", O_RDONLY);
+  char back[10] = {0};
+  CHECK(mem >= 0 && pread(mem, back, 9, (off_t)(uintptr_t)dst) == 9 && strcmp(back, "to there") == 0,
+        "/proc/self/mem: %s", back);
+  close(mem);
 }
 
 static void test_permission(void) {
@@ -148,6 +168,9 @@ static void test_permission(void) {
     struct iovec l = {buf, 8}, r = {&buf, 8};
     if (syscall(SYS_process_vm_readv, parent, &l, 1, &r, 1, 0) != -1 || errno != EPERM) _exit(11);
     if (kcmp(parent, getpid(), KCMP_VM, 0, 0) != -1 || errno != EPERM) _exit(12);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/mem", (int)parent);
+    if (open(path, O_RDONLY) != -1 || errno != EACCES) _exit(13);
     _exit(0);
   }
   int status;

@@ -21,6 +21,7 @@
 #include "kernel/task/caps.h"
 #include "kernel/task/hostproc.h"
 #include "kernel/task/process.h"
+#include "kernel/task/process_vm.h"
 #include "kernel/vfs/file.h"
 
 namespace flatux {
@@ -29,15 +30,8 @@ namespace {
 constexpr size_t kIovMax = 1024;  // UIO_MAXIOV
 constexpr size_t kChunk = 4096;
 
-// The target: its pid and what tells it from a later process of that pid.
-struct Target {
-  int pid;
-  const Process* proc;
-  uint64_t start_ns;
-};
-
 // The target's process if it is still the same live one (tasks_lock held).
-Process* find_target_locked(Kernel& k, const Target& tg, Task** first) {
+Process* find_target_locked(Kernel& k, const ProcessRef& tg, Task** first) {
   Process* p = find_process_locked(k, tg.pid);
   if (!p || p != tg.proc || p->start_ns != tg.start_ns || p->state != ProcState::kRunning || !p->mm || !p->threads)
     return nullptr;
@@ -46,25 +40,6 @@ Process* find_target_locked(Kernel& k, const Target& tg, Task** first) {
 }
 
 bool same_host_process(const Task& x) { return task_host_pid(x) == (int)host::sys(SYS_getpid); }
-
-// Moves up to n bytes between buf and the target's memory at `remote`;
-// what was moved (0: nothing could be), or -errno.
-long move_piece(Kernel& k, const Target& tg, uintptr_t remote, char* buf, size_t n, bool write) {
-  Guard g(k.tasks_lock);
-  Task* first;
-  Process* p = find_target_locked(k, tg, &first);
-  if (!p) return -ESRCH;
-  n = process_owned_extent(*p->mm, (const void*)remote, n);
-  if (n == 0) return -EFAULT;
-  if (same_host_process(*first))
-    return (write ? copy_to_process(*p->mm, (void*)remote, buf, n) : copy_from_process(*p->mm, buf, (const void*)remote, n)) < 0
-               ? -EFAULT
-               : (long)n;
-  if (write) return -EPERM;
-  iovec local{buf, n}, far{(void*)remote, n};
-  long r = host::sys(SYS_process_vm_readv, task_host_pid(*first), &local, 1, &far, 1, 0);
-  return r <= 0 ? -EFAULT : r;
-}
 
 // A cursor over the caller's iovecs.
 struct LocalCursor {
@@ -84,7 +59,7 @@ struct LocalCursor {
   void advance(size_t len) { off += len; }
 };
 
-long transfer(Task& t, const Target& tg, const iovec* local, size_t nlocal, const iovec* remote, size_t nremote,
+long transfer(Task& t, const ProcessRef& tg, const iovec* local, size_t nlocal, const iovec* remote, size_t nremote,
               bool write) {
   LocalCursor cur{local, nlocal};
   char buf[kChunk];
@@ -99,7 +74,7 @@ long transfer(Task& t, const Target& tg, const iovec* local, size_t nlocal, cons
         err = -EFAULT;
         break;
       }
-      long moved = move_piece(*t.kernel, tg, at, buf, n, write);
+      long moved = process_mem_move(*t.kernel, tg, at, buf, n, write);
       if (moved < 0) {
         err = moved;
         break;
@@ -133,15 +108,12 @@ long process_vm(Task& t, SyscallArgs a, bool write) {
   if (long r = copy_iovecs((const void*)a[3], a[4], remote)) return r;
   for (uint64_t i = 0; i < a[2]; i++)
     if (!access_ok(local[i].iov_base, local[i].iov_len)) return -EFAULT;
-  Target tg{(int)a[0], nullptr, 0};
+  ProcessRef tg;
   {
     Kernel& k = *t.kernel;
     Guard g(k.tasks_lock);
-    Process* p = find_process_locked(k, tg.pid);
-    if (!p || p->state != ProcState::kRunning || !p->mm) return -ESRCH;
-    if (!ptrace_may_access(*t.proc, *p)) return -EPERM;
-    tg.proc = p;
-    tg.start_ns = p->start_ns;
+    if (long r = process_ref_locked(k, (int)a[0], &tg)) return r;
+    if (!ptrace_may_access(*t.proc, *tg.proc)) return -EPERM;
   }
   return transfer(t, tg, local, a[2], remote, a[4], write);
 }
@@ -168,6 +140,30 @@ const void* resource_of(Process& p, int type) {
 }
 
 }  // namespace
+
+long process_ref_locked(Kernel& k, int pid, ProcessRef* out) {
+  Process* p = find_process_locked(k, pid);
+  if (!p || p->state != ProcState::kRunning || !p->mm || !p->threads) return -ESRCH;
+  *out = ProcessRef{pid, p, p->start_ns};
+  return 0;
+}
+
+long process_mem_move(Kernel& k, const ProcessRef& tg, uintptr_t remote, char* buf, size_t n, bool write) {
+  Guard g(k.tasks_lock);
+  Task* first;
+  Process* p = find_target_locked(k, tg, &first);
+  if (!p) return -ESRCH;
+  n = process_owned_extent(*p->mm, (const void*)remote, n);
+  if (n == 0) return -EFAULT;
+  if (same_host_process(*first)) {
+    long r = write ? copy_to_process(*p->mm, (void*)remote, buf, n) : copy_from_process(*p->mm, buf, (const void*)remote, n);
+    return r < 0 ? -EFAULT : (long)n;
+  }
+  if (write) return -EPERM;
+  iovec local{buf, n}, far{(void*)remote, n};
+  long r = host::sys(SYS_process_vm_readv, task_host_pid(*first), &local, 1, &far, 1, 0);
+  return r <= 0 ? -EFAULT : r;
+}
 
 long sys_process_vm_readv(Task& t, SyscallArgs a) { return process_vm(t, a, false); }
 long sys_process_vm_writev(Task& t, SyscallArgs a) { return process_vm(t, a, true); }

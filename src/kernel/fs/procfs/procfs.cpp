@@ -548,8 +548,8 @@ long proc_open(Task& t, Filesystem& fs, Lookup& lk, int flags, int mode, File** 
   }
   if ((flags & O_ACCMODE) != O_RDONLY && !proc_file_writable(l.file)) return -EACCES;
   if ((flags & O_ACCMODE) != O_RDONLY && l.file == ProcFile::kOomScoreAdj) return open_store(t, fs, l, flags, out);
-  if (l.file == ProcFile::kPagemap) {
-    long r = procfs_open_pagemap(t, l.pid, (uint32_t)flags & ~O_CLOEXEC, out);
+  if (l.file == ProcFile::kPagemap || l.file == ProcFile::kMem) {
+    long r = (l.file == ProcFile::kMem ? procfs_open_mem : procfs_open_pagemap)(t, l.pid, (uint32_t)flags & ~O_CLOEXEC, out);
     if (r == 0) (*out)->fs = &fs;
     return r;
   }

@@ -40,7 +40,7 @@ constexpr Named kPidFiles[] = {
     {"stat", ProcFile::kStat},       {"statm", ProcFile::kStatm},     {"status", ProcFile::kStatus},
     {"maps", ProcFile::kMaps},       {"mounts", ProcFile::kMounts},   {"mountinfo", ProcFile::kMountinfo},
     {"limits", ProcFile::kLimits},   {"pagemap", ProcFile::kPagemap}, {"cgroup", ProcFile::kCgroup},
-    {"oom_score_adj", ProcFile::kOomScoreAdj},
+    {"oom_score_adj", ProcFile::kOomScoreAdj}, {"mem", ProcFile::kMem},
 };
 
 constexpr Named kGlobalFiles[] = {
@@ -304,7 +304,9 @@ ProcFile proc_file_named(std::string_view name, bool per_pid) {
   return per_pid ? find(kPidFiles, name) : find(kGlobalFiles, name);
 }
 ProcFile proc_sysvipc_file(std::string_view name) { return find(kSysvipc, name); }
-bool proc_file_writable(ProcFile f) { return f == ProcFile::kComm || f == ProcFile::kOomScoreAdj; }
+bool proc_file_writable(ProcFile f) {
+  return f == ProcFile::kComm || f == ProcFile::kOomScoreAdj || f == ProcFile::kMem;
+}
 
 // Linux's oom_score_adj_write: an integer in [-1000, 1000] (EINVAL), and
 // going below the current value takes CAP_SYS_RESOURCE (EACCES).
@@ -325,7 +327,9 @@ long proc_store(Task& t, ProcFile f, int pid, std::string_view text) {
   x->proc->oom_score_adj = adj;
   return 0;
 }
-uint32_t proc_file_mode(ProcFile f) { return f == ProcFile::kPagemap ? 0400 : proc_file_writable(f) ? 0644 : 0444; }
+uint32_t proc_file_mode(ProcFile f) {
+  return f == ProcFile::kPagemap ? 0400 : f == ProcFile::kMem ? 0600 : proc_file_writable(f) ? 0644 : 0444;
+}
 int proc_global_count() { return (int)(sizeof kGlobalFiles / sizeof kGlobalFiles[0]); }
 const char* proc_global_name(int i) { return kGlobalFiles[i].name; }
 int proc_pid_file_count() { return (int)(sizeof kPidFiles / sizeof kPidFiles[0]); }

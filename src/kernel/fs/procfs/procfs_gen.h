@@ -10,7 +10,7 @@ namespace flatux {
 enum class ProcFile : uint8_t {
   kNone,
   // per process
-  kCmdline, kEnviron, kComm, kStat, kStatm, kStatus, kMaps, kMounts, kMountinfo, kLimits, kPagemap, kCgroup,
+  kCmdline, kEnviron, kComm, kStat, kStatm, kStatus, kMaps, kMounts, kMountinfo, kLimits, kPagemap, kMem, kCgroup,
   kOomScoreAdj,
   // global
   kMeminfo, kCpuinfo, kUptime, kLoadavg, kVersion, kFilesystems, kGlobalMounts, kKernelCmdline,
@@ -29,6 +29,8 @@ uint32_t proc_file_mode(ProcFile f);
 
 // /proc/PID/pagemap, read page by page (procfs_pagemap.cpp).
 long procfs_open_pagemap(Task& t, int pid, uint32_t flags, File** out);
+// /proc/PID/mem (procfs_mem.cpp): -EACCES unless ptrace's rule lets the caller in.
+long procfs_open_mem(Task& t, int pid, uint32_t flags, File** out);
 int proc_global_count();
 const char* proc_global_name(int i);
 int proc_pid_file_count();
