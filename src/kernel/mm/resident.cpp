@@ -36,12 +36,16 @@ void count(const Region& r, const uint64_t* entries, size_t n, Resident& out) {
 
 }  // namespace
 
-long mm_resident_pagemap(Mm& mm, int host_pid, Resident* out) {
-  *out = Resident{};
+long host_pagemap_open(int host_pid) {
   char path[48];
   KFmt p(path, sizeof path);
   p.str("/proc/").dec(host_pid).str("/pagemap");
-  long fd = host::sys(SYS_open, p.c_str(), O_RDONLY | O_CLOEXEC);
+  return host::sys(SYS_open, p.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
+long mm_resident_pagemap(Mm& mm, int host_pid, Resident* out) {
+  *out = Resident{};
+  long fd = host_pagemap_open(host_pid);
   if (fd < 0) return fd;
   long r = 0;
   {

@@ -21,6 +21,8 @@ struct Resident {
   uint64_t charged() const { return anon + shmem; }
 };
 
+// Opens the host's /proc/HOST_PID/pagemap (read-only): a descriptor or -errno.
+long host_pagemap_open(int host_pid);
 // Counts mm's resident pages from the pagemap of host process `host_pid`
 // (the one mm's ranges are mapped in), taking mm.lock. Inaccessible ranges
 // (brk and stack reserves) are skipped. 0, or -errno: where the jail shows

@@ -18,6 +18,7 @@
 #include "kernel/kernel.h"
 #include "kernel/lib/kfmt.h"
 #include "kernel/mm/mm.h"
+#include "kernel/mm/resident.h"
 #include "kernel/task/process.h"
 #include "kernel/vfs/synth.h"
 
@@ -57,10 +58,7 @@ long open_host_pagemap(Task& t, int pid) {
     if (!x || x->proc->state != ProcState::kRunning) return -ESRCH;
     host_pid = task_host_pid(*x);
   }
-  char path[48];
-  KFmt p(path, sizeof path);
-  p.str("/proc/").dec(host_pid).str("/pagemap");
-  return host::sys(SYS_open, p.c_str(), O_RDONLY | O_CLOEXEC);
+  return host_pagemap_open(host_pid);
 }
 
 long pagemap_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
