@@ -27,6 +27,7 @@
 #include "kernel/tty/pty.h"
 #include "kernel/vfs/dcache.h"
 #include "kernel/vfs/dnotify.h"
+#include "kernel/boot/sysfs.h"
 #include "kernel/vfs/inotify.h"
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
@@ -127,7 +128,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   }
   for (const FsType* type :
        {&kHostFsType, &kProcFsType, &kDevFsType, &kDevPtsType, &kTmpFsType, &kExt4Type, &kExt3Type,
-        &kExt2Type, &kCgroup2Type})
+        &kExt2Type, &kCgroup2Type, &kSysFsType})
     k->vfs->register_type(type);
   k->log->console_loglevel = cfg.boot.loglevel;
   k->log->time = cfg.boot.printk_time;

@@ -111,7 +111,7 @@ bool choose_syscall_entry(KernelConfig& cfg, const std::string& requested) {
   return true;
 }
 
-Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb) {
+Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb, const std::function<bool(Kernel&)>& prepare) {
   if (!gather_boot_info(cfg)) return nullptr;
   for (int i = 0; i < 3; i++) {
     int r = prctl(PR_GET_SPECULATION_CTRL, i, 0, 0, 0);
@@ -128,6 +128,7 @@ Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb) {
     return nullptr;
   }
   if (!cfg.boot.enabled) take_host_names(*k);
+  if (prepare && !prepare(*k)) return nullptr;
   if (long r = install_host_handlers(); r < 0) {
     fprintf(stderr, "flatux: installing signal handlers: %s\n", strerror((int)-r));
     return nullptr;

@@ -2,6 +2,7 @@
 // boot share (strace output, host facts, the host process's sandbox, the
 // kernel object, the host's signal handlers and the seccomp filters).
 #pragma once
+#include <functional>
 #include <string>
 
 #include "kernel/kernel.h"
@@ -28,6 +29,9 @@ struct Sandbox {
 
 // Creates the kernel, arms the trap path and confines the host process to
 // `sb.grant` (src/launcher/sandbox/). nullptr after a message.
-Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb);
+// `prepare`, when given, runs once the kernel exists and before the seal:
+// what opens host paths by name (mounts of granted host paths) goes there,
+// since the sealed process may no longer.
+Kernel* start_kernel(KernelConfig& cfg, Sandbox& sb, const std::function<bool(Kernel&)>& prepare = {});
 
 }  // namespace flatux::launcher

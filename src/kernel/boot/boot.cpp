@@ -92,7 +92,6 @@ long mount_block_root(Kernel& k, const BootConfig& boot, const char* root, const
 // a typical early userspace would mount them.
 long mount_system_filesystems(Kernel& k, const char** why) {
   Filesystem *dev = nullptr, *pts = nullptr, *proc = nullptr, *sys = nullptr;
-  k.vfs->register_type(&kSysFsType);  // mount -t sysfs works from then on
   if (devtmpfs_create(k, &dev) < 0 || devpts_create(k.heap, &pts) < 0 || procfs_create(k.heap, &proc) < 0 ||
       sysfs_create(k.heap, &sys) < 0 ||
       k.vfs->mount("/dev", dev, &kDevFsType, MS_NOSUID, "devtmpfs") < 0 ||

@@ -194,8 +194,41 @@ void forward_host_signal(Kernel& k, int sig) {
       send_signal(*t->proc, nullptr, sig, si, kFromOutside);
 }
 
+namespace {
+
+// The launcher's choice of who init is, over the defaults it was made with.
+void apply_init_identity(Process& p, const InitIdentity& id) {
+  Creds& c = p.creds;
+  c.uid = c.euid = c.suid = c.fsuid = id.uid;
+  c.gid = c.egid = c.sgid = c.fsgid = id.gid;
+  c.ngroups = id.ngroups < Creds::kMaxGroups ? id.ngroups : Creds::kMaxGroups;
+  memcpy(c.groups, id.groups, sizeof c.groups);
+  if (id.set_caps) {
+    c.cap_bset = id.cap_bounding & kAllCaps;
+    c.cap_permitted = id.cap_permitted & kAllCaps;
+    c.cap_effective = id.cap_effective & c.cap_permitted;
+    c.cap_inheritable = id.cap_inheritable & kAllCaps;
+    c.cap_ambient = id.cap_ambient & c.cap_permitted & c.cap_inheritable;
+  } else if (id.uid != 0) {
+    c.cap_permitted = c.cap_effective = 0;  // an ordinary user holds none
+  }
+  p.fs->umask = id.umask & 0777;
+  p.no_new_privs = id.no_new_privs;
+  p.oom_score_adj = id.oom_score_adj;
+  for (int i = 0; i < id.nrlimits && i < kNumRlimits; i++) {
+    const InitIdentity::Rlimit& r = id.rlimits[i];
+    if (r.resource < 0 || r.resource >= kNumRlimits) continue;
+    p.rlimits[r.resource][0] = r.soft;
+    p.rlimits[r.resource][1] = r.hard;
+  }
+  uint64_t nofile = p.rlimits[RLIMIT_NOFILE][0];
+  if (p.files) p.files->set_limit(nofile < (1u << 30) ? (int)nofile : 1 << 30);  // set_limit caps it
+}
+
+}  // namespace
+
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
-                const char** why, File* console) {
+                const char** why, File* console, const InitIdentity* id) {
   Process* p;
   Task* t;
   {
@@ -225,6 +258,7 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     long prio = host::sys(SYS_getpriority, PRIO_PROCESS, 0);
     if (prio > 0) t->nice = 20 - (int)prio;
     k.init = p;
+    if (id) apply_init_identity(*p, *id);
   }
   if (console) {
     for (int fd = 0; fd < 3; fd++) p->files->install_at(fd, console, false);

@@ -33,10 +33,33 @@ Task* find_task_locked(Kernel& k, int tid);
 // the host): it goes to the first process's process group.
 void forward_host_signal(Kernel& k, int sig);
 
+// Who the first process is when the launcher says so (an OCI bundle's
+// process.user, capabilities, rlimits...); by default it is root with every
+// capability and the kernel's default limits, as Linux's init.
+struct InitIdentity {
+  uint32_t uid = 0, gid = 0;
+  int ngroups = 0;
+  uint32_t groups[Creds::kMaxGroups]{};
+  uint32_t umask = 022;
+  bool no_new_privs = false;
+  int oom_score_adj = 0;
+  bool set_caps = false;  // the five sets below replace root's
+  uint64_t cap_bounding = kAllCaps, cap_effective = kAllCaps, cap_permitted = kAllCaps;
+  uint64_t cap_inheritable = 0, cap_ambient = 0;
+  struct Rlimit {
+    int resource;
+    uint64_t soft, hard;
+  };
+  int nrlimits = 0;
+  Rlimit rlimits[kNumRlimits]{};
+};
+
 // Loads `path` into a new first process and starts its thread. Its
-// descriptors 0-2 are `console` when given, else the host's stdio streams.
+// descriptors 0-2 are `console` when given, else the host's stdio streams;
+// its credentials and limits are `id`'s when given (applied before the
+// program is looked up, so its permission checks are that user's).
 // On failure nothing is left behind; returns -errno and, for ENOEXEC, sets *why.
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
-                const char** why, File* console = nullptr);
+                const char** why, File* console = nullptr, const InitIdentity* id = nullptr);
 
 }  // namespace flatux

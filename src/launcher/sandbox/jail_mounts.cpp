@@ -7,7 +7,8 @@
 // and, at /proc/self/fd, this process's own descriptor folder, whose magic
 // links the kernel reopens its descriptors through (every host process of
 // a run shares one descriptor table, so the folder is right for all of
-// them); no other process's /proc/PID, no /proc/sys, no /proc/net.
+// them); the host paths bound besides the root (an OCI bundle's bind
+// mounts), each at its host path too; no other process's /proc/PID, no /proc/sys, no /proc/net.
 // Everything else of the host's tree is gone: no path leads to a host
 // file, a host socket or a device outside the grant, whatever a call
 // names. (Landlock can refuse opening, making and removing files, but not
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <algorithm>
 #include <vector>
 
 #ifndef AT_RECURSIVE
@@ -147,6 +149,13 @@ bool build_jail_mounts(const SandboxGrant& g, std::string* why) {
     if (!clone_tree(im.path, false, attrs, &images.back(), why)) return false;
   }
 
+  std::vector<Fd> binds;
+  for (const SandboxGrant::Bind& b : g.binds) {
+    binds.emplace_back();
+    uint64_t attrs = MOUNT_ATTR_NOSUID | (g.host_owners ? 0 : MOUNT_ATTR_NODEV) | (b.readonly ? MOUNT_ATTR_RDONLY : 0);
+    if (!clone_tree(b.path, b.folder, attrs, &binds.back(), why)) return false;
+  }
+
   // The new root: a small tmpfs holding the copies at their host paths.
   Fd root, shm;
   if (!new_tmpfs("0755", "1m", "4096", &root, why)) return false;
@@ -156,9 +165,20 @@ bool build_jail_mounts(const SandboxGrant& g, std::string* why) {
     return false;
   for (size_t i = 0; i < sizeof kDevices / sizeof kDevices[0]; i++)
     if (!place(root.fd, devices[i], kDevices[i], true, why)) return false;
-  if (!place(root.fd, jail, g.root, false, why)) return false;
-  for (size_t i = 0; i < images.size(); i++)
-    if (!place(root.fd, images[i], g.images[i].path, true, why)) return false;
+  // Shorter paths first: a granted path inside another is placed on the
+  // copy of its container, not hidden under it.
+  struct Placement {
+    Fd* tree;
+    const std::string* path;
+    bool file;
+  };
+  std::vector<Placement> grants{{&jail, &g.root, false}};
+  for (size_t i = 0; i < images.size(); i++) grants.push_back({&images[i], &g.images[i].path, true});
+  for (size_t i = 0; i < binds.size(); i++) grants.push_back({&binds[i], &g.binds[i].path, !g.binds[i].folder});
+  std::stable_sort(grants.begin(), grants.end(),
+                   [](const Placement& a, const Placement& b) { return a.path->size() < b.path->size(); });
+  for (Placement& p : grants)
+    if (!place(root.fd, *p.tree, *p.path, p.file, why)) return false;
   mount_attr ro{};
   ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
   if (mount_setattr(root.fd, "", AT_EMPTY_PATH, &ro, sizeof ro) != 0) return fail(why, "read-only root");

@@ -93,6 +93,15 @@ class Ruleset {
   uint64_t handled_;
 };
 
+// What a guest may do beneath a granted folder, and with a granted file.
+uint64_t folder_rights(bool readonly, bool host_owners) {
+  if (readonly) return kReadFile | kReadDir;
+  return kReadFile | kWriteFile | kReadDir | kRemoveDir | kRemoveFile | kMakeDir | kMakeReg | kMakeSock | kMakeFifo |
+         kMakeSym | kRefer | kTruncate | (host_owners ? kMakeChar | kMakeBlock : 0);
+}
+
+uint64_t file_rights(bool readonly) { return readonly ? kReadFile : kReadFile | kWriteFile | kTruncate; }
+
 }  // namespace
 
 int landlock_abi() {
@@ -132,14 +141,12 @@ bool apply_landlock(const SandboxGrant& g, const std::string& fifo_dir, bool mou
     return false;
   }
   Ruleset rs((int)fd, attr.handled_access_fs);
-  uint64_t root_rights = g.root_readonly
-                             ? kReadFile | kReadDir
-                             : kReadFile | kWriteFile | kReadDir | kRemoveDir | kRemoveFile | kMakeDir | kMakeReg |
-                                   kMakeSock | kMakeFifo | kMakeSym | kRefer | kTruncate |
-                                   (g.host_owners ? kMakeChar | kMakeBlock : 0);
-  if (!rs.allow(g.root, root_rights, why)) return false;
+  if (!rs.allow(g.root, folder_rights(g.root_readonly, g.host_owners), why)) return false;
   for (const SandboxGrant::Image& im : g.images)
-    if (!rs.allow(im.path, im.readonly ? kReadFile : kReadFile | kWriteFile | kTruncate, why)) return false;
+    if (!rs.allow(im.path, file_rights(im.readonly), why)) return false;
+  for (const SandboxGrant::Bind& b : g.binds)
+    if (!rs.allow(b.path, b.folder ? folder_rights(b.readonly, g.host_owners) : file_rights(b.readonly), why))
+      return false;
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
     if (!rs.allow(dev, kReadFile | kWriteFile, why)) return false;
   if (!rs.allow("/proc/cpuinfo", kReadFile, why)) return false;

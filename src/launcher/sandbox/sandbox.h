@@ -41,6 +41,12 @@ struct SandboxGrant {
     bool readonly;
   };
   std::vector<Image> images;     // ubd files
+  struct Bind {
+    std::string path;            // canonical
+    bool readonly;
+    bool folder;
+  };
+  std::vector<Bind> binds;       // host paths shown besides the root (an OCI bundle's bind mounts)
   bool net_none = false;
   bool host_owners = false;      // --hostfs-owners=host: ownership and device nodes pass through
   uint64_t mem_bytes = 0;        // mem= / --mem: what guests may make the host hold; 0: no limit

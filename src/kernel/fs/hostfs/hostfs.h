@@ -11,6 +11,11 @@ extern const FsType kHostFsType;
 // filesystem for it.
 long hostfs_create(Kernel& k, const char* host_root, Filesystem** out);
 
+// Mounts host_path (canonical; a folder or a file the launcher granted) at
+// guest_path, with the per-mount flags among `flags` (MS_RDONLY makes the
+// filesystem read-only too).
+long hostfs_mount_host_path(Kernel& k, const char* host_path, const char* guest_path, unsigned long flags);
+
 // fgetxattr and kin on an open hostfs file (the user.* namespace; xattr.cpp).
 long hostfs_file_xattr(Task& t, File& f, XattrOp& op);
 

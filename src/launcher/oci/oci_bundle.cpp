@@ -1,0 +1,204 @@
+#include "launcher/oci/oci_bundle.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sstream>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace flatux::launcher {
+namespace {
+
+struct MountOptions {
+  unsigned long flags = 0;
+  bool bind = false;
+  std::string data;  // what the filesystem itself takes (mode=, size=...)
+};
+
+// Propagation and time options change nothing a guest of one kernel can
+// tell apart; devpts' own options are the kernel devpts's already.
+bool ignored_option(const std::string& o) {
+  static const char* const kIgnored[] = {"rprivate",    "private",    "rshared",  "shared",     "rslave",
+                                         "slave",       "runbindable", "unbindable", "strictatime", "relatime",
+                                         "norelatime",  "noatime",    "atime",    "nodiratime", "diratime",
+                                         "newinstance", "tmpcopyup",  "notmpcopyup", "copy-symlink", "Z", "z"};
+  for (const char* i : kIgnored)
+    if (o == i) return true;
+  return o.compare(0, 10, "ptmxmode=") == 0;
+}
+
+MountOptions parse_options(const std::vector<std::string>& options) {
+  MountOptions m;
+  for (const std::string& o : options) {
+    if (o == "ro") m.flags |= MS_RDONLY;
+    else if (o == "rw") m.flags &= ~(unsigned long)MS_RDONLY;
+    else if (o == "nosuid") m.flags |= MS_NOSUID;
+    else if (o == "suid") m.flags &= ~(unsigned long)MS_NOSUID;
+    else if (o == "nodev") m.flags |= MS_NODEV;
+    else if (o == "dev") m.flags &= ~(unsigned long)MS_NODEV;
+    else if (o == "noexec") m.flags |= MS_NOEXEC;
+    else if (o == "exec") m.flags &= ~(unsigned long)MS_NOEXEC;
+    else if (o == "bind" || o == "rbind") m.bind = true;
+    else if (!ignored_option(o)) m.data += (m.data.empty() ? "" : ",") + o;
+  }
+  return m;
+}
+
+std::string clean_path(const std::string& p) {
+  std::string out;
+  std::istringstream in(p);
+  std::string part;
+  while (std::getline(in, part, '/'))
+    if (!part.empty() && part != ".") out += "/" + part;
+  return out.empty() ? "/" : out;
+}
+
+long open_in_root(int root, const std::string& rel, uint64_t flags) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  return syscall(SYS_openat2, root, rel.empty() ? "." : rel.c_str(), &how, sizeof how);
+}
+
+// Makes `dest` (a clean guest path) in the root when it is missing: every
+// folder on the way, and the last as a folder or an empty file. Resolved
+// inside the root: a link in the bundle's root cannot lead out of it.
+bool make_mount_point(int root, const std::string& dest, bool file, std::string* error) {
+  std::string sofar;
+  size_t pos = 1;
+  while (pos <= dest.size()) {
+    size_t slash = dest.find('/', pos);
+    if (slash == std::string::npos) slash = dest.size();
+    std::string name = dest.substr(pos, slash - pos);
+    bool last = slash == dest.size();
+    std::string next = sofar.empty() ? name : sofar + "/" + name;
+    pos = slash + 1;
+    long fd = open_in_root(root, next, O_PATH);
+    if (fd >= 0) {
+      close((int)fd);
+      sofar = next;
+      continue;
+    }
+    if (errno != ENOENT) break;
+    long parent = open_in_root(root, sofar, O_PATH | O_DIRECTORY);
+    if (parent < 0) break;
+    int r;
+    if (last && file) {
+      r = openat((int)parent, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+      if (r >= 0) close(r);
+    } else {
+      r = mkdirat((int)parent, name.c_str(), 0755);
+    }
+    int err = errno;
+    close((int)parent);
+    if (r < 0 && err != EEXIST) {
+      errno = err;
+      break;
+    }
+    sofar = next;
+  }
+  if (pos <= dest.size()) {
+    *error = "making the mount point " + dest + ": " + strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+// One mount of the bundle as the kernel serves it, or a reason it is
+// already served (or not at all).
+bool add_mount(int root, const OciMount& m, RunOptions* o, std::vector<std::string>* ignored, std::string* error) {
+  std::string dest = clean_path(m.destination);
+  MountOptions opt = parse_options(m.options);
+  std::string type = m.type;
+  if (opt.bind || type == "bind") {
+    // The kernel's own /dev/shm stands in for an engine's shm folder.
+    if (dest == "/dev/shm") return true;
+    char canon[PATH_MAX];
+    if (!realpath(m.source.c_str(), canon)) {
+      *error = "bind mount source " + m.source + ": " + strerror(errno);
+      return false;
+    }
+    struct stat st;
+    if (stat(canon, &st) != 0) {
+      *error = "bind mount source " + m.source + ": " + strerror(errno);
+      return false;
+    }
+    if (!make_mount_point(root, dest, !S_ISDIR(st.st_mode), error)) return false;
+    o->guest_mounts.push_back({"", canon, dest, opt.flags, ""});
+    return true;
+  }
+  // What the kernel mounts itself in every container.
+  if ((type == "proc" && dest == "/proc") || (type == "tmpfs" && dest == "/dev") ||
+      (type == "devpts" && dest == "/dev/pts") || (type == "tmpfs" && dest == "/dev/shm"))
+    return true;
+  if (type == "mqueue") {
+    ignored->push_back("mount " + dest + " (mqueue): POSIX message queues are not served yet");
+    return true;
+  }
+  if (type == "cgroup") type = "cgroup2";  // the one hierarchy flatux serves
+  if (type != "proc" && type != "tmpfs" && type != "sysfs" && type != "cgroup2" && type != "devpts") {
+    *error = "mount " + dest + ": type " + (type.empty() ? "(none)" : type) + " is not served";
+    return false;
+  }
+  if (!make_mount_point(root, dest, false, error)) return false;
+  o->guest_mounts.push_back({type, "", dest, opt.flags, opt.data});
+  return true;
+}
+
+void network(const OciSpec& s, RunOptions* o) {
+  const OciSpec::Namespace* net = s.find_namespace("network");
+  if (!net) o->net = "host";  // the host's, as runc without a network namespace
+  else if (net->path.empty()) o->net = "none";  // a new one: loopback only
+  else o->netns = net->path, o->net = "host";   // the engine's, with its interfaces
+}
+
+}  // namespace
+
+bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* o, std::vector<std::string>* ignored,
+                       std::string* error) {
+  std::string root = s.root_path[0] == '/' ? s.root_path : bundle + "/" + s.root_path;
+  char canon[PATH_MAX];
+  if (!realpath(root.c_str(), canon)) {
+    *error = "root " + root + ": " + strerror(errno);
+    return false;
+  }
+  o->root = canon;
+  o->readonly = s.root_readonly;
+  o->argv = s.args;
+  o->env_given = true;
+  o->env = s.env;
+  o->cwd = clean_path(s.cwd);
+  o->hostname = s.hostname;
+  o->domainname = s.domainname;
+  o->identity = &s.identity;
+  o->end_as_program = true;
+  if (s.memory_limit > 0) o->mem = std::to_string(s.memory_limit < (4 << 20) ? (4 << 20) : s.memory_limit);
+  network(s, o);
+  int rootfd = open(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (rootfd < 0) {
+    *error = std::string("root ") + canon + ": " + strerror(errno);
+    return false;
+  }
+  bool ok = true;
+  for (const OciMount& m : s.mounts)
+    if (!(ok = add_mount(rootfd, m, o, ignored, error))) break;
+  if (ok && !make_mount_point(rootfd, o->cwd, false, error)) ok = false;
+  close(rootfd);
+  if (!ok) return false;
+  if (s.pids_limit > 0) ignored->push_back("linux.resources.pids: the run's own bound (4608 host tasks) applies");
+  if (!s.masked_paths.empty() || !s.readonly_paths.empty())
+    ignored->push_back("maskedPaths/readonlyPaths: not applied yet (/proc and /sys are flatux's own, none of the host's)");
+  if (s.has_seccomp) ignored->push_back("linux.seccomp: not applied to the guest yet");
+  if (!s.sysctl.empty()) ignored->push_back("linux.sysctl: not applied yet");
+  for (const auto& [when, hooks] : s.hooks)
+    if (!hooks.empty()) ignored->push_back("hooks." + when + ": not run yet");
+  return true;
+}
+
+}  // namespace flatux::launcher

@@ -1,0 +1,19 @@
+// From an OCI bundle to what `flatux run` is given: the root, the program,
+// who runs it, the mounts and the network.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "launcher/oci/oci_spec.h"
+#include "launcher/run_mode.h"
+
+namespace flatux::launcher {
+
+// Fills *o from spec (which must outlive o: o->identity points into it).
+// Mount points the bundle's mounts need are made in its root, as runc
+// makes them. What flatux leaves out of the spec, each with its reason,
+// is added to *ignored. False with *error set when the bundle cannot run.
+bool oci_bundle_to_run(const std::string& bundle, const OciSpec& spec, RunOptions* o,
+                       std::vector<std::string>* ignored, std::string* error);
+
+}  // namespace flatux::launcher

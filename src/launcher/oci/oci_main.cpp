@@ -1,0 +1,145 @@
+// runc's command line, as container engines call it (podman through
+// conmon, containerd's runc shim): global options, then a command.
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+#include "launcher/oci/oci.h"
+#include "launcher/oci/oci_commands.h"
+#include "launcher/oci/oci_spec.h"
+#include "launcher/oci/oci_state.h"
+
+namespace flatux::launcher {
+namespace {
+
+struct OptionSpec {
+  const char* name;   // long name
+  const char* alias;  // short name, or ""
+  bool takes_value;
+};
+
+// Global options runc takes; --criu and --rootless are accepted and
+// ignored, as runc ignores them where they do not apply.
+const std::vector<OptionSpec> kGlobal = {{"root", "", true},        {"log", "", true},   {"log-format", "", true},
+                                         {"debug", "", false},      {"systemd-cgroup", "", false},
+                                         {"criu", "", true},        {"rootless", "", true}, {"help", "h", false},
+                                         {"version", "v", false}};
+
+const std::map<std::string, std::vector<OptionSpec>> kCommands = {
+    {"create",
+     {{"bundle", "b", true}, {"pid-file", "", true}, {"console-socket", "", true}, {"no-pivot", "", false},
+      {"no-new-keyring", "", false}, {"preserve-fds", "", true}}},
+    {"run",
+     {{"bundle", "b", true}, {"pid-file", "", true}, {"console-socket", "", true}, {"no-pivot", "", false},
+      {"no-new-keyring", "", false}, {"preserve-fds", "", true}, {"detach", "d", false}, {"keep", "", false}}},
+    {"start", {}},
+    {"state", {}},
+    {"kill", {{"all", "a", false}}},
+    {"delete", {{"force", "f", false}}},
+    {"list", {{"format", "f", true}, {"quiet", "q", false}}},
+    {"ps", {{"format", "f", true}}},
+    {"spec", {{"bundle", "b", true}, {"rootless", "", false}}},
+    {"features", {}},
+};
+
+// Options (--name VALUE, --name=VALUE, -name, -n) until the first word
+// that is not one; unknown ones are an error, as runc's flag parser
+// makes them.
+bool parse_options(int* i, int argc, char** argv, const std::vector<OptionSpec>& spec,
+                   std::map<std::string, std::string>* out, std::string* error) {
+  for (; *i < argc; (*i)++) {
+    std::string a = argv[*i];
+    if (a == "--") {
+      (*i)++;
+      return true;
+    }
+    if (a.size() < 2 || a[0] != '-') return true;
+    std::string name = a.substr(a[1] == '-' ? 2 : 1), value;
+    bool has_value = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    const OptionSpec* o = nullptr;
+    for (const OptionSpec& s : spec)
+      if (name == s.name || (s.alias[0] && name == s.alias)) o = &s;
+    if (!o) {
+      *error = "flag provided but not defined: -" + name;
+      return false;
+    }
+    if (o->takes_value && !has_value) {
+      if (*i + 1 >= argc) {
+        *error = "flag needs an argument: -" + name;
+        return false;
+      }
+      value = argv[++*i];
+    }
+    (*out)[o->name] = o->takes_value ? value : "true";
+  }
+  return true;
+}
+
+const char* kUsage =
+    "flatux-oci: flatux as an OCI runtime (runc's command line)\n"
+    "\n"
+    "usage: flatux-oci [--root DIR] [--log FILE] [--log-format text|json] COMMAND [OPTIONS] ARGS\n"
+    "\n"
+    "commands:\n"
+    "  create [--bundle DIR] [--pid-file FILE] ID   prepare the container; its program waits for start\n"
+    "  start ID                                     run the program of a created container\n"
+    "  run [--bundle DIR] [--pid-file FILE] [--detach] ID   create and start (and wait, without --detach)\n"
+    "  state ID                                     the container's state, as the runtime spec's JSON\n"
+    "  kill [--all] ID [SIGNAL]                     send SIGNAL (default SIGTERM) to the container's init\n"
+    "  delete [--force] ID                          remove a stopped container (--force: kill it first)\n"
+    "  list [--format table|json] [--quiet]         the containers under --root\n"
+    "  ps [--format table|json] ID                  the container's host processes\n"
+    "  spec [--bundle DIR] [--rootless]             write a default config.json\n"
+    "  features                                     what this runtime serves, as JSON\n"
+    "\n"
+    "exec, pause, resume, update, events, checkpoint and restore are not served yet.\n"
+    "State is kept under --root (default /run/flatux-oci).\n";
+
+}  // namespace
+
+int oci_main(int argc, char** argv) {
+  OciContext ctx;
+  std::map<std::string, std::string> global;
+  std::string error;
+  int i = 1;
+  if (!parse_options(&i, argc, argv, kGlobal, &global, &error)) return oci_fail(ctx, error);
+  if (global.count("root")) ctx.root = global["root"];
+  if (global.count("log")) ctx.log = global["log"];
+  if (global.count("log-format")) ctx.log_json = global["log-format"] == "json";
+  if (global.count("help") || (i >= argc && !global.count("version"))) {
+    fputs(kUsage, global.count("help") ? stdout : stderr);
+    return global.count("help") ? 0 : 1;
+  }
+  if (global.count("version")) {
+    printf("flatux-oci version 0.1\nspec: 1.0.2-dev\n");
+    return 0;
+  }
+  std::string command = argv[i++];
+  auto it = kCommands.find(command);
+  if (it == kCommands.end()) {
+    static const char* const kLater[] = {"exec", "pause", "resume", "update", "events", "checkpoint", "restore"};
+    for (const char* c : kLater)
+      if (command == c) return oci_fail(ctx, command + ": not served by flatux-oci yet");
+    return oci_fail(ctx, "no such command: " + command);
+  }
+  std::map<std::string, std::string> opts;
+  if (!parse_options(&i, argc, argv, it->second, &opts, &error)) return oci_fail(ctx, error);
+  std::vector<std::string> args(argv + i, argv + argc);
+  return oci_command(ctx, command, opts, args);
+}
+
+}  // namespace flatux::launcher

@@ -1,0 +1,63 @@
+// An OCI bundle's config.json (the runtime spec's config.md), read into
+// what flatux serves of it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernel/task/process.h"
+
+namespace flatux::launcher {
+
+struct OciMount {
+  std::string destination, type, source;
+  std::vector<std::string> options;
+};
+
+struct OciHook {
+  std::string path;
+  std::vector<std::string> args, env;
+  int timeout = 0;  // seconds; 0: none
+};
+
+struct OciSpec {
+  std::string oci_version;
+  // process
+  std::vector<std::string> args, env;
+  std::string cwd = "/";
+  bool terminal = false;
+  InitIdentity identity;
+  // root
+  std::string root_path;  // as written (relative to the bundle or absolute)
+  bool root_readonly = false;
+  std::string hostname, domainname;
+  std::vector<OciMount> mounts;
+  // linux
+  struct Namespace {
+    std::string type, path;
+  };
+  std::vector<Namespace> namespaces;
+  int64_t memory_limit = -1;  // bytes; -1: none
+  int64_t pids_limit = -1;
+  std::string cgroups_path;
+  std::vector<std::string> masked_paths, readonly_paths;
+  std::map<std::string, std::string> sysctl, annotations;
+  std::map<std::string, std::vector<OciHook>> hooks;  // "prestart", "createRuntime", ... "poststop"
+  bool has_seccomp = false;
+
+  const Namespace* find_namespace(const std::string& type) const;
+};
+
+// Reads and checks `path`. False with *error saying what is wrong.
+bool oci_read_spec(const std::string& path, OciSpec* spec, std::string* error);
+
+// The bit of a capability name ("CAP_CHOWN"), or -1; the name of a bit, or nullptr.
+int oci_capability_bit(const std::string& name);
+const char* oci_capability_name(int bit);
+
+// A default config.json for `spec` (runc's, with args ["sh"]); rootless
+// maps the caller's ids.
+std::string oci_default_spec(bool rootless);
+
+}  // namespace flatux::launcher

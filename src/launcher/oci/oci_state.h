@@ -1,0 +1,40 @@
+// A container's state under the runtime's --root: ROOT/ID/state.json (what
+// create learnt) and ROOT/ID/exec.fifo (there while the container waits
+// for `start`).
+#pragma once
+#include <map>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace flatux::launcher {
+
+struct OciState {
+  std::string id, bundle, rootfs, created;
+  pid_t pid = 0;            // the container's host process: flatux's launcher for it
+  uint64_t pid_start = 0;   // its start time (/proc/PID/stat), so a pid used again is not taken for it
+  std::map<std::string, std::string> annotations;
+};
+
+std::string oci_state_dir(const std::string& root, const std::string& id);
+std::string oci_exec_fifo(const std::string& dir);
+
+bool oci_state_write(const std::string& dir, const OciState& s, std::string* error);
+bool oci_state_read(const std::string& dir, OciState* s, std::string* error);
+
+// "created", "running" or "stopped", as the runtime spec's lifecycle.
+std::string oci_status(const std::string& dir, const OciState& s);
+
+// The state the runtime spec defines (`state ID`), as runc prints it.
+std::string oci_state_json(const OciState& s, const std::string& status);
+
+// Whether pid is alive (not a zombie), and its start time.
+bool oci_process_alive(pid_t pid, uint64_t* start_time);
+
+// The ids of the containers under root.
+std::vector<std::string> oci_list(const std::string& root);
+
+// The current time as RFC 3339 with nanoseconds (runc's "created").
+std::string oci_now();
+
+}  // namespace flatux::launcher

@@ -1,0 +1,357 @@
+#include "launcher/run_mode.h"
+
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kernel/block/ubd.h"
+#include "kernel/fs/ext4/ext4_vfs.h"
+#include "kernel/fs/hostfs/hostfs.h"
+#include "kernel/kernel.h"
+#include "kernel/mm/site_survey.h"
+#include "kernel/task/hostproc.h"
+#include "kernel/task/process.h"
+#include "kernel/vfs/new_fs.h"
+#include "launcher/cmdline.h"
+#include "launcher/kernel_setup.h"
+
+extern char** environ;
+
+namespace flatux::launcher {
+namespace {
+
+// Host signals meant for the guest, noted by the handler and forwarded by
+// the main loop (the handler itself must stay async-signal-safe).
+volatile sig_atomic_t g_host_signal = 0;
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+void on_host_signal(int sig) { g_host_signal = sig; }
+
+void install_forwarding() {
+  struct sigaction sa {};
+  sa.sa_handler = on_host_signal;  // no SA_RESTART: the wait below must wake
+  sigemptyset(&sa.sa_mask);
+  for (int s : kForwarded) sigaction(s, &sa, nullptr);
+}
+
+
+// NAME's value in an environment list, or nullptr.
+const char* env_value(const std::vector<std::string>& env, const char* name) {
+  size_t n = strlen(name);
+  for (const std::string& e : env)
+    if (e.size() > n && e.compare(0, n, name) == 0 && e[n] == '=') return e.c_str() + n + 1;
+  return nullptr;
+}
+
+// The host network namespace at `path` (a container engine's, with its
+// interfaces and routes) becomes the one every host socket of the run is
+// made in: joined before the sandbox, whose layers then treat it as the
+// host's network.
+bool join_network_namespace(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+    fprintf(stderr, "flatux: network namespace %s: %s\n", path.c_str(), strerror(errno));
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  close(fd);
+  return true;
+}
+
+// The bundle's mounts, in its order, over the root and the kernel's own
+// /proc and /dev.
+bool mount_guest_filesystems(flatux::Kernel& k, const RunOptions& o) {
+  for (const GuestMount& m : o.guest_mounts) {
+    long r = m.host.empty()
+                 ? flatux::mount_new_fs(k, m.type.c_str(), m.target.c_str(), m.type.c_str(), m.flags, m.data.c_str())
+                 : flatux::hostfs_mount_host_path(k, m.host.c_str(), m.target.c_str(), m.flags);
+    if (r < 0) {
+      fprintf(stderr, "flatux: mounting %s at %s: %s\n", m.host.empty() ? m.type.c_str() : m.host.c_str(),
+              m.target.c_str(), strerror((int)-r));
+      return false;
+    }
+  }
+  return true;
+}
+
+void name_the_host(flatux::Kernel& k, const RunOptions& o) {
+  if (!o.hostname.empty()) snprintf(k.uts.nodename, sizeof k.uts.nodename, "%s", o.hostname.c_str());
+  if (!o.domainname.empty()) snprintf(k.uts.domainname, sizeof k.uts.domainname, "%s", o.domainname.c_str());
+}
+
+// Ends this process as a signal ended the program, without a core file of
+// flatux's own.
+[[noreturn]] void end_by_signal(int sig) {
+  rlimit none{0, 0};
+  setrlimit(RLIMIT_CORE, &none);
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  raise(sig);
+  _exit(128 + sig);
+}
+
+// PROG without a slash is looked up in the guest's PATH, inside the root.
+std::string find_program(const RunOptions& o) {
+  const std::string& prog = o.argv[0];
+  if (prog.find('/') != std::string::npos) return prog;
+  const char* path = o.env_given ? env_value(o.env, "PATH") : getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= dirs.size()) {
+    size_t colon = dirs.find(':', pos);
+    std::string dir = dirs.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+    pos = colon == std::string::npos ? dirs.size() + 1 : colon + 1;
+    if (dir.empty() || dir[0] != '/') continue;
+    std::string guest = dir + "/" + prog;
+    std::string host = (o.root == "/" ? "" : o.root) + guest;
+    if (access(host.c_str(), X_OK) == 0) return guest;
+  }
+  return prog;
+}
+
+const char* signal_report(int sig) {
+  // What a shell prints for a child killed by a signal.
+  switch (sig) {
+    case SIGINT: return nullptr;
+    case SIGPIPE: return nullptr;
+    default: return strsignal(sig);
+  }
+}
+
+struct UbdSpec {
+  int index;
+  bool readonly;
+  std::string given, file;  // as typed, canonical
+};
+
+// --ubd N[r]=FILE (UML's ubdN[r]=FILE), parsed before the sandbox is built:
+// the files are part of what the guest is granted.
+bool parse_ubd_specs(const RunOptions& o, std::vector<UbdSpec>* out) {
+  for (const std::string& spec : o.ubd) {
+    size_t eq = spec.find('=');
+    char* end = nullptr;
+    long idx = strtol(spec.c_str(), &end, 10);
+    bool ro = end && *end == 'r';
+    if (eq == std::string::npos || end == spec.c_str() || end != spec.c_str() + eq - (ro ? 1 : 0)) {
+      fprintf(stderr, "flatux: --ubd %s: expected N=FILE or Nr=FILE\n", spec.c_str());
+      return false;
+    }
+    std::string given = spec.substr(eq + 1);
+    char canon[PATH_MAX];
+    if (!realpath(given.c_str(), canon)) {
+      fprintf(stderr, "flatux: ubd%ld=%s: %s\n", idx, given.c_str(), strerror(errno));
+      return false;
+    }
+    out->push_back({(int)idx, ro, given, canon});
+  }
+  return true;
+}
+
+struct TmpfsSpec {
+  std::string given, dir, options;
+};
+
+// --tmpfs DIR[:OPTIONS], checked before the sandbox is built: like
+// mount(2), only over a folder that is there, a folder of the root.
+bool parse_tmpfs_specs(const RunOptions& o, const char* root, std::vector<TmpfsSpec>* out) {
+  for (const std::string& spec : o.tmpfs) {
+    size_t colon = spec.find(':');
+    std::string dir = spec.substr(0, colon);
+    struct stat st;
+    std::string host_dir = (strcmp(root, "/") == 0 ? "" : root) + dir;
+    if (dir.empty() || dir[0] != '/' || stat(host_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      fprintf(stderr, "flatux: --tmpfs %s: not a folder of the root\n", spec.c_str());
+      return false;
+    }
+    // Anyone may make files there, as in the host's /tmp, unless the
+    // options say otherwise (a later mode= wins).
+    std::string options = "mode=1777";
+    if (colon != std::string::npos) options += "," + spec.substr(colon + 1);
+    out->push_back({spec, dir, options});
+  }
+  return true;
+}
+
+// The ubd devices, --mount-ext4 DEV:DIR and --tmpfs DIR[:OPTIONS].
+bool attach_devices(flatux::Kernel& k, const RunOptions& o, const std::vector<UbdSpec>& ubds,
+                    const std::vector<TmpfsSpec>& tmpfs) {
+  for (const UbdSpec& u : ubds) {
+    if (long r = flatux::ubd_attach(k, u.index, u.file.c_str(), u.readonly); r < 0) {
+      fprintf(stderr, "flatux: ubd%d=%s: %s\n", u.index, u.given.c_str(), strerror((int)-r));
+      return false;
+    }
+  }
+  for (const std::string& spec : o.mounts) {
+    size_t colon = spec.find(':');
+    if (colon == std::string::npos) {
+      fprintf(stderr, "flatux: --mount-ext4 %s: expected DEV:DIR\n", spec.c_str());
+      return false;
+    }
+    std::string dev = spec.substr(0, colon), dir = spec.substr(colon + 1);
+    if (long r = flatux::ext4_mount_device(k, dev.c_str(), dir.c_str(), 0); r < 0) {
+      fprintf(stderr, "flatux: mounting %s at %s: %s\n", dev.c_str(), dir.c_str(), strerror((int)-r));
+      return false;
+    }
+  }
+  for (const TmpfsSpec& t : tmpfs) {
+    if (long r = flatux::mount_new_fs(k, "tmpfs", t.dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, t.options.c_str());
+        r < 0) {
+      fprintf(stderr, "flatux: --tmpfs %s: %s\n", t.given.c_str(), strerror((int)-r));
+      return false;
+    }
+  }
+  return true;
+}
+
+// --mem: what the guests may make the host hold, accounted as boot's mem=
+// (mm/mm.h). Without it, half of the host's RAM: a guest cannot take the
+// machine, and ordinary programs never meet the limit.
+bool guest_memory_limit(const std::string& spec, uint64_t* bytes) {
+  if (spec.empty()) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    *bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : 0;
+    return true;
+  }
+  if (!flatux::launcher::parse_mem_size(spec, bytes) || *bytes < (4u << 20)) {
+    fprintf(stderr, "flatux run: --mem=%s: want a size of at least 4M, e.g. 64M or 1G\n", spec.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_pending_host_signal() { return g_host_signal; }
+
+int run_program(const RunOptions& o) {
+  flatux::KernelConfig cfg;
+  char root[PATH_MAX];
+  if (!realpath(o.root.c_str(), root)) {
+    fprintf(stderr, "flatux: --root %s: %s\n", o.root.c_str(), strerror(errno));
+    return 125;
+  }
+  struct stat st;
+  if (stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode))
+      fprintf(stderr,
+              "flatux: --root %s: not a folder; an image is booted (flatux ubd0=%s rw init=PROG) or mounted "
+              "(--ubd 0=%s --mount-ext4 /dev/ubda:DIR)\n",
+              o.root.c_str(), o.root.c_str(), o.root.c_str());
+    else fprintf(stderr, "flatux: --root %s: Not a directory\n", o.root.c_str());
+    return 125;
+  }
+  snprintf(cfg.root, sizeof cfg.root, "%s", root);
+  // The guest starts where we are, when that is inside its root.
+  char here[PATH_MAX];
+  if (!o.cwd.empty()) {
+    snprintf(cfg.cwd, sizeof cfg.cwd, "%s", o.cwd.c_str());
+  } else if (getcwd(here, sizeof here)) {
+    size_t rl = strlen(root);
+    if (strcmp(root, "/") == 0) snprintf(cfg.cwd, sizeof cfg.cwd, "%s", here);
+    else if (strncmp(here, root, rl) == 0 && (here[rl] == '/' || here[rl] == 0))
+      snprintf(cfg.cwd, sizeof cfg.cwd, "%s", here[rl] ? here + rl : "/");
+  }
+  cfg.root_readonly = o.readonly;
+  if (!guest_memory_limit(o.mem, &cfg.boot.mem_bytes)) return 2;
+  cfg.net_none = o.net == "none";
+  if (!o.netns.empty() && !join_network_namespace(o.netns)) return 125;
+  std::vector<UbdSpec> ubds;
+  if (!parse_ubd_specs(o, &ubds)) return 125;
+  std::vector<TmpfsSpec> tmpfs;
+  if (!parse_tmpfs_specs(o, root, &tmpfs)) return 125;
+  flatux::launcher::Sandbox sb;
+  sb.options = o.sandbox;
+  sb.grant.root = root;
+  sb.grant.root_readonly = o.readonly;
+  sb.grant.net_none = cfg.net_none;
+  sb.grant.host_owners = o.hostfs_owners == "host";
+  sb.grant.mem_bytes = cfg.boot.mem_bytes;
+  for (const UbdSpec& u : ubds) sb.grant.images.push_back({u.file, u.readonly});
+  for (const GuestMount& m : o.guest_mounts)
+    if (!m.host.empty()) {
+      if (stat(m.host.c_str(), &st) != 0) {
+        fprintf(stderr, "flatux: bind mount of %s: %s\n", m.host.c_str(), strerror(errno));
+        return 125;
+      }
+      sb.grant.binds.push_back({m.host, (m.flags & MS_RDONLY) != 0, S_ISDIR(st.st_mode)});
+    }
+  std::string prog = find_program(o);  // looked up before the host's view narrows
+  if (!flatux::launcher::open_strace(cfg, o.strace)) return 125;
+  if (!flatux::launcher::choose_syscall_entry(cfg, o.syscall_entry)) return 125;
+  // Opened before the host process is confined to what the guests were given.
+  int survey_fd = -1;
+  if (!o.site_survey.empty()) {
+    survey_fd = open(o.site_survey.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (survey_fd < 0) {
+      fprintf(stderr, "flatux: --site-survey=%s: %s\n", o.site_survey.c_str(), strerror(errno));
+      return 125;
+    }
+  }
+  flatux::Kernel* k = flatux::launcher::start_kernel(cfg, sb, [&](flatux::Kernel& k) {
+    name_the_host(k, o);
+    return mount_guest_filesystems(k, o);
+  });
+  if (!k) return 125;
+  if (!attach_devices(*k, o, ubds, tmpfs)) return 125;
+  if (survey_fd >= 0 && !flatux::site_survey_start(*k, survey_fd)) {
+    fprintf(stderr, "flatux: --site-survey=%s: cannot start the survey\n", o.site_survey.c_str());
+    return 125;
+  }
+
+  install_forwarding();
+  if (o.before_program && !o.before_program()) {
+    if (int sig = g_host_signal) end_by_signal(sig);  // killed while it waited: as the program would have been
+    return 125;
+  }
+  std::vector<const char*> argv, envp;
+  for (const auto& a : o.argv) argv.push_back(a.c_str());
+  argv.push_back(nullptr);
+  for (const auto& e : o.env) envp.push_back(e.c_str());
+  envp.push_back(nullptr);
+  const char* why = nullptr;
+  long r = flatux::spawn_init(*k, prog.c_str(), argv.data(), o.env_given ? envp.data() : environ, &why, nullptr,
+                              o.identity);
+  if (r < 0) {
+    int err = (int)-r;
+    const char* msg = (err == ENOEXEC && why) ? why : strerror(err);
+    fprintf(stderr, "flatux: %s: %s\n", o.argv[0].c_str(), msg);
+    return err == ENOENT ? 127 : 126;
+  }
+  while (k->halted.load() == 0) {
+    // A signal landing just before the wait is picked up on the next tick.
+    timespec tick{0, 100 * 1000 * 1000};
+    syscall(SYS_futex, &k->halted, FUTEX_WAIT, 0, &tick, nullptr, 0);
+    if (int sig = g_host_signal) {
+      g_host_signal = 0;
+      flatux::forward_host_signal(*k, sig);
+    }
+  }
+  flatux::hostprocs_kill_all(*k);  // forked guests end with the kernel, as with their threads
+  flatux::ext4_poweroff(*k);  // write-back caches reach the images
+  flatux::site_survey_write(*k);
+  int status = k->exit_wait_status;
+  if (WIFSIGNALED(status) && o.end_as_program) end_by_signal(WTERMSIG(status));
+  if (WIFSIGNALED(status)) {
+    if (const char* what = signal_report(WTERMSIG(status)))
+      fprintf(stderr, "%s%s\n", what, WCOREDUMP(status) ? " (core dumped)" : "");
+    return 128 + WTERMSIG(status);
+  }
+  return WEXITSTATUS(status);
+}
+
+
+}  // namespace flatux::launcher

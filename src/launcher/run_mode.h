@@ -1,0 +1,65 @@
+// `flatux run`: one program under a kernel of its own, over a host folder
+// (or the whole host), as the command line or an OCI bundle describes it.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernel/task/process.h"
+#include "launcher/sandbox/sandbox.h"
+
+namespace flatux::launcher {
+
+// A filesystem mounted in the guest before its program starts, after the
+// root and the kernel's own /proc and /dev: one of the kernel's types
+// (tmpfs, sysfs, cgroup2, proc...), or a host path bound (`host` set).
+struct GuestMount {
+  std::string type;     // a kernel filesystem type; ignored for a host bind
+  std::string host;     // a host path (canonical), granted to the guest; "" for a kernel filesystem
+  std::string target;   // guest path; the folder or file must exist
+  unsigned long flags = 0;  // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC
+  std::string data;     // mount(2)'s data: the filesystem's options
+};
+
+struct RunOptions {
+  std::string root = "/";
+  bool readonly = false;
+  std::string strace;  // "" off, "-" stderr, else a file
+  std::string net = "host";  // "host": the host's network; "none": no AF_INET/AF_INET6
+  std::string syscall_entry;  // auto|trap|rewrite|rewrite-page0; "" = $FLATUX_SYSCALL_ENTRY or auto
+  std::string site_survey;    // --site-survey=FILE: syscall sites by shape, written at the end
+  std::vector<std::string> ubd;     // "N[r]=FILE": /dev/ubd<a+N> from a host file (FILE canonical once parsed)
+  std::vector<std::string> mounts;  // "DEV:DIR": an ext4 device mounted before the guest starts
+  std::string mem;                  // --mem=SIZE, as boot's mem=; "" for the default share
+  std::vector<std::string> tmpfs;   // "DIR[:OPTIONS]": a private tmpfs mounted at DIR
+  std::vector<std::string> argv;
+  SandboxOptions sandbox;
+  std::string hostfs_owners = "guest";
+  std::string sandbox_without;  // layers left out, "landlock,allowlist"
+
+  // What an OCI bundle sets (launcher/oci); `flatux run` takes these from
+  // the host.
+  bool env_given = false;
+  std::vector<std::string> env;       // the program's environment (else flatux's own)
+  std::string cwd;                    // guest folder to start in (else where flatux started, inside the root)
+  std::string hostname, domainname;   // else the host's
+  const InitIdentity* identity = nullptr;  // else root with every capability
+  std::vector<GuestMount> guest_mounts;
+  std::string netns;                  // a host network namespace to join: the guest's network is its
+  bool end_as_program = false;        // end killed by the program's signal (not exit 128+N), silently
+  // In the kernel's host process once everything is ready, just before
+  // the program is loaded: an OCI container's "created" state. False ends
+  // the run (exit 125).
+  std::function<bool()> before_program;
+};
+
+// A signal sent to flatux to end the run, noted while before_program
+// waits (0: none): the hook returns false on it.
+int run_pending_host_signal();
+
+// Runs o.argv[0]; returns the exit code flatux exits with: the program's,
+// 128+N when a signal ended it, 125 when flatux could not start it, 126
+// or 127 when the program could not be executed or found.
+int run_program(const RunOptions& o);
+
+}  // namespace flatux::launcher
