@@ -69,6 +69,9 @@ struct KernelConfig {
   bool net_none = false;      // --net=none: no AF_INET/AF_INET6 sockets
   char fifo_dir[256] = "";    // host folder for the host FIFOs behind named pipes ("": /dev/shm, /tmp)
   bool hostfs_host_owners = false;  // hostfs: guest owners, set-id bits and devices go to the host as they are
+  // An OCI container's init: host signals go to it alone, as from an
+  // ancestor pid namespace (kernel/signal/signal.cpp), not to its group.
+  bool container_init = false;
   SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
   // The host limits all guests share (kernel/sys/host_share.h): the
   // descriptor table (RLIMIT_NOFILE, raised to its hard limit) and

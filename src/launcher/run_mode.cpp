@@ -268,6 +268,7 @@ int run_program(const RunOptions& o) {
   cfg.root_readonly = o.readonly;
   if (!guest_memory_limit(o.mem, &cfg.boot.mem_bytes)) return 2;
   cfg.net_none = o.net == "none";
+  cfg.container_init = o.container;
   if (!o.netns.empty() && !join_network_namespace(o.netns)) return 125;
   std::vector<UbdSpec> ubds;
   if (!parse_ubd_specs(o, &ubds)) return 125;
@@ -344,7 +345,7 @@ int run_program(const RunOptions& o) {
   flatux::ext4_poweroff(*k);  // write-back caches reach the images
   flatux::site_survey_write(*k);
   int status = k->exit_wait_status;
-  if (WIFSIGNALED(status) && o.end_as_program) end_by_signal(WTERMSIG(status));
+  if (WIFSIGNALED(status) && o.container) end_by_signal(WTERMSIG(status));
   if (WIFSIGNALED(status)) {
     if (const char* what = signal_report(WTERMSIG(status)))
       fprintf(stderr, "%s%s\n", what, WCOREDUMP(status) ? " (core dumped)" : "");

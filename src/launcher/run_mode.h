@@ -46,7 +46,10 @@ struct RunOptions {
   const InitIdentity* identity = nullptr;  // else root with every capability
   std::vector<GuestMount> guest_mounts;
   std::string netns;                  // a host network namespace to join: the guest's network is its
-  bool end_as_program = false;        // end killed by the program's signal (not exit 128+N), silently
+  // An OCI container: host signals reach the program as from an ancestor
+  // pid namespace, and flatux ends killed by the program's signal
+  // (silently) where `flatux run` exits 128+N.
+  bool container = false;
   // In the kernel's host process once everything is ready, just before
   // the program is loaded: an OCI container's "created" state. False ends
   // the run (exit 125).

@@ -151,11 +151,16 @@ bool is_guest_init(const Process& p) { return &p == p.kernel->init; }
 // sigqueue, a file owner, an exit signal). What init brings on itself
 // (raise, abort, a broken pipe, its timers, its faults) and what the host
 // or the terminal's user sends still acts as it would natively: `flatux
-// run` keeps a program's own signal behaviour and its exit status.
+// run` keeps a program's own signal behaviour and its exit status. A
+// container engine's signals come as from an ancestor pid namespace.
 // (siglock held)
 bool shielded(Process& p, int sig, SigSender from) {
-  return from.pid != 0 && from.pid != p.pid && is_guest_init(p) &&
-         p.sighand->action[sig - 1].handler == (uint64_t)SIG_DFL;
+  if (!is_guest_init(p) || p.sighand->action[sig - 1].handler != (uint64_t)SIG_DFL) return false;
+  if (from.ancestor_namespace) return sig != SIGKILL && sig != SIGSTOP;
+  // A container's init is pid 1 natively too: what it sends itself is
+  // dropped as well.
+  if (p.kernel->cfg.container_init) return from.pid != 0;
+  return from.pid != 0 && from.pid != p.pid;
 }
 
 // SIGCONT and stop signals cancel each other when sent; SIGCONT resumes a

@@ -27,6 +27,7 @@ long send_signal(Process& p, Task* target, int sig, const siginfo_t& info, SigSe
 // The sender a process's own action makes (a syscall of its task).
 inline SigSender sent_by(const Process& p) { return SigSender{p.pid}; }
 constexpr SigSender kFromOutside{};  // the host, the terminal, the kernel itself
+constexpr SigSender kFromEngine{0, true};  // a container engine (KernelConfig::container_init)
 // Kicks and unpins a task send_signal handed back (nullptr: nothing).
 void kick_pinned(Task* t);
 

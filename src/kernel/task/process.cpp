@@ -188,6 +188,10 @@ void forward_host_signal(Kernel& k, int sig) {
   si.si_code = SI_KERNEL;
   Guard g(k.tasks_lock);
   if (!k.init || k.init->state != ProcState::kRunning) return;
+  if (k.cfg.container_init) {
+    send_signal(*k.init, nullptr, sig, si, kFromEngine);
+    return;
+  }
   int pgid = k.init->pgid;
   for (Task* t : k.live_tasks())
     if (t && first_thread_of_process(*t) && t->proc->pgid == pgid && t->proc->state == ProcState::kRunning)

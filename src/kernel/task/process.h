@@ -30,7 +30,8 @@ inline bool first_thread_of_process(const Task& t) { return t.proc->threads == &
 Task* find_task_locked(Kernel& k, int tid);
 
 // A signal the host sent to flatux itself (^C on the terminal, kill from
-// the host): it goes to the first process's process group.
+// the host): it goes to the first process's process group; in a container
+// (KernelConfig::container_init) to the first process alone.
 void forward_host_signal(Kernel& k, int sig);
 
 // Who the first process is when the launcher says so (an OCI bundle's

@@ -56,6 +56,10 @@ struct SigHand {
 // process sends it without a handler for it (signal.cpp, send_signal).
 struct SigSender {
   int pid = 0;  // the sending process's pid (tgid); 0: not a guest process
+  // A container engine's signal from outside the guest's pid namespace
+  // (an OCI runtime's kill): init takes it only with a handler, SIGKILL
+  // and SIGSTOP always, as Linux's init from an ancestor namespace.
+  bool ancestor_namespace = false;
 };
 
 // A queued signal with its siginfo. Standard signals coalesce (at most one

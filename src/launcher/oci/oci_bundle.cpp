@@ -177,7 +177,7 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
   o->hostname = s.hostname;
   o->domainname = s.domainname;
   o->identity = &s.identity;
-  o->end_as_program = true;
+  o->container = true;
   if (s.memory_limit > 0) o->mem = std::to_string(s.memory_limit < (4 << 20) ? (4 << 20) : s.memory_limit);
   network(s, o);
   int rootfd = open(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""podman with `--runtime build/flatux-oci`, as a user runs containers:
+an image imported offline from a busybox root, then run --rm (output and
+exit codes), -e, -w, --user, --hostname, -v (rw and :ro), --tmpfs,
+--read-only, --memory, -d with logs, kill -s, stop -t (SIGTERM, then
+SIGKILL for an init without a handler), rm -f, --network none, and the
+default bridge network with -p (a server in the container answers the
+host through the port mapping). Skipped (77) where podman is missing or
+cannot run containers here at all (checked with runc first)."""
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oci_common import have_busybox, make_rootfs  # noqa: E402
+
+failures = []
+IMAGE = "localhost/flatux-oci-busybox:1"
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+class Podman:
+    def __init__(self, work, runtime):
+        self.runtime = runtime
+        conf = os.path.join(work, "containers.conf")
+        with open(conf, "w") as f:
+            # This machine's hard RLIMIT_NOFILE is below podman's default
+            # ulimit for containers; the journal is not there in CI.
+            f.write('[containers]\ndefault_ulimits = []\n[engine]\ncgroup_manager = "cgroupfs"\n'
+                    'events_logger = "file"\n')
+        self.env = dict(os.environ, CONTAINERS_CONF=conf)
+        self.base = ["podman", "--root", os.path.join(work, "storage"), "--runroot", os.path.join(work, "run"),
+                     "--storage-driver", "vfs", "--tmpdir", os.path.join(work, "tmp")]
+
+    def __call__(self, *args, runtime=None, timeout=90, input=None):
+        cmd = self.base + ["--runtime", runtime or self.runtime, *args]
+        try:
+            return subprocess.run(cmd, env=self.env, capture_output=True, text=True, timeout=timeout, input=input)
+        except subprocess.TimeoutExpired as e:
+            return subprocess.CompletedProcess(cmd, -1, e.stdout or "", f"timed out: {e.stderr}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def import_image(pm, work):
+    root = os.path.join(work, "rootfs")
+    make_rootfs(root)
+    tar = os.path.join(work, "rootfs.tar")
+    with tarfile.open(tar, "w") as t:
+        t.add(root, arcname=".")
+    return pm("import", tar, IMAGE)
+
+
+def basics(pm):
+    r = pm("run", "--rm", IMAGE, "echo", "hello")
+    check(r.returncode == 0 and r.stdout == "hello\n", f"run --rm echo ({r.stdout!r} {r.stderr.strip()})")
+    r = pm("run", "--rm", IMAGE, "sh", "-c", "exit 7")
+    check(r.returncode == 7, f"exit code 7 ({r.returncode})")
+    r = pm("run", "--rm", "-e", "FOO=bar", "-w", "/tmp", "--user", "1000:1000", "--hostname", "hh", IMAGE,
+           "sh", "-c", "echo $FOO; pwd; id -u; id -g; hostname")
+    check(r.stdout.split() == ["bar", "/tmp", "1000", "1000", "hh"], f"-e -w --user --hostname ({r.stdout!r})")
+
+
+def volumes(pm, work):
+    vol = os.path.join(work, "vol")
+    os.makedirs(vol)
+    with open(os.path.join(vol, "in"), "w") as f:
+        f.write("from-host\n")
+    r = pm("run", "--rm", "-v", f"{vol}:/data", IMAGE, "sh", "-c", "cat /data/in; echo from-ctr > /data/out")
+    check("from-host" in r.stdout and open(os.path.join(vol, "out")).read() == "from-ctr\n", f"-v rw ({r.stderr.strip()})")
+    r = pm("run", "--rm", "-v", f"{vol}:/data:ro", IMAGE, "sh", "-c", "echo x > /data/no")
+    check(r.returncode != 0 and not os.path.exists(os.path.join(vol, "no")), "-v :ro refuses writes")
+    r = pm("run", "--rm", "--tmpfs", "/scratch", IMAGE, "sh", "-c", "echo x > /scratch/t && cat /scratch/t")
+    check(r.returncode == 0 and r.stdout == "x\n", f"--tmpfs ({r.stderr.strip()})")
+    r = pm("run", "--rm", "--read-only", IMAGE, "sh", "-c", "echo x > /x")
+    check(r.returncode != 0 and "Read-only" in r.stderr, f"--read-only ({r.stderr.strip()})")
+
+
+def memory(pm):
+    r = pm("run", "--rm", "--memory", "64m", IMAGE, "head", "-1", "/proc/meminfo")
+    kb = int(r.stdout.split()[1]) if r.stdout.startswith("MemTotal:") else 0
+    check(kb == 65536, f"--memory 64m: the guest sees 64 MiB ({r.stdout.strip()})")
+
+
+def detached(pm):
+    r = pm("run", "-d", "--name", "trapper", IMAGE, "sh", "-c",
+           "trap 'echo got-usr1' USR1; trap 'echo got-term; exit 5' TERM; echo up; while true; do sleep 0.1; done")
+    check(r.returncode == 0, f"run -d ({r.stderr.strip()})")
+    time.sleep(1)
+    r = pm("ps", "--format", "{{.Names}} {{.Status}}")
+    check("trapper Up" in r.stdout, f"ps shows it up ({r.stdout.strip()})")
+    check(pm("kill", "-s", "USR1", "trapper").returncode == 0, "kill -s USR1")
+    time.sleep(0.5)
+    started = time.time()
+    r = pm("stop", "-t", "5", "trapper")
+    took = time.time() - started
+    check(r.returncode == 0 and took < 4, f"stop: SIGTERM ends a program with a handler at once ({took:.1f} s)")
+    r = pm("logs", "trapper")
+    check(r.stdout.split() == ["up", "got-usr1", "got-term"], f"logs ({r.stdout!r})")
+    r = pm("inspect", "--format", "{{.State.ExitCode}}", "trapper")
+    check(r.stdout.strip() == "5", f"its exit code ({r.stdout.strip()})")
+    check(pm("rm", "trapper").returncode == 0, "rm")
+    pm("run", "-d", "--name", "sleeper", IMAGE, "sleep", "100")
+    time.sleep(0.5)
+    started = time.time()
+    pm("stop", "-t", "1", "sleeper")
+    took = time.time() - started
+    r = pm("inspect", "--format", "{{.State.ExitCode}}", "sleeper")
+    check(r.stdout.strip() == "137" and took >= 1,
+          f"stop -t 1: an init without a handler ignores SIGTERM, SIGKILL after 1 s ({r.stdout.strip()}, {took:.1f} s)")
+    pm("run", "-d", "--name", "forced", IMAGE, "sleep", "100")
+    r = pm("rm", "-f", "-t", "0", "forced")
+    check(r.returncode == 0 and "forced" not in pm("ps", "-a").stdout, "rm -f of a running container")
+    pm("rm", "-f", "sleeper")
+
+
+def network(pm):
+    r = pm("run", "--rm", "--network", "none", IMAGE, "sh", "-c", "ls /sys/class/net 2>/dev/null; cat /proc/net/dev 2>/dev/null | grep -c eth")
+    check(r.returncode in (0, 1) and "eth" not in r.stdout.replace("0\n", ""), f"--network none has no eth ({r.stdout!r})")
+    port = free_port()
+    r = pm("run", "-d", "--name", "web", "-p", f"{port}:8080", IMAGE, "sh", "-c",
+           "mkdir -p /www && echo served-by-flatux > /www/index.html && exec httpd -f -p 8080 -h /www")
+    check(r.returncode == 0, f"run -d -p ({r.stderr.strip()})")
+    body = ""
+    for _ in range(50):
+        try:
+            body = urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=2).read().decode()
+            break
+        except OSError:
+            time.sleep(0.2)
+    check(body == "served-by-flatux\n", f"a server in the container answers through -p ({body!r})")
+    pm("rm", "-f", "-t", "0", "web")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runtime", required=True)
+    args = ap.parse_args()
+    if not shutil.which("podman") or not have_busybox():
+        print("SKIP: podman or /usr/bin/busybox (busybox-static) is not installed")
+        return 77
+    if os.geteuid() != 0:
+        print("SKIP: podman is run as root here (rootless podman needs subordinate ids)")
+        return 77
+    work = tempfile.mkdtemp(prefix="flatux-podman-", dir="/tmp")
+    try:
+        pm = Podman(work, os.path.abspath(args.runtime))
+        r = import_image(pm, work)
+        if r.returncode != 0:
+            print(f"SKIP: podman import failed: {r.stderr.strip()}")
+            return 77
+        r = pm("run", "--rm", IMAGE, "true", runtime="/usr/bin/runc") if os.path.exists("/usr/bin/runc") else None
+        if r is not None and r.returncode != 0:
+            print(f"SKIP: podman cannot run containers here even with runc: {r.stderr.strip()}")
+            return 77
+        basics(pm)
+        volumes(pm, work)
+        memory(pm)
+        detached(pm)
+        network(pm)
+        r = pm("ps", "-a", "-q")
+        check(r.stdout.strip() == "", f"no container is left ({r.stdout.strip()})")
+    finally:
+        subprocess.run(["podman", "--root", os.path.join(work, "storage"), "--runroot", os.path.join(work, "run"),
+                        "--storage-driver", "vfs", "rm", "-a", "-f"], capture_output=True,
+                       env=dict(os.environ, CONTAINERS_CONF=os.path.join(work, "containers.conf")))
+        subprocess.run(["podman", "--root", os.path.join(work, "storage"), "--runroot", os.path.join(work, "run"),
+                        "--storage-driver", "vfs", "system", "reset", "-f"], capture_output=True,
+                       env=dict(os.environ, CONTAINERS_CONF=os.path.join(work, "containers.conf")))
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{len(failures)} failures" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

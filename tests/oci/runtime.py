@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""flatux-oci driven directly, as an engine drives runc: create (the
+program waits), start, state, kill, delete, run; what config.json asks
+(identity, environment, mounts, read-only root); bad input refused with a
+message; and, with --cycles N, N create/start/delete cycles that must
+leave no host process, state, mount or descriptor behind.
+
+The test is a child subreaper, as conmon is: a container's host process
+(the pid in --pid-file) becomes its child once create has returned, and
+its wait status must be the container program's."""
+import argparse
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oci_common import descendants, have_busybox, make_bundle  # noqa: E402
+
+PR_SET_CHILD_SUBREAPER = 36
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+class Runtime:
+    def __init__(self, exe, root):
+        self.exe, self.root = exe, root
+
+    def __call__(self, *args, stdout=None, timeout=60):
+        """Runs the runtime. Its output goes through files, not pipes: a
+        container keeps the stdio of the create that made it."""
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            r = subprocess.run([self.exe, "--root", self.root, *args], stdout=stdout or out, stderr=err,
+                               timeout=timeout)
+            out.seek(0)
+            err.seek(0)
+            return subprocess.CompletedProcess(r.args, r.returncode, "" if stdout else out.read(), err.read())
+
+    def state(self, cid):
+        r = self("state", cid)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def wait_for(pred, seconds=10):
+    end = time.time() + seconds
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return pred()
+
+
+def wait_status(pid, seconds=20):
+    """The wait status of our (adopted) child pid, or None."""
+    end = time.time() + seconds
+    while time.time() < end:
+        r, st = os.waitpid(pid, os.WNOHANG)
+        if r == pid:
+            return st
+        time.sleep(0.02)
+    return None
+
+
+def exit_code(st):
+    if st is None:
+        return None
+    return os.WEXITSTATUS(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st)
+
+
+def lifecycle(rt, work):
+    bundle = os.path.join(work, "life")
+    make_bundle(rt.exe, bundle, ["sh", "-c", "echo started > /tmp/marker; echo out; "
+                                 "trap 'echo term; exit 9' TERM; while true; do sleep 0.05; done"])
+    out_path = os.path.join(work, "life.out")
+    pid_file = os.path.join(work, "life.pid")
+    with open(out_path, "w") as out:
+        r = rt("create", "--bundle", bundle, "--pid-file", pid_file, "life", stdout=out)
+    check(r.returncode == 0, f"create returns 0 ({r.stderr.strip()})")
+    st = rt.state("life")
+    check(st is not None and st["status"] == "created", f"state after create is created ({st})")
+    pid = int(open(pid_file).read())
+    check(st is not None and st["pid"] == pid and os.path.exists(f"/proc/{pid}"), "pid-file names the live process")
+    check(st is not None and st["bundle"] == bundle and st["id"] == "life", "state names the bundle and id")
+    time.sleep(0.5)
+    marker = os.path.join(bundle, "rootfs", "tmp", "marker")
+    check(not os.path.exists(marker), "the program has not run before start")
+    r = rt("start", "life")
+    check(r.returncode == 0, f"start returns 0 ({r.stderr.strip()})")
+    check(wait_for(lambda: os.path.exists(marker)), "the program runs after start")
+    st = rt.state("life")
+    check(st is not None and st["status"] == "running", f"state after start is running ({st})")
+    check(rt("start", "life").returncode != 0, "a second start is refused")
+    check(rt("delete", "life").returncode != 0, "delete of a running container without --force is refused")
+    time.sleep(0.3)
+    r = rt("kill", "life", "TERM")
+    check(r.returncode == 0, f"kill TERM returns 0 ({r.stderr.strip()})")
+    status = wait_status(pid)
+    check(exit_code(status) == 9, f"the container process's status is the program's exit 9 ({exit_code(status)})")
+    st = rt.state("life")
+    check(st is not None and st["status"] == "stopped", f"state after the end is stopped ({st})")
+    out = open(out_path).read()
+    check("out" in out and "term" in out, f"the program's output reached create's stdout ({out!r})")
+    check(rt("kill", "life", "TERM").returncode != 0, "kill of a stopped container is refused")
+    r = rt("delete", "life")
+    check(r.returncode == 0 and rt.state("life") is None, "delete removes a stopped container")
+    check(not os.path.exists(os.path.join(rt.root, "life")), "no state is left after delete")
+
+
+def killed_and_forced(rt, work):
+    bundle = os.path.join(work, "kill")
+    make_bundle(rt.exe, bundle, ["sleep", "100"])
+    pid_file = os.path.join(work, "kill.pid")
+    check(rt("create", "--bundle", bundle, "--pid-file", pid_file, "k1").returncode == 0, "create k1")
+    pid = int(open(pid_file).read())
+    check(rt("start", "k1").returncode == 0, "start k1")
+    time.sleep(0.3)
+    # init (pid 1) without a handler takes from outside only SIGKILL/SIGSTOP
+    rt("kill", "k1", "TERM")
+    time.sleep(0.5)
+    check(rt.state("k1")["status"] == "running", "SIGTERM to an init without a handler is ignored, as Linux's")
+    check(rt("kill", "k1", "KILL").returncode == 0, "kill KILL")
+    check(exit_code(wait_status(pid)) == 137, "killed by SIGKILL: status 128+9")
+    check(rt("delete", "k1").returncode == 0, "delete k1")
+    # delete --force of a running container
+    check(rt("create", "--bundle", bundle, "--pid-file", pid_file, "k2").returncode == 0, "create k2")
+    pid = int(open(pid_file).read())
+    check(rt("start", "k2").returncode == 0, "start k2")
+    r = rt("delete", "--force", "k2")
+    check(r.returncode == 0 and rt.state("k2") is None, f"delete --force removes a running container ({r.stderr})")
+    check(wait_status(pid, 5) is not None, "delete --force ended its process")
+    # a created container killed before start
+    check(rt("create", "--bundle", bundle, "--pid-file", pid_file, "k3").returncode == 0, "create k3")
+    pid = int(open(pid_file).read())
+    rt("kill", "k3", "KILL")
+    check(wait_status(pid, 5) is not None and rt.state("k3")["status"] == "stopped", "a created container is killed")
+    check(rt("delete", "k3").returncode == 0, "delete k3")
+    check(rt("delete", "--force", "never-was").returncode == 0, "delete --force of no container succeeds")
+
+
+def run_results(rt, work):
+    bundle = os.path.join(work, "run")
+    make_bundle(rt.exe, bundle, ["true"])
+    check(rt("run", "--bundle", bundle, "r0").returncode == 0, "run of true exits 0")
+    make_bundle(rt.exe, bundle, ["sh", "-c", "exit 7"])
+    check(rt("run", "--bundle", bundle, "r7").returncode == 7, "run of exit 7 exits 7")
+    check(rt.state("r7") is None, "run leaves no state behind")
+    make_bundle(rt.exe, bundle, ["sh", "-c", "kill -9 $$; echo alive"])
+    r = rt("run", "--bundle", bundle, "self")
+    check(r.returncode == 0 and "alive" in r.stdout, "init's own SIGKILL is dropped, as pid 1's is natively")
+
+
+def config_served(rt, work):
+    bundle = os.path.join(work, "cfg")
+    host_rw = os.path.join(work, "host-rw")
+    host_ro = os.path.join(work, "host-ro")
+    host_file = os.path.join(work, "host-file")
+    for d in (host_rw, host_ro):
+        os.makedirs(d, exist_ok=True)
+    os.chmod(host_rw, 0o777)  # the container's user 1000 writes there
+    open(os.path.join(host_ro, "f"), "w").write("ro-content\n")
+    open(host_file, "w").write("file-content\n")
+    script = ("id; umask; hostname; echo FOO=$FOO; pwd; cat /ro/f; cat /etc/the-file; "
+              "echo written > /rw/new && echo rw-ok; echo x > /ro/g 2>/dev/null || echo ro-refused; "
+              "echo x > /scratch/t && echo tmpfs-ok; ls /sys/fs/cgroup/cgroup.procs; ls /proc/self/status")
+    mounts = [
+        {"destination": "/proc", "type": "proc", "source": "proc"},
+        {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
+        {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["nosuid", "ro"]},
+        {"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup", "options": ["ro"]},
+        {"destination": "/rw", "type": "bind", "source": host_rw, "options": ["rbind", "rw"]},
+        {"destination": "/ro", "type": "bind", "source": host_ro, "options": ["rbind", "ro"]},
+        {"destination": "/etc/the-file", "type": "bind", "source": host_file, "options": ["bind"]},
+        {"destination": "/scratch", "type": "tmpfs", "source": "tmpfs", "options": ["size=1m"]},
+    ]
+    make_bundle(rt.exe, bundle, ["sh", "-c", script], **{
+        "process.user": {"uid": 1000, "gid": 1000, "additionalGids": [2000], "umask": 0o27},
+        "process.env": ["PATH=/bin", "FOO=bar"], "process.cwd": "/tmp/new/dir",
+        "hostname": "box", "mounts": mounts})
+    r = rt("run", "--bundle", bundle, "cfg")
+    out = r.stdout
+    check(r.returncode == 0, f"run of the configured container exits 0 ({r.stderr.strip()})")
+    check("uid=1000 gid=1000 groups=2000" in out, f"process.user: uid, gid and additionalGids ({out!r})")
+    check("\n0027\n" in out, "process.user.umask")
+    check("\nbox\n" in out and "FOO=bar" in out and "/tmp/new/dir" in out, "hostname, env and cwd (made)")
+    check("ro-content" in out and "file-content" in out, "bind mounts of a folder and of a file")
+    check("rw-ok" in out and open(os.path.join(host_rw, "new")).read() == "written\n", "a rw bind writes the host folder")
+    check("ro-refused" in out and not os.path.exists(os.path.join(host_ro, "g")), "a ro bind refuses writes")
+    check("tmpfs-ok" in out and not os.path.exists(os.path.join(bundle, "rootfs", "scratch", "t")), "a tmpfs mount")
+    check("/sys/fs/cgroup/cgroup.procs" in out, "sysfs and the cgroup hierarchy")
+    make_bundle(rt.exe, bundle, ["sh", "-c", "echo x > /x || echo refused"], **{"root.readonly": True})
+    r = rt("run", "--bundle", bundle, "ro")
+    check("refused" in r.stdout and not os.path.exists(os.path.join(bundle, "rootfs", "x")), "root.readonly")
+
+
+def bad_input(rt, work):
+    bundle = os.path.join(work, "bad")
+    make_bundle(rt.exe, bundle, ["true"])
+    r = rt("create", "--bundle", bundle, "../escape")
+    check(r.returncode != 0 and "invalid container id" in r.stderr, "an id with a slash is refused")
+    r = rt("create", "--bundle", os.path.join(work, "nothing-here"), "nb")
+    check(r.returncode != 0 and rt.state("nb") is None, "a bundle without config.json is refused, leaving nothing")
+    r = rt("--no-such-flag", "list")
+    check(r.returncode != 0 and "not defined" in r.stderr, "an unknown option is refused by name")
+    r = rt("exec", "x")
+    check(r.returncode != 0 and "not served" in r.stderr, "exec says it is not served yet")
+    spec = json.load(open(os.path.join(bundle, "config.json")))
+    spec["process"]["terminal"] = True
+    json.dump(spec, open(os.path.join(bundle, "config.json"), "w"))
+    r = rt("create", "--bundle", bundle, "tty")
+    check(r.returncode != 0 and "terminal" in r.stderr and rt.state("tty") is None, "a terminal is refused, clearly")
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        f.write("{ not json")
+    r = rt("create", "--bundle", bundle, "garbage")
+    check(r.returncode != 0 and "config.json" in r.stderr, "a malformed config.json is an error message")
+    make_bundle(rt.exe, bundle, ["/bin/no-such-program"])
+    r = rt("run", "--bundle", bundle, "noprog")
+    check(r.returncode == 127, f"a missing program: 127 ({r.returncode})")
+    check(rt("create", "--bundle", bundle, "dup").returncode == 0, "create dup")
+    r = rt("create", "--bundle", bundle, "dup")
+    check(r.returncode != 0 and "exists" in r.stderr, "a second container of one id is refused")
+    rt("delete", "--force", "dup")
+
+
+def reap_adopted():
+    """Collects the wait statuses of the containers' processes we adopted
+    and nobody waited for (a zombie is still a descendant)."""
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def open_fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def cycles(rt, work, n):
+    bundle = os.path.join(work, "cycle")
+    make_bundle(rt.exe, bundle, ["true"])
+    fds, mounts = open_fds(), open("/proc/self/mountinfo").read()
+    pid_file = os.path.join(work, "cycle.pid")
+    started = time.time()
+    for i in range(n):
+        cid = f"c{i}"
+        r = rt("create", "--bundle", bundle, "--pid-file", pid_file, cid)
+        if r.returncode != 0:
+            check(False, f"cycle {i}: create ({r.stderr.strip()})")
+            return
+        pid = int(open(pid_file).read())
+        rt("start", cid)
+        st = wait_status(pid)
+        if exit_code(st) != 0:
+            check(False, f"cycle {i}: the container exits 0 ({exit_code(st)})")
+            return
+        rt("delete", cid)
+    print(f"{n} cycles in {time.time() - started:.1f} s", flush=True)
+    check(descendants(os.getpid()) == [], "no host process of any container is left")
+    check(os.listdir(rt.root) == [], "no state is left")
+    check(open_fds() == fds, "no descriptor is left")
+    check(open("/proc/self/mountinfo").read() == mounts, "no mount is left")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runtime", required=True, help="build/flatux-oci")
+    ap.add_argument("--cycles", type=int, default=0)
+    args = ap.parse_args()
+    if not have_busybox():
+        print("SKIP: /usr/bin/busybox (Debian's busybox-static) is not installed")
+        return 77
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    with tempfile.TemporaryDirectory(prefix="flatux-oci-") as work:
+        rt = Runtime(args.runtime, os.path.join(work, "state"))
+        if args.cycles:
+            cycles(rt, work, args.cycles)
+        else:
+            lifecycle(rt, work)
+            killed_and_forced(rt, work)
+            run_results(rt, work)
+            config_served(rt, work)
+            bad_input(rt, work)
+            time.sleep(0.2)
+            reap_adopted()
+            check(descendants(os.getpid()) == [], "no host process is left")
+    print(f"{len(failures)} failures" if failures else "all passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
