@@ -72,6 +72,10 @@ struct KernelConfig {
   // An OCI container's init: host signals go to it alone, as from an
   // ancestor pid namespace (kernel/signal/signal.cpp), not to its group.
   bool container_init = false;
+  // An eventfd the kernel adds 1 to when the first process or one entered
+  // from outside ends (Kernel::entered), for a launcher that waits on more
+  // than `halted`; -1: none.
+  int launcher_event_fd = -1;
   SyscallEntryMode syscall_entry = SyscallEntryMode::kTrap;
   // The host limits all guests share (kernel/sys/host_share.h): the
   // descriptor table (RLIMIT_NOFILE, raised to its hard limit) and
@@ -177,6 +181,16 @@ struct Kernel {
   // Set when the kernel stops; the launcher's thread waits on it.
   std::atomic<uint32_t> halted{0};
   int exit_wait_status = 0;  // the first process's wait status
+  // Processes started from outside the guests (an OCI runtime's exec):
+  // no guest is their parent, and their wait status goes to the launcher
+  // through these slots (tasks_lock).
+  struct Entered {
+    int pid = 0;      // 0: a free slot
+    bool ended = false;
+    int wait_status = 0;
+  };
+  static constexpr int kMaxEntered = 64;
+  Entered entered[kMaxEntered];
   std::atomic<HaltReason> halt_reason{HaltReason::kNone};
 
   // The live tasks (tasks_lock held). Kept at the front of `tasks`, so a

@@ -8,7 +8,10 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -88,6 +91,24 @@ bool mount_guest_filesystems(flatux::Kernel& k, const RunOptions& o) {
 void name_the_host(flatux::Kernel& k, const RunOptions& o) {
   if (!o.hostname.empty()) snprintf(k.uts.nodename, sizeof k.uts.nodename, "%s", o.hostname.c_str());
   if (!o.domainname.empty()) snprintf(k.uts.domainname, sizeof k.uts.domainname, "%s", o.domainname.c_str());
+}
+
+// The kernel's process between guest events with a control socket: a
+// connection to serve, a process entered from outside that ended, the
+// first process's end (the kernel's event descriptor too), or a signal.
+void wait_for_control(flatux::Kernel& k, const RunOptions& o, const timespec& tick) {
+  pollfd fds[2] = {{o.control_fd, POLLIN, 0}, {k.cfg.launcher_event_fd, POLLIN, 0}};
+  if (ppoll(fds, 2, &tick, nullptr) <= 0) return;
+  if (fds[1].revents & POLLIN) {
+    uint64_t n;
+    (void)!read(k.cfg.launcher_event_fd, &n, sizeof n);
+    if (o.on_kernel_event) o.on_kernel_event(k);
+  }
+  if (fds[0].revents & POLLIN) {
+    int c = accept4(o.control_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c >= 0 && o.serve_control) o.serve_control(k, c);
+    else if (c >= 0) close(c);
+  }
 }
 
 // Ends this process as a signal ended the program, without a core file of
@@ -269,6 +290,10 @@ int run_program(const RunOptions& o) {
   if (!guest_memory_limit(o.mem, &cfg.boot.mem_bytes)) return 2;
   cfg.net_none = o.net == "none";
   cfg.container_init = o.container;
+  if (o.control_fd >= 0 && (cfg.launcher_event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+    fprintf(stderr, "flatux: eventfd: %s\n", strerror(errno));
+    return 125;
+  }
   if (!o.netns.empty() && !join_network_namespace(o.netns)) return 125;
   std::vector<UbdSpec> ubds;
   if (!parse_ubd_specs(o, &ubds)) return 125;
@@ -335,7 +360,8 @@ int run_program(const RunOptions& o) {
   while (k->halted.load() == 0) {
     // A signal landing just before the wait is picked up on the next tick.
     timespec tick{0, 100 * 1000 * 1000};
-    syscall(SYS_futex, &k->halted, FUTEX_WAIT, 0, &tick, nullptr, 0);
+    if (o.control_fd >= 0) wait_for_control(*k, o, tick);
+    else syscall(SYS_futex, &k->halted, FUTEX_WAIT, 0, &tick, nullptr, 0);
     if (int sig = g_host_signal) {
       g_host_signal = 0;
       flatux::forward_host_signal(*k, sig);

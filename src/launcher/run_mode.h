@@ -54,6 +54,13 @@ struct RunOptions {
   // the program is loaded: an OCI container's "created" state. False ends
   // the run (exit 125).
   std::function<bool()> before_program;
+  // A listening socket the kernel's process accepts on while the guests
+  // run (an OCI container's exec requests): each connection goes to
+  // serve_control, and on_kernel_event runs when a process entered from
+  // outside has ended (kernel/task/process.h, entered_take_exit).
+  int control_fd = -1;
+  std::function<void(flatux::Kernel&, int connection)> serve_control;
+  std::function<void(flatux::Kernel&)> on_kernel_event;
 };
 
 // A signal sent to flatux to end the run, noted while before_program

@@ -141,6 +141,21 @@ long exec_move_load(Task& t, Mm& mm, const char* path, const char* const* argv,
   return 0;
 }
 
+void exec_move_start(Task& t, ExecMove* m) {
+  Kernel& k = *t.kernel;
+  HostProc* old_hp = t.hproc;
+  {
+    Guard g(k.tasks_lock);
+    retire_kstack_locked(k, t.kstack, old_hp, 0);  // no thread ever ran on it
+    t.hproc = m->hp;
+    t.kstack = m->kstack;
+    t.host_tid.store(m->new_tid.load());
+  }
+  m->go.store(kGo);
+  futex_wake(&m->go, 1);
+  hostproc_task_left(k, old_hp);
+}
+
 void exec_move_commit(Task& t, ExecMove* m) {
   Kernel& k = *t.kernel;
   HostProc* old_hp = t.hproc;

@@ -22,6 +22,11 @@ struct ExecMove;
 long exec_move_load(Task& t, Mm& mm, const char* path, const char* const* argv,
                     const char* const* envp, ExecResult* res, ExecMove** out);
 
+// For a task that has not run yet (a process the launcher starts): it
+// starts in the new host process with the registers in the ExecResult,
+// which the new thread frees. Returns at once.
+void exec_move_start(Task& t, ExecMove* m);
+
 // After the rest of execve: the task continues in the new host process
 // with the registers in the ExecResult, which the new thread frees.
 [[noreturn]] void exec_move_commit(Task& t, ExecMove* m);

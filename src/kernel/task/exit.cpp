@@ -109,6 +109,21 @@ void notify_parent(Process& p, int code, int status) {
   send_signal(*parent, nullptr, sig, si, sent_by(p));
 }
 
+void tell_launcher(Kernel& k) {
+  if (k.cfg.launcher_event_fd < 0) return;
+  uint64_t one = 1;
+  host::sys(SYS_write, k.cfg.launcher_event_fd, &one, sizeof one);
+}
+
+void report_entered_exit(Kernel& k, Process& p) {
+  for (Kernel::Entered& e : k.entered)
+    if (e.pid == p.pid && !e.ended) {
+      e.wait_status = p.wait_status;
+      e.ended = true;
+    }
+  tell_launcher(k);
+}
+
 // The last thread has gone: the process becomes a zombie (or vanishes).
 void exit_process(Task& t) {
   Kernel& k = *t.kernel;
@@ -120,6 +135,7 @@ void exit_process(Task& t) {
     k.exit_wait_status = p.wait_status;
     k.halted.store(1);
     futex_wake(&k.halted, 1 << 30);
+    tell_launcher(k);
   }
   // Orphans go to the nearest live subreaper above (PR_SET_CHILD_SUBREAPER),
   // else to the first process, as they would to init; each that asked for
@@ -155,6 +171,11 @@ void exit_process(Task& t) {
   int status = p.wait_status;
   int code = WIFSIGNALED(status) ? (WCOREDUMP(status) ? CLD_DUMPED : CLD_KILLED) : CLD_EXITED;
   int value = WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+  if (p.entered && !p.parent) {  // its waiter is outside: told, and nothing is left to reap
+    report_entered_exit(k, p);
+    release_zombie(p);
+    return;
+  }
   if (p.parent && parent_autoreaps(*p.parent) && p.exit_signal == SIGCHLD) {
     Process* parent = p.parent;
     release_zombie(p);

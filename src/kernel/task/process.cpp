@@ -16,11 +16,13 @@
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/lib/kstring.h"
 #include "kernel/loader/exec.h"
+#include "kernel/loader/exec_move.h"
 #include "kernel/mm/mm.h"
 #include "kernel/signal/signal.h"
 #include "kernel/task/exit.h"
 #include "kernel/task/pid_reserve.h"
 #include "kernel/time.h"
+#include "kernel/vfs/namei.h"
 
 namespace flatux {
 namespace {
@@ -231,12 +233,45 @@ void apply_init_identity(Process& p, const InitIdentity& id) {
 
 }  // namespace
 
-long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
-                const char** why, File* console, const InitIdentity* id) {
+namespace {
+
+// Descriptors 0-2 of a new process: `console`, host descriptors handed
+// over (taken over), or the host's own stdio streams.
+void install_spawn_stdio(Kernel& k, Process& p, const SpawnSpec& s) {
+  if (s.console) {
+    for (int fd = 0; fd < 3; fd++) p.files->install_at(fd, s.console, false);
+    return;
+  }
+  if (!s.stdio_host_fds) {
+    install_stdio(k, p);
+    return;
+  }
+  for (int fd = 0; fd < 3; fd++) {
+    int host_fd = s.stdio_host_fds[fd];
+    long fl = host_fd >= 0 ? host::sys(SYS_fcntl, host_fd, F_GETFL) : -EBADF;
+    if (fl < 0) continue;
+    File* f = hostfs_adopt_host_fd(k.heap, host_fd, (uint32_t)fl & (O_ACCMODE | O_APPEND | O_NONBLOCK));
+    if (!f) continue;
+    p.files->install_at(fd, f, false);
+    f->put();
+  }
+}
+
+Kernel::Entered* entered_slot_locked(Kernel& k, int pid) {
+  for (Kernel::Entered& e : k.entered)
+    if (e.pid == pid) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+long spawn_process(Kernel& k, const SpawnSpec& s, int* pid_out, const char** why) {
   Process* p;
   Task* t;
   {
     Guard g(k.tasks_lock);
+    Kernel::Entered* slot = s.entered ? entered_slot_locked(k, 0) : nullptr;
+    if (s.entered && !slot) return -EAGAIN;
     int pid = alloc_pid_locked(k);
     p = pid < 0 ? nullptr : process_create_locked(k, nullptr, pid);
     if (!p) return -ENOMEM;
@@ -261,16 +296,30 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     // started the same way would see it.
     long prio = host::sys(SYS_getpriority, PRIO_PROCESS, 0);
     if (prio > 0) t->nice = 20 - (int)prio;
-    k.init = p;
-    if (id) apply_init_identity(*p, *id);
+    if (s.entered) {
+      p->entered = true;
+      *slot = Kernel::Entered{p->pid, false, 0};
+    } else {
+      k.init = p;
+    }
+    if (s.identity) apply_init_identity(*p, *s.identity);
   }
-  if (console) {
-    for (int fd = 0; fd < 3; fd++) p->files->install_at(fd, console, false);
-  } else {
-    install_stdio(k, *p);
-  }
+  install_spawn_stdio(k, *p, s);
   ExecResult* res = k.heap->make<ExecResult>();
-  long r = res ? exec_load(*t, *p->mm, path, argv, envp, res) : -ENOMEM;
+  long r = res ? 0 : -ENOMEM;
+  if (r == 0 && s.cwd) r = fs_chdir_path(*t, s.cwd);
+  if (r == 0) r = exec_load(*t, *p->mm, s.path, s.argv, s.envp, res);
+  ExecMove* move = nullptr;
+  if (r == -ENOEXEC && res->why == kExecRangeBusy && s.entered) {
+    // An ET_EXEC at the first process's own address (a static busybox
+    // beside another): loaded in a fresh host process, as execve does.
+    mm_release(*p->mm);
+    r = exec_move_load(*t, *p->mm, s.path, s.argv, s.envp, res, &move);
+    if (r < 0) {
+      mm_forget(k.heap, p->mm);  // mapped only in the host process that tried
+      p->mm = nullptr;
+    }
+  }
   if (r < 0) {
     // The loader ran on the launcher's thread, before any guest code: the
     // pid and the process go back, so another candidate can be pid 1.
@@ -278,16 +327,45 @@ long spawn_init(Kernel& k, const char* path, const char* const* argv, const char
     k.heap->destroy_obj(res);
     Guard g(k.tasks_lock);
     int pid = p->pid;
-    k.init = nullptr;
+    if (s.entered) *entered_slot_locked(k, pid) = Kernel::Entered{};
+    else k.init = nullptr;
     discard_unstarted_task_locked(*t);
     if (k.next_pid == pid + 1) k.next_pid = pid;
     return r;
   }
   copy_cstr(p->exe, sizeof p->exe, res->exe);
   copy_cstr(p->comm, sizeof p->comm, res->comm);
+  if (pid_out) *pid_out = p->pid;
+  if (move) {
+    exec_move_start(*t, move);  // its thread there frees res
+    return 0;
+  }
   memcpy(t->entry_regs, res->regs, sizeof t->entry_regs);
   k.heap->destroy_obj(res);
   return start_task_thread(*t);
+}
+
+long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
+                const char** why, File* console, const InitIdentity* id) {
+  SpawnSpec s;
+  s.path = path;
+  s.argv = argv;
+  s.envp = envp;
+  s.console = console;
+  s.identity = id;
+  return spawn_process(k, s, nullptr, why);
+}
+
+bool entered_take_exit(Kernel& k, int* pid, int* wait_status) {
+  Guard g(k.tasks_lock);
+  for (Kernel::Entered& e : k.entered)
+    if (e.pid && e.ended) {
+      *pid = e.pid;
+      *wait_status = e.wait_status;
+      e = Kernel::Entered{};
+      return true;
+    }
+  return false;
 }
 
 }  // namespace flatux

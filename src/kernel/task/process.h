@@ -63,4 +63,25 @@ struct InitIdentity {
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
                 const char** why, File* console = nullptr, const InitIdentity* id = nullptr);
 
+// A process the launcher starts: the first one (spawn_init's), or one
+// entered from outside while the guests run (an OCI runtime's exec),
+// which no guest is the parent of and whose end entered_take_exit tells.
+struct SpawnSpec {
+  const char* path = nullptr;
+  const char* const* argv = nullptr;
+  const char* const* envp = nullptr;
+  File* console = nullptr;              // 0-2 are this file
+  const int* stdio_host_fds = nullptr;  // else 0-2 over these host descriptors (taken over; -1: closed)
+  const InitIdentity* identity = nullptr;
+  const char* cwd = nullptr;            // else the kernel's start folder
+  bool entered = false;
+};
+// Returns 0 and its pid in *pid, or -errno (EAGAIN: too many entered
+// processes at once) and, for ENOEXEC, *why.
+long spawn_process(Kernel& k, const SpawnSpec& s, int* pid, const char** why);
+
+// An entered process that has ended since the last call: true with its
+// pid and wait status.
+bool entered_take_exit(Kernel& k, int* pid, int* wait_status);
+
 }  // namespace flatux

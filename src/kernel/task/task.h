@@ -198,6 +198,7 @@ struct Process {
   int pid, pgid, sid;
   Tty* ctty = nullptr;          // controlling terminal (inherited; dropped by setsid)
   Process* parent = nullptr;
+  bool entered = false;         // started from outside (Kernel::entered); no parent
   Process* children = nullptr;  // singly linked through `sibling`
   Process* sibling = nullptr;
   Task* threads = nullptr;      // singly linked through Task::next_thread

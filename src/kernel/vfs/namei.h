@@ -184,6 +184,9 @@ ErrorOr<Path> fs_cwd(Task& t);
 // Makes p (whose references move in) the working directory; `opened`
 // (a reference moves in, or nullptr) is it as an O_PATH file.
 void fs_set_cwd(Task& t, Path p, File* opened);
+// chdir(2) to a kernel-space path (the launcher's start folder of a
+// process): 0 or -errno.
+long fs_chdir_path(Task& t, const char* path);
 // The process's root (chroot) as a guest path of the kernel's one
 // namespace: "/" until chroot, then wherever that directory now is.
 // fs_root_locked: fc.lock held.

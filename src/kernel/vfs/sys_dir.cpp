@@ -43,6 +43,15 @@ long set_cwd_from(Task& t, File& dir, bool own) {
 
 }  // namespace
 
+long fs_chdir_path(Task& t, const char* path) {
+  File* dir = nullptr;
+  long r = vfs_open(t, AT_FDCWD, path, O_PATH | O_DIRECTORY, 0, &dir);
+  if (r < 0) return r;
+  r = set_cwd_from(t, *dir, true);
+  dir->put();
+  return r;
+}
+
 long sys_getdents64(Task& t, SyscallArgs a) {
   FdRef f(t, a[0]);
   if (!f || (f->flags & O_PATH)) return -EBADF;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "launcher/oci/oci_bundle.h"
+#include "launcher/oci/oci_exec.h"
 #include "launcher/oci/oci_spec.h"
 #include "launcher/oci/oci_state.h"
 #include "launcher/run_mode.h"
@@ -59,6 +60,7 @@ bool write_file_atomically(const std::string& path, const std::string& text, std
 
 void remove_state(const std::string& dir) {
   unlink(oci_exec_fifo(dir).c_str());
+  unlink((dir + "/ctl.sock").c_str());
   unlink((dir + "/state.json").c_str());
   rmdir(dir.c_str());
 }
@@ -121,13 +123,23 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
     remove_state(dir);
     return oci_fail(ctx, error);
   }
+  int control = oci_control_listen(dir, &error);
+  if (control < 0) {
+    remove_state(dir);
+    return oci_fail(ctx, error);
+  }
   fflush(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
     close(ready[0]);
+    OciExecServer server;
     run.before_program = [&] { return wait_for_start(ready[1], fifo_fd); };
+    run.control_fd = control;
+    run.serve_control = [&](flatux::Kernel& k, int c) { server.serve(k, c); };
+    run.on_kernel_event = [&](flatux::Kernel& k) { server.ended(k); };
     exit(run_program(run));
   }
+  close(control);
   close(ready[1]);
   close(fifo_fd);
   char byte = 0;
@@ -357,6 +369,7 @@ int oci_command(const OciContext& ctx, const std::string& command, std::map<std:
   if (command == "features") return features();
   if (command == "spec") return spec(ctx, opts);
   if (command == "list") return list(ctx, opts.count("format") ? opts["format"] : "table", opts.count("quiet") != 0);
+  if (command == "exec") return oci_exec(ctx, opts, args);
   if (command == "kill") {
     if (!want_args(ctx, args, 1, 2, &status)) return status;
     return kill_container(ctx, args[0], args.size() > 1 ? args[1] : "SIGTERM");

@@ -41,6 +41,11 @@ const std::map<std::string, std::vector<OptionSpec>> kCommands = {
     {"run",
      {{"bundle", "b", true}, {"pid-file", "", true}, {"console-socket", "", true}, {"no-pivot", "", false},
       {"no-new-keyring", "", false}, {"preserve-fds", "", true}, {"detach", "d", false}, {"keep", "", false}}},
+    {"exec",
+     {{"process", "p", true}, {"detach", "d", false}, {"pid-file", "", true}, {"tty", "t", false},
+      {"console-socket", "", true}, {"cwd", "", true}, {"env", "e", true}, {"user", "u", true}, {"cap", "c", true},
+      {"no-new-privs", "", false}, {"preserve-fds", "", true}, {"process-label", "", true}, {"apparmor", "", true},
+      {"additional-gids", "g", true}, {"ignore-paused", "", false}}},
     {"start", {}},
     {"state", {}},
     {"kill", {{"all", "a", false}}},
@@ -84,7 +89,9 @@ bool parse_options(int* i, int argc, char** argv, const std::vector<OptionSpec>&
       }
       value = argv[++*i];
     }
-    (*out)[o->name] = o->takes_value ? value : "true";
+    std::string& slot = (*out)[o->name];
+    if (!o->takes_value) slot = "true";
+    else slot = slot.empty() ? value : slot + "\n" + value;  // repeated (--env): one per line
   }
   return true;
 }
@@ -106,7 +113,10 @@ const char* kUsage =
     "  spec [--bundle DIR] [--rootless]             write a default config.json\n"
     "  features                                     what this runtime serves, as JSON\n"
     "\n"
-    "exec, pause, resume, update, events, checkpoint and restore are not served yet.\n"
+    "  exec [--process FILE | --env E --cwd D --user U] [--detach] [--pid-file FILE] ID [COMMAND...]\n"
+    "                                               a new process in a running container\n"
+    "\n"
+    "pause, resume, update, events, checkpoint and restore are not served yet; nor are terminals.\n"
     "State is kept under --root (default /run/flatux-oci).\n";
 
 }  // namespace
@@ -131,7 +141,7 @@ int oci_main(int argc, char** argv) {
   std::string command = argv[i++];
   auto it = kCommands.find(command);
   if (it == kCommands.end()) {
-    static const char* const kLater[] = {"exec", "pause", "resume", "update", "events", "checkpoint", "restore"};
+    static const char* const kLater[] = {"pause", "resume", "update", "events", "checkpoint", "restore"};
     for (const char* c : kLater)
       if (command == c) return oci_fail(ctx, command + ": not served by flatux-oci yet");
     return oci_fail(ctx, "no such command: " + command);

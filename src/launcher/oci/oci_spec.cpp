@@ -130,6 +130,23 @@ const char* oci_capability_name(int bit) {
   return bit >= 0 && bit < (int)(sizeof kCapabilities / sizeof kCapabilities[0]) ? kCapabilities[bit] : nullptr;
 }
 
+bool oci_read_process(const std::string& path, OciSpec* s, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = path + ": cannot be read";
+    return false;
+  }
+  try {
+    s->identity = InitIdentity{};
+    read_process(json::parse(in), s);
+    if (s->args.empty()) throw std::runtime_error("args is empty");
+  } catch (const std::exception& e) {
+    *error = path + ": " + e.what();
+    return false;
+  }
+  return true;
+}
+
 bool oci_read_spec(const std::string& path, OciSpec* s, std::string* error) {
   std::ifstream in(path);
   if (!in) {

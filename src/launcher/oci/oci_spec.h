@@ -49,6 +49,10 @@ struct OciSpec {
   const Namespace* find_namespace(const std::string& type) const;
 };
 
+// Reads a "process" object alone (exec --process FILE) into spec's process
+// fields. False with *error set.
+bool oci_read_process(const std::string& path, OciSpec* spec, std::string* error);
+
 // Reads and checks `path`. False with *error saying what is wrong.
 bool oci_read_spec(const std::string& path, OciSpec* spec, std::string* error);
 

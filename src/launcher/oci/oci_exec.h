@@ -1,0 +1,44 @@
+// exec: a new process in a running container, started by the container's
+// kernel (its mounts, its pid numbering, the credentials asked for) and
+// seen from the host as the `exec` command itself (or, with --detach, a
+// process it leaves behind), whose exit status is the guest process's.
+//
+// The kernel's process listens on ROOT/ID/ctl.sock, made by create before
+// the sandbox. A request carries the process (oci_exec.cpp's wire format)
+// and, as SCM_RIGHTS, the three descriptors that become its stdio; the
+// answer is its pid (or -errno), then its wait status when it ends.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/oci/oci_commands.h"
+#include "launcher/run_mode.h"
+
+namespace flatux::launcher {
+
+// The control socket's path (through an O_PATH descriptor of `dir`, so its
+// length does not depend on --root's), and the listening socket create
+// makes there; -1 after *error.
+std::string oci_control_path(int dir_fd);
+int oci_control_listen(const std::string& dir, std::string* error);
+
+// The kernel's side: connections and ended processes, from run_program's
+// wait loop (RunOptions::serve_control and on_kernel_event).
+class OciExecServer {
+ public:
+  void serve(flatux::Kernel& k, int connection);
+  void ended(flatux::Kernel& k);
+
+ private:
+  struct Session {
+    int pid;
+    int connection;
+  };
+  std::vector<Session> sessions_;
+};
+
+// `exec [OPTIONS] ID [COMMAND ARGS...]`.
+int oci_exec(const OciContext& ctx, std::map<std::string, std::string>& opts, const std::vector<std::string>& args);
+
+}  // namespace flatux::launcher
