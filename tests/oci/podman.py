@@ -2,7 +2,7 @@
 """podman with `--runtime build/flatux-oci`, as a user runs containers:
 an image imported offline from a busybox root, then run --rm (output and
 exit codes), -e, -w, --user, --hostname, -v (rw and :ro), --tmpfs,
---read-only, --memory, -d with logs, kill -s, stop -t (SIGTERM, then
+--read-only, --memory, -d with logs, exec (-i, -d, -e, -w, --user), kill -s, stop -t (SIGTERM, then
 SIGKILL for an init without a handler), rm -f, --network none, and the
 default bridge network with -p (a server in the container answers the
 host through the port mapping). Skipped (77) where podman is missing or
@@ -116,6 +116,16 @@ def detached(pm):
     r = pm("inspect", "--format", "{{.State.ExitCode}}", "trapper")
     check(r.stdout.strip() == "5", f"its exit code ({r.stdout.strip()})")
     check(pm("rm", "trapper").returncode == 0, "rm")
+    pm("run", "-d", "--name", "execd", IMAGE, "sleep", "100")
+    r = pm("exec", "execd", "sh", "-c", "echo in-exec; exit 3")
+    check(r.returncode == 3 and r.stdout == "in-exec\n", f"exec: output and exit code ({r.returncode} {r.stderr.strip()})")
+    r = pm("exec", "-e", "X=1", "-w", "/tmp", "--user", "1000", "execd", "sh", "-c", "echo $X; pwd; id -u")
+    check(r.stdout.split() == ["1", "/tmp", "1000"], f"exec -e -w --user ({r.stdout!r})")
+    r = pm("exec", "-i", "execd", "cat", input="piped\n")
+    check(r.stdout == "piped\n", f"exec -i: standard input reaches the process ({r.stdout!r})")
+    r = pm("exec", "-d", "execd", "sleep", "1")
+    check(r.returncode == 0, f"exec -d ({r.stderr.strip()})")
+    pm("rm", "-f", "-t", "0", "execd")
     pm("run", "-d", "--name", "sleeper", IMAGE, "sleep", "100")
     time.sleep(0.5)
     started = time.time()

@@ -201,6 +201,44 @@ def config_served(rt, work):
     check("refused" in r.stdout and not os.path.exists(os.path.join(bundle, "rootfs", "x")), "root.readonly")
 
 
+def exec_into(rt, work):
+    bundle = os.path.join(work, "exec")
+    make_bundle(rt.exe, bundle, ["sh", "-c", "echo $$ > /tmp/init-pid; while true; do sleep 0.05; done"],
+                **{"process.env": ["PATH=/bin", "FROM=config"]})
+    pid_file = os.path.join(work, "exec.pid")
+    check(rt("create", "--bundle", bundle, "--pid-file", pid_file, "ex") .returncode == 0, "create ex")
+    r = rt("exec", "ex", "true")
+    check(r.returncode != 0 and "not running" in r.stderr, "exec into a created container is refused")
+    check(rt("start", "ex").returncode == 0, "start ex")
+    init_pid = os.path.join(bundle, "rootfs", "tmp", "init-pid")
+    check(wait_for(lambda: os.path.exists(init_pid) and open(init_pid).read().strip()), "init runs")
+    r = rt("exec", "ex", "sh", "-c", "echo $FROM; echo $$; cat /tmp/init-pid; pwd; exit 3")
+    lines = r.stdout.split()
+    check(r.returncode == 3, f"exec's status is the process's exit 3 ({r.returncode} {r.stderr.strip()})")
+    check(lines[:1] == ["config"] and len(lines) == 4 and lines[3] == "/",
+          f"exec takes the container's environment and cwd ({lines})")
+    check(len(lines) == 4 and lines[1] != lines[2] and lines[2] == "1", "a new process beside init, whose pid is 1")
+    r = rt("exec", "--cwd", "/tmp", "--env", "A=1", "--env", "B=2", "--user", "1000:1000", "ex",
+           "sh", "-c", "pwd; echo $A$B; id -u; id -g")
+    check(r.stdout.split() == ["/tmp", "12", "1000", "1000"], f"exec --cwd --env --user ({r.stdout!r})")
+    proc = os.path.join(work, "process.json")
+    json.dump({"args": ["sh", "-c", "echo from-process-json; kill -TERM $$"], "cwd": "/",
+               "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}, open(proc, "w"))
+    r = rt("exec", "--process", proc, "ex")
+    check(r.returncode == -signal.SIGTERM and "from-process-json" in r.stdout,
+          f"exec --process; the exec command ends killed by the process's signal ({r.returncode})")
+    r = rt("exec", "ex", "/bin/no-such")
+    check(r.returncode == 127, f"exec of a missing program: 127 ({r.returncode})")
+    detached_pid = os.path.join(work, "detached.pid")
+    r = rt("exec", "--detach", "--pid-file", detached_pid, "ex", "sh", "-c", "sleep 0.3; exit 4")
+    check(r.returncode == 0, f"exec --detach returns at once ({r.stderr.strip()})")
+    pid = int(open(detached_pid).read())
+    check(exit_code(wait_status(pid)) == 4, "the process exec --detach leaves ends with the guest process's status")
+    r = rt("delete", "--force", "ex")
+    check(r.returncode == 0, "delete --force ex")
+    wait_status(int(open(pid_file).read()), 5)
+
+
 def bad_input(rt, work):
     bundle = os.path.join(work, "bad")
     make_bundle(rt.exe, bundle, ["true"])
@@ -210,8 +248,10 @@ def bad_input(rt, work):
     check(r.returncode != 0 and rt.state("nb") is None, "a bundle without config.json is refused, leaving nothing")
     r = rt("--no-such-flag", "list")
     check(r.returncode != 0 and "not defined" in r.stderr, "an unknown option is refused by name")
-    r = rt("exec", "x")
-    check(r.returncode != 0 and "not served" in r.stderr, "exec says it is not served yet")
+    r = rt("pause", "x")
+    check(r.returncode != 0 and "not served" in r.stderr, "pause says it is not served yet")
+    r = rt("exec", "no-such", "true")
+    check(r.returncode != 0 and "does not exist" in r.stderr, "exec into no container is refused")
     spec = json.load(open(os.path.join(bundle, "config.json")))
     spec["process"]["terminal"] = True
     json.dump(spec, open(os.path.join(bundle, "config.json"), "w"))
@@ -289,6 +329,7 @@ def main():
             killed_and_forced(rt, work)
             run_results(rt, work)
             config_served(rt, work)
+            exec_into(rt, work)
             bad_input(rt, work)
             time.sleep(0.2)
             reap_adopted()
