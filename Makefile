@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 RUN_ARGS ?= ubd0=$(BUILD)/rootfs.ext4 rw mem=1024m loglevel=8 init=/sbin/init
 
-.PHONY: deps configure build rootfs run test bench clean
+.PHONY: deps configure build rootfs run test bench install clean
 
 deps:
 	./tools/install-deps
@@ -33,6 +33,11 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 300
 	cd $(BUILD) && FLATUX_SYSCALL_ENTRY=trap ctest --output-on-failure -j $(JOBS) --timeout 300 \
 	  -E '$(MODE_INDEPENDENT)'
+
+# flatux and flatux-oci (the OCI runtime: flatux under that name) in PREFIX/bin.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 bench: rootfs  # the flatux-img column boots the no-MMU busybox it builds
 	python3 bench/run --build $(BUILD)
