@@ -27,6 +27,9 @@
 #include "kernel/task/process.h"
 #include "kernel/vfs/new_fs.h"
 #include "launcher/cmdline.h"
+#include "kernel/tty/console.h"
+#include "kernel/vfs/file.h"
+#include "launcher/host_terminal.h"
 #include "launcher/kernel_setup.h"
 
 extern char** environ;
@@ -39,13 +42,20 @@ namespace {
 volatile sig_atomic_t g_host_signal = 0;
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-void on_host_signal(int sig) { g_host_signal = sig; }
+volatile sig_atomic_t g_resized = 0;  // SIGWINCH on the console's terminal
 
-void install_forwarding() {
+void on_host_signal(int sig) { g_host_signal = sig; }
+void on_resize(int) { g_resized = 1; }
+
+void install_forwarding(bool terminal) {
   struct sigaction sa {};
   sa.sa_handler = on_host_signal;  // no SA_RESTART: the wait below must wake
   sigemptyset(&sa.sa_mask);
   for (int s : kForwarded) sigaction(s, &sa, nullptr);
+  if (terminal) {
+    sa.sa_handler = on_resize;
+    sigaction(SIGWINCH, &sa, nullptr);
+  }
 }
 
 
@@ -93,22 +103,41 @@ void name_the_host(flatux::Kernel& k, const RunOptions& o) {
   if (!o.domainname.empty()) snprintf(k.uts.domainname, sizeof k.uts.domainname, "%s", o.domainname.c_str());
 }
 
-// The kernel's process between guest events with a control socket: a
-// connection to serve, a process entered from outside that ended, the
-// first process's end (the kernel's event descriptor too), or a signal.
-void wait_for_control(flatux::Kernel& k, const RunOptions& o, const timespec& tick) {
-  pollfd fds[2] = {{o.control_fd, POLLIN, 0}, {k.cfg.launcher_event_fd, POLLIN, 0}};
-  if (ppoll(fds, 2, &tick, nullptr) <= 0) return;
-  if (fds[1].revents & POLLIN) {
+// The kernel's process between guest events when it has more to watch
+// than `halted`: a control connection to serve, a process entered from
+// outside that ended, the first process's end (the kernel's event
+// descriptor too), terminal input for the console, or a signal.
+void wait_for_events(flatux::Kernel& k, const RunOptions& o, const timespec& tick, bool* input_open) {
+  pollfd fds[3] = {{k.cfg.launcher_event_fd, POLLIN, 0}, {o.control_fd, POLLIN, 0}, {-1, POLLIN, 0}};
+  if (*input_open) fds[2].fd = 0;
+  if (ppoll(fds, 3, &tick, nullptr) <= 0) return;
+  if (fds[0].revents & POLLIN) {
     uint64_t n;
     (void)!read(k.cfg.launcher_event_fd, &n, sizeof n);
     if (o.on_kernel_event) o.on_kernel_event(k);
   }
-  if (fds[0].revents & POLLIN) {
+  if (fds[1].revents & POLLIN) {
     int c = accept4(o.control_fd, nullptr, nullptr, SOCK_CLOEXEC);
     if (c >= 0 && o.serve_control) o.serve_control(k, c);
     else if (c >= 0) close(c);
   }
+  if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+    char buf[4096];
+    ssize_t r = read(0, buf, sizeof buf);
+    if (r > 0) flatux::console_receive(k, buf, (size_t)r);
+    else if (r == 0 || (errno != EINTR && errno != EAGAIN)) *input_open = false;  // the terminal is gone
+  }
+}
+
+// The kernel's console on the terminal at 0 and 1 (raw: the kernel's line
+// discipline cooks), opened for the program.
+bool open_console(flatux::Kernel& k, flatux::File** out) {
+  bool raw = host_terminal_make_raw(0);
+  if (!raw || flatux::console_create(k, 0, 1, true) < 0 || flatux::console_open_initial(k, out) < 0) {
+    fprintf(stderr, "flatux: cannot make the console on the terminal\n");
+    return false;
+  }
+  return true;
 }
 
 // Ends this process as a signal ended the program, without a core file of
@@ -290,7 +319,7 @@ int run_program(const RunOptions& o) {
   if (!guest_memory_limit(o.mem, &cfg.boot.mem_bytes)) return 2;
   cfg.net_none = o.net == "none";
   cfg.container_init = o.container;
-  if (o.control_fd >= 0 && (cfg.launcher_event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+  if ((o.control_fd >= 0 || o.terminal) && (cfg.launcher_event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
     fprintf(stderr, "flatux: eventfd: %s\n", strerror(errno));
     return 125;
   }
@@ -338,7 +367,7 @@ int run_program(const RunOptions& o) {
     return 125;
   }
 
-  install_forwarding();
+  install_forwarding(o.terminal);
   if (o.before_program && !o.before_program()) {
     if (int sig = g_host_signal) end_by_signal(sig);  // killed while it waited: as the program would have been
     return 125;
@@ -349,19 +378,27 @@ int run_program(const RunOptions& o) {
   for (const auto& e : o.env) envp.push_back(e.c_str());
   envp.push_back(nullptr);
   const char* why = nullptr;
-  long r = flatux::spawn_init(*k, prog.c_str(), argv.data(), o.env_given ? envp.data() : environ, &why, nullptr,
-                              o.identity);
+  flatux::File* console = nullptr;
+  if (o.terminal && !open_console(*k, &console)) return 125;
+  long r = flatux::spawn_init(*k, prog.c_str(), argv.data(), o.env_given ? envp.data() : environ, &why, console,
+                              o.identity, console != nullptr);
+  if (console) console->put();
   if (r < 0) {
     int err = (int)-r;
     const char* msg = (err == ENOEXEC && why) ? why : strerror(err);
     fprintf(stderr, "flatux: %s: %s\n", o.argv[0].c_str(), msg);
     return err == ENOENT ? 127 : 126;
   }
+  bool input_open = o.terminal;
   while (k->halted.load() == 0) {
     // A signal landing just before the wait is picked up on the next tick.
     timespec tick{0, 100 * 1000 * 1000};
-    if (o.control_fd >= 0) wait_for_control(*k, o, tick);
+    if (cfg.launcher_event_fd >= 0) wait_for_events(*k, o, tick, &input_open);
     else syscall(SYS_futex, &k->halted, FUTEX_WAIT, 0, &tick, nullptr, 0);
+    if (g_resized) {
+      g_resized = 0;
+      flatux::console_host_resized(*k);
+    }
     if (int sig = g_host_signal) {
       g_host_signal = 0;
       flatux::forward_host_signal(*k, sig);

@@ -54,6 +54,10 @@ struct RunOptions {
   // the program is loaded: an OCI container's "created" state. False ends
   // the run (exit 125).
   std::function<bool()> before_program;
+  // 0 and 1 are a terminal (an OCI container's pty): the kernel's console
+  // runs on it (raw mode, the kernel's line discipline) as the program's
+  // stdio and controlling terminal.
+  bool terminal = false;
   // A listening socket the kernel's process accepts on while the guests
   // run (an OCI container's exec requests): each connection goes to
   // serve_control, and on_kernel_event runs when a process entered from

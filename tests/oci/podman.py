@@ -2,7 +2,7 @@
 """podman with `--runtime build/flatux-oci`, as a user runs containers:
 an image imported offline from a busybox root, then run --rm (output and
 exit codes), -e, -w, --user, --hostname, -v (rw and :ro), --tmpfs,
---read-only, --memory, -d with logs, exec (-i, -d, -e, -w, --user), kill -s, stop -t (SIGTERM, then
+--read-only, --memory, -d with logs, exec (-i, -d, -e, -w, --user), run -it on a pty with ^C, kill -s, stop -t (SIGTERM, then
 SIGKILL for an init without a handler), rm -f, --network none, and the
 default bridge network with -p (a server in the container answers the
 host through the port mapping). Skipped (77) where podman is missing or
@@ -140,6 +140,57 @@ def detached(pm):
     pm("rm", "-f", "sleeper")
 
 
+def on_terminal(argv, env, lines, seconds=20):
+    """Runs argv on a new pty, typing each (text, wait) of `lines`; returns
+    what the terminal showed and the exit code."""
+    import pty
+    import select
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvpe(argv[0], argv, env)
+    out = b""
+
+    def read_for(sec):
+        nonlocal out
+        end = time.time() + sec
+        while time.time() < end:
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if r:
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                out += data
+
+    read_for(2)
+    for text, wait in lines:
+        os.write(fd, text)
+        read_for(wait)
+    end = time.time() + seconds
+    status = None
+    while time.time() < end and status is None:
+        r, st = os.waitpid(pid, os.WNOHANG)
+        if r == pid:
+            status = os.waitstatus_to_exitcode(st)
+        else:
+            read_for(0.1)
+    if status is None:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    os.close(fd)
+    return out.decode(errors="replace"), status
+
+
+def terminal(pm):
+    argv = pm.base + ["--runtime", pm.runtime, "run", "--rm", "-it", IMAGE, "sh"]
+    out, status = on_terminal(argv, pm.env, [(b"echo hello-$((6*7)); sleep 30\r", 1.5), (b"\x03", 1),
+                                              (b"echo after-ctrl-c; exit 4\r", 1)])
+    check("hello-42" in out, f"run -it: an interactive shell on a terminal ({out[-200:]!r})")
+    check("after-ctrl-c" in out and status == 4, f"run -it: ^C reaches the container, exit 4 ({status})")
+
+
 def network(pm):
     r = pm("run", "--rm", "--network", "none", IMAGE, "sh", "-c", "ls /sys/class/net 2>/dev/null; cat /proc/net/dev 2>/dev/null | grep -c eth")
     check(r.returncode in (0, 1) and "eth" not in r.stdout.replace("0\n", ""), f"--network none has no eth ({r.stdout!r})")
@@ -183,6 +234,7 @@ def main():
         volumes(pm, work)
         memory(pm)
         detached(pm)
+        terminal(pm)
         network(pm)
         r = pm("ps", "-a", "-q")
         check(r.stdout.strip() == "", f"no container is left ({r.stdout.strip()})")

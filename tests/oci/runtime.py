@@ -239,6 +239,59 @@ def exec_into(rt, work):
     wait_status(int(open(pid_file).read()), 5)
 
 
+def console(rt, work):
+    """As an engine: a console socket receives the pty's master."""
+    import array
+    import socket
+    bundle = os.path.join(work, "tty")
+    make_bundle(rt.exe, bundle, ["sh"], **{"process.terminal": True,
+                                          "process.consoleSize": {"height": 30, "width": 100}})
+    sock_path = os.path.join(work, "console.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(sock_path)
+    server.listen(1)
+    pid_file = os.path.join(work, "tty.pid")
+    r = rt("create", "--bundle", bundle, "--console-socket", sock_path, "--pid-file", pid_file, "tty")
+    check(r.returncode == 0, f"create with --console-socket ({r.stderr.strip()})")
+    server.settimeout(5)
+    conn, _ = server.accept()
+    fds = array.array("i")
+    msg, anc, _, _ = conn.recvmsg(256, socket.CMSG_LEN(fds.itemsize))
+    for level, kind, data in anc:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:fds.itemsize])
+    check(len(fds) == 1 and msg.startswith(b"/dev/pts/"), f"the pty's master arrives with its name ({msg!r})")
+    if len(fds) != 1:
+        return
+    master = fds[0]
+    check(rt("start", "tty").returncode == 0, "start tty")
+    os.set_blocking(master, False)
+    os.write(master, b"stty size; echo ok-$((2+3)); sleep 20\r")
+    out = b""
+
+    def drain(seconds):
+        nonlocal out
+        end = time.time() + seconds
+        while time.time() < end:
+            try:
+                out += os.read(master, 4096)
+            except BlockingIOError:
+                time.sleep(0.05)
+            except OSError:
+                return
+    drain(1.5)
+    os.write(master, b"\x03")
+    drain(0.5)
+    os.write(master, b"exit 6\r")
+    drain(1)
+    text = out.decode(errors="replace")
+    check("30 100" in text, f"consoleSize is the terminal's size ({text!r})")
+    check("ok-5" in text, "the shell runs on the terminal")
+    check(exit_code(wait_status(int(open(pid_file).read()))) == 6, "^C interrupts the foreground job; exit 6")
+    os.close(master)
+    rt("delete", "tty")
+
+
 def bad_input(rt, work):
     bundle = os.path.join(work, "bad")
     make_bundle(rt.exe, bundle, ["true"])
@@ -256,7 +309,8 @@ def bad_input(rt, work):
     spec["process"]["terminal"] = True
     json.dump(spec, open(os.path.join(bundle, "config.json"), "w"))
     r = rt("create", "--bundle", bundle, "tty")
-    check(r.returncode != 0 and "terminal" in r.stderr and rt.state("tty") is None, "a terminal is refused, clearly")
+    check(r.returncode != 0 and "console-socket" in r.stderr and rt.state("tty") is None,
+          "a terminal without --console-socket is refused, clearly")
     with open(os.path.join(bundle, "config.json"), "w") as f:
         f.write("{ not json")
     r = rt("create", "--bundle", bundle, "garbage")
@@ -330,6 +384,7 @@ def main():
             run_results(rt, work)
             config_served(rt, work)
             exec_into(rt, work)
+            console(rt, work)
             bad_input(rt, work)
             time.sleep(0.2)
             reap_adopted()

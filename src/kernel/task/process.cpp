@@ -22,6 +22,7 @@
 #include "kernel/task/exit.h"
 #include "kernel/task/pid_reserve.h"
 #include "kernel/time.h"
+#include "kernel/tty/console.h"
 #include "kernel/vfs/namei.h"
 
 namespace flatux {
@@ -305,6 +306,7 @@ long spawn_process(Kernel& k, const SpawnSpec& s, int* pid_out, const char** why
     if (s.identity) apply_init_identity(*p, *s.identity);
   }
   install_spawn_stdio(k, *p, s);
+  if (s.console && s.console_ctty) console_become_ctty(*t);
   ExecResult* res = k.heap->make<ExecResult>();
   long r = res ? 0 : -ENOMEM;
   if (r == 0 && s.cwd) r = fs_chdir_path(*t, s.cwd);
@@ -346,13 +348,14 @@ long spawn_process(Kernel& k, const SpawnSpec& s, int* pid_out, const char** why
 }
 
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
-                const char** why, File* console, const InitIdentity* id) {
+                const char** why, File* console, const InitIdentity* id, bool console_ctty) {
   SpawnSpec s;
   s.path = path;
   s.argv = argv;
   s.envp = envp;
   s.console = console;
   s.identity = id;
+  s.console_ctty = console_ctty;
   return spawn_process(k, s, nullptr, why);
 }
 

@@ -61,7 +61,8 @@ struct InitIdentity {
 // program is looked up, so its permission checks are that user's).
 // On failure nothing is left behind; returns -errno and, for ENOEXEC, sets *why.
 long spawn_init(Kernel& k, const char* path, const char* const* argv, const char* const* envp,
-                const char** why, File* console = nullptr, const InitIdentity* id = nullptr);
+                const char** why, File* console = nullptr, const InitIdentity* id = nullptr,
+                bool console_ctty = false);
 
 // A process the launcher starts: the first one (spawn_init's), or one
 // entered from outside while the guests run (an OCI runtime's exec),
@@ -71,6 +72,7 @@ struct SpawnSpec {
   const char* const* argv = nullptr;
   const char* const* envp = nullptr;
   File* console = nullptr;              // 0-2 are this file
+  bool console_ctty = false;            // and the console is its controlling terminal
   const int* stdio_host_fds = nullptr;  // else 0-2 over these host descriptors (taken over; -1: closed)
   const InitIdentity* identity = nullptr;
   const char* cwd = nullptr;            // else the kernel's start folder

@@ -134,6 +134,10 @@ void console_host_resized(Kernel& k) {
 
 bool console_is_terminal(const Kernel& k) { return k.console && k.console->terminal; }
 
+void console_become_ctty(Task& t) {
+  if (Console* c = t.kernel->console; c && c->terminal) tty_open_ctty(t, c->tty);
+}
+
 bool console_write_kernel(Kernel& k, std::string_view text) {
   Console* c = k.console;
   if (!c) return false;

@@ -28,6 +28,11 @@ void console_host_resized(Kernel& k);
 // discipline), which the virtual terminals need.
 bool console_is_terminal(const Kernel& k);
 
+// Makes a terminal console the controlling terminal of t's session (t a
+// session leader without one): an OCI container's init, which natively
+// is a session leader on its pty.
+void console_become_ctty(Task& t);
+
 // Kernel messages (printk): false when there is no console yet.
 bool console_write_kernel(Kernel& k, std::string_view text);
 

@@ -10,11 +10,13 @@
 #include <fcntl.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "launcher/oci/oci_bundle.h"
+#include "launcher/oci/oci_console.h"
 #include "launcher/oci/oci_exec.h"
 #include "launcher/oci/oci_spec.h"
 #include "launcher/oci/oci_state.h"
@@ -95,14 +97,14 @@ struct Created {
 // create: everything up to the program, which waits for `start`.
 int create(const OciContext& ctx, std::map<std::string, std::string>& opts, const std::string& id, Created* out) {
   if (!valid_id(id)) return oci_fail(ctx, "invalid container id: " + id);
-  if (opts.count("console-socket")) return oci_fail(ctx, "a terminal (--console-socket) is not served yet");
   char bundle[PATH_MAX];
   std::string given = opts.count("bundle") ? opts["bundle"] : ".";
   if (!realpath(given.c_str(), bundle)) return oci_fail(ctx, "bundle " + given + ": " + strerror(errno));
   OciSpec spec;
   std::string error;
   if (!oci_read_spec(std::string(bundle) + "/config.json", &spec, &error)) return oci_fail(ctx, error);
-  if (spec.terminal) return oci_fail(ctx, "process.terminal: a terminal is not served yet");
+  if (spec.terminal && !opts.count("console-socket"))
+    return oci_fail(ctx, "process.terminal needs --console-socket (where the terminal goes)");
   mkdir(ctx.root.c_str(), 0711);
   std::string dir = oci_state_dir(ctx.root, id);
   if (mkdir(dir.c_str(), 0711) != 0)
@@ -124,7 +126,10 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
     return oci_fail(ctx, error);
   }
   int control = oci_control_listen(dir, &error);
-  if (control < 0) {
+  int terminal = -1;
+  if (control < 0 ||
+      (spec.terminal && !oci_console_open(opts["console-socket"], spec.console_rows, spec.console_cols, &terminal, &error))) {
+    if (control >= 0) close(control);
     remove_state(dir);
     return oci_fail(ctx, error);
   }
@@ -132,6 +137,13 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
   pid_t pid = fork();
   if (pid == 0) {
     close(ready[0]);
+    if (terminal >= 0) {  // the container's stdio and controlling terminal, as runc's init has it
+      setsid();
+      for (int fd = 0; fd < 3; fd++) dup2(terminal, fd);
+      ioctl(0, TIOCSCTTY, 0);
+      close(terminal);
+      run.terminal = true;
+    }
     OciExecServer server;
     run.before_program = [&] { return wait_for_start(ready[1], fifo_fd); };
     run.control_fd = control;
@@ -140,6 +152,7 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
     exit(run_program(run));
   }
   close(control);
+  if (terminal >= 0) close(terminal);
   close(ready[1]);
   close(fifo_fd);
   char byte = 0;

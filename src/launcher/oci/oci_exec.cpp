@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kernel/task/process.h"
+#include "launcher/oci/oci_console.h"
 #include "launcher/oci/oci_spec.h"
 #include "launcher/oci/oci_state.h"
 
@@ -237,7 +238,7 @@ std::string find_in_root(const std::string& rootfs, const std::vector<std::strin
 // exec's process: --process FILE, else the container's own process with
 // the command line's changes (runc's way).
 bool build_request(const OciState& st, std::map<std::string, std::string>& opts, const std::vector<std::string>& args,
-                   ExecRequest* r, std::string* error) {
+                   ExecRequest* r, bool* terminal, std::string* error) {
   OciSpec spec;
   if (opts.count("process")) {
     if (!oci_read_process(opts["process"], &spec, error)) return false;
@@ -262,6 +263,7 @@ bool build_request(const OciState& st, std::map<std::string, std::string>& opts,
       spec.identity.gid = n == 2 ? gid : spec.identity.gid;
     }
   }
+  *terminal = opts.count("process") ? spec.terminal : opts.count("tty") != 0;
   r->identity = spec.identity;
   r->cwd = spec.cwd.empty() ? "/" : spec.cwd;
   r->env = spec.env;
@@ -320,13 +322,21 @@ int send_request(const std::string& dir, const ExecRequest& r, std::string* erro
 
 int oci_exec(const OciContext& ctx, std::map<std::string, std::string>& opts, const std::vector<std::string>& args) {
   if (args.empty()) return oci_fail(ctx, "missing the container id");
-  if (opts.count("tty") || opts.count("console-socket")) return oci_fail(ctx, "exec with a terminal is not served yet");
   OciState st;
   std::string error, dir = oci_state_dir(ctx.root, args[0]);
   if (!oci_state_read(dir, &st, &error)) return oci_fail(ctx, error);
   if (oci_status(dir, st) != "running") return oci_fail(ctx, "cannot exec in a container that is not running");
   ExecRequest r;
-  if (!build_request(st, opts, args, &r, &error)) return oci_fail(ctx, error);
+  bool terminal = false;
+  if (!build_request(st, opts, args, &r, &terminal, &error)) return oci_fail(ctx, error);
+  if (terminal) {
+    // The process's stdio is a new pty whose master goes to the engine.
+    int slave = -1;
+    if (!opts.count("console-socket")) return oci_fail(ctx, "a terminal needs --console-socket");
+    if (!oci_console_open(opts["console-socket"], 0, 0, &slave, &error)) return oci_fail(ctx, error);
+    for (int fd = 0; fd < 3; fd++) dup2(slave, fd);
+    close(slave);
+  }
   int conn = send_request(dir, r, &error);
   if (conn < 0) return oci_fail(ctx, error);
   Reply started{};

@@ -51,6 +51,10 @@ void read_process(const json& p, OciSpec* s) {
   s->env = strings(p, "env");
   s->cwd = string_or(p, "cwd", "/");
   s->terminal = p.value("terminal", false);
+  if (p.contains("consoleSize")) {
+    s->console_rows = p["consoleSize"].value("height", 0u);
+    s->console_cols = p["consoleSize"].value("width", 0u);
+  }
   InitIdentity& id = s->identity;
   if (p.contains("user")) {
     const json& u = p["user"];

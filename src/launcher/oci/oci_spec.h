@@ -27,6 +27,7 @@ struct OciSpec {
   std::vector<std::string> args, env;
   std::string cwd = "/";
   bool terminal = false;
+  unsigned console_rows = 0, console_cols = 0;  // process.consoleSize
   InitIdentity identity;
   // root
   std::string root_path;  // as written (relative to the bundle or absolute)
