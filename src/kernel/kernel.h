@@ -89,6 +89,7 @@ struct KernelConfig {
 struct MemAccount {
   std::atomic<uint64_t> used{0};
   uint64_t limit = 0;  // 0: no limit of our own
+  uint64_t shown_total = 0;  // less than limit: the total sysinfo and meminfo show (a container's memory.max)
   std::atomic<int> max_map_count{65530};  // vm.max_map_count: regions per process
   KMutex charges_lock;            // the list of host objects charged (mm/host_charge.h)
   HostCharge* charges = nullptr;

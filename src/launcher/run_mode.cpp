@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "kernel/block/ubd.h"
+#include "kernel/cgroup/cgroup.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/kernel.h"
@@ -362,6 +363,8 @@ int run_program(const RunOptions& o) {
   });
   if (!k) return 125;
   if (!attach_devices(*k, o, ubds, tmpfs)) return 125;
+  // After the seal: a limit starts the memory watch's thread.
+  if (o.container) flatux::cgroup_delegate_root(*k, o.cgroup_memory_max, o.cgroup_pids_max);
   if (survey_fd >= 0 && !flatux::site_survey_start(*k, survey_fd)) {
     fprintf(stderr, "flatux: --site-survey=%s: cannot start the survey\n", o.site_survey.c_str());
     return 125;

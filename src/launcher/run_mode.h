@@ -50,6 +50,9 @@ struct RunOptions {
   // pid namespace, and flatux ends killed by the program's signal
   // (silently) where `flatux run` exits 128+N.
   bool container = false;
+  // A container's cgroup limits (linux.resources), on the guests' root
+  // cgroup, which stands for the container's own: 0 for none.
+  int64_t cgroup_memory_max = 0, cgroup_pids_max = 0;
   // In the kernel's host process once everything is ready, just before
   // the program is loaded: an OCI container's "created" state. False ends
   // the run (exit 125).

@@ -2,7 +2,7 @@
 """podman with `--runtime build/flatux-oci`, as a user runs containers:
 an image imported offline from a busybox root, then run --rm (output and
 exit codes), -e, -w, --user, --hostname, -v (rw and :ro), --tmpfs,
---read-only, --memory, -d with logs, exec (-i, -d, -e, -w, --user), run -it on a pty with ^C, kill -s, stop -t (SIGTERM, then
+--read-only, --memory (memory.max, the OOM killer), --pids-limit, -d with logs, exec (-i, -d, -e, -w, --user), run -it on a pty with ^C, kill -s, stop -t (SIGTERM, then
 SIGKILL for an init without a handler), rm -f, --network none, and the
 default bridge network with -p (a server in the container answers the
 host through the port mapping). Skipped (77) where podman is missing or
@@ -93,9 +93,20 @@ def volumes(pm, work):
 
 
 def memory(pm):
-    r = pm("run", "--rm", "--memory", "64m", IMAGE, "head", "-1", "/proc/meminfo")
-    kb = int(r.stdout.split()[1]) if r.stdout.startswith("MemTotal:") else 0
-    check(kb == 65536, f"--memory 64m: the guest sees 64 MiB ({r.stdout.strip()})")
+    r = pm("run", "--rm", "--memory", "64m", IMAGE, "sh", "-c",
+           "head -1 /proc/meminfo; cat /sys/fs/cgroup/memory.max /proc/self/cgroup")
+    lines = r.stdout.split("\n")
+    kb = int(lines[0].split()[1]) if lines[0].startswith("MemTotal:") else 0
+    check(kb == 65536, f"--memory 64m: /proc/meminfo shows 64 MiB ({r.stdout.strip()})")
+    check(lines[1:3] == ["67108864", "0::/"], f"--memory 64m: the container's cgroup has memory.max ({lines[1:3]})")
+    # Past memory.max the OOM killer ends the process, as Linux's memory
+    # cgroup does (runc: 137 too); a mapping past it is not refused.
+    r = pm("run", "--rm", "--memory", "64m", IMAGE, "sh", "-c",
+           "x=$(head -c 150000000 /dev/zero | tr '\\0' a); echo survived ${#x}")
+    check(r.returncode == 137 and "survived" not in r.stdout, f"past --memory: OOM-killed, 137 ({r.returncode})")
+    r = pm("run", "--rm", "--pids-limit", "5", IMAGE, "sh", "-c",
+           "cat /sys/fs/cgroup/pids.max; for i in 1 2 3 4 5 6 7 8; do sleep 1 & done; wait")
+    check(r.stdout.startswith("5\n") and "can't fork" in r.stderr, f"--pids-limit 5: pids.max, and fork fails past it ({r.stderr.strip()[-80:]})")
 
 
 def detached(pm):

@@ -232,6 +232,18 @@ bool cgroup_frozen_locked(Kernel& k, const Cgroup& cg) {
   return true;
 }
 
+void cgroup_delegate_root(Kernel& k, int64_t memory_max, int64_t pids_max) {
+  Guard g(k.tasks_lock);
+  Cgroup& root = k.cgroups->root;
+  root.delegated_root = true;
+  if (memory_max > 0) {
+    root.mem.max = memory_max;
+    k.mem.shown_total = (uint64_t)memory_max;
+  }
+  if (pids_max > 0) root.pids_max = pids_max;
+  memcg_limits_changed_locked(k);
+}
+
 uint32_t cgroup_controllers(const Cgroup& cg) {
   return cg.parent ? cg.parent->subtree_control : kCgroupAllControllers;
 }

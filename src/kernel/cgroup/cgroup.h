@@ -47,6 +47,10 @@ struct Cgroup {
   // pids
   int64_t pids_current = 0;         // tasks in it and below
   int64_t pids_max = kCgroupMax;
+  // The root of a container's kernel stands for the container's own cgroup
+  // (as a cgroup namespace's root does natively): it shows and enforces
+  // the limits of a cgroup that is not the root (cgroup_delegate_root).
+  bool delegated_root = false;
   int64_t pids_events_max = 0;      // forks refused here
   MemCounter mem;                   // memory (cgroup/memcg.h)
 };
@@ -59,6 +63,11 @@ struct CgroupTree {
 };
 
 CgroupTree* cgroup_tree_create(Heap* heap);
+
+// An OCI container's limits on the root cgroup (0: none), which then
+// shows memory.max, pids.max and the other files of a cgroup that is not
+// the root; the kernel's mem= accounting reports memory_max as the total.
+void cgroup_delegate_root(Kernel& k, int64_t memory_max, int64_t pids_max);
 
 // Under tasks_lock: the membership hooks of fork and exit.
 // A new process joins its parent's cgroup (the root without a parent).

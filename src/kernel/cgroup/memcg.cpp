@@ -59,7 +59,7 @@ void oom_kill_locked(Kernel& k, Cgroup& cg) {
   int64_t worst_badness = -1;
   bool one_dying = false;
   for_each_member_mm(k, cg, [&](Process& p, Task& first) {
-    if (&p == k.init) return;  // as Linux spares the global init
+    if (&p == k.init && !k.cfg.container_init) return;  // as Linux spares the global init (a container's is not)
     if (dying(p)) {
       one_dying = true;
       return;
@@ -79,7 +79,7 @@ void oom_kill_locked(Kernel& k, Cgroup& cg) {
     return;
   }
   for_each_member_mm(k, cg, [&](Process& p, Task&) {
-    if (&p == k.init || p.oom_score_adj == -1000) return;
+    if ((&p == k.init && !k.cfg.container_init) || p.oom_score_adj == -1000) return;
     kill_process(p);
     count_kill(cg, true);
   });

@@ -235,8 +235,9 @@ void mem_limit_sysinfo(const MemAccount& acct, struct sysinfo* si) {
   if (!acct.limit) return;
   uint64_t unit = si->mem_unit ? si->mem_unit : 1;
   uint64_t used = acct.used.load(std::memory_order_relaxed);
-  uint64_t free = (used < acct.limit ? acct.limit - used : 0) / unit;
-  si->totalram = acct.limit / unit;
+  uint64_t total = acct.shown_total && acct.shown_total < acct.limit ? acct.shown_total : acct.limit;
+  uint64_t free = (used < total ? total - used : 0) / unit;
+  si->totalram = total / unit;
   if (si->freeram > free) si->freeram = free;
   if (si->bufferram > si->freeram) si->bufferram = 0;
 }

@@ -178,7 +178,15 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
   o->domainname = s.domainname;
   o->identity = &s.identity;
   o->container = true;
-  if (s.memory_limit > 0) o->mem = std::to_string(s.memory_limit < (4 << 20) ? (4 << 20) : s.memory_limit);
+  // The limit is the container cgroup's memory.max, as natively: a mapping
+  // past it succeeds, the memory it makes resident gets the OOM killer.
+  // mem= (what the kernel as a whole may commit) keeps a margin above it.
+  if (s.memory_limit > 0) {
+    int64_t limit = s.memory_limit < (4 << 20) ? (4 << 20) : s.memory_limit;
+    o->cgroup_memory_max = limit;
+    o->mem = std::to_string(2 * limit + (256 << 20));
+  }
+  if (s.pids_limit > 0) o->cgroup_pids_max = s.pids_limit;
   network(s, o);
   int rootfd = open(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) {
@@ -191,7 +199,6 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
   if (ok && !make_mount_point(rootfd, o->cwd, false, error)) ok = false;
   close(rootfd);
   if (!ok) return false;
-  if (s.pids_limit > 0) ignored->push_back("linux.resources.pids: the run's own bound (4608 host tasks) applies");
   if (!s.masked_paths.empty() || !s.readonly_paths.empty())
     ignored->push_back("maskedPaths/readonlyPaths: not applied yet (/proc and /sys are flatux's own, none of the host's)");
   if (s.has_seccomp) ignored->push_back("linux.seccomp: not applied to the guest yet");

@@ -66,7 +66,7 @@ constexpr FileDef kFiles[] = {
 constexpr int kNFiles = sizeof kFiles / sizeof kFiles[0];
 
 bool shown(const FileDef& d, const Cgroup& cg) {
-  if (!(d.where & kRootToo) && !cg.parent) return false;
+  if (!(d.where & kRootToo) && !cg.parent && !cg.delegated_root) return false;
   return !d.controller || (cgroup_controllers(cg) & d.controller);
 }
 
