@@ -292,6 +292,33 @@ def console(rt, work):
     rt("delete", "tty")
 
 
+def pause_resume(rt, work):
+    bundle = os.path.join(work, "pause")
+    make_bundle(rt.exe, bundle, ["sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.02; done"])
+    counter = os.path.join(bundle, "rootfs", "tmp", "count")
+    check(rt("run", "--detach", "--bundle", bundle, "pz").returncode == 0, "run --detach pz")
+    check(wait_for(lambda: os.path.exists(counter)), "the counter runs")
+
+    def count():
+        try:
+            return int(open(counter).read() or 0)
+        except (OSError, ValueError):
+            return -1
+    check(rt("resume", "pz").returncode != 0, "resume of a running container is refused")
+    r = rt("pause", "pz")
+    check(r.returncode == 0 and rt.state("pz")["status"] == "paused", f"pause: state paused ({r.stderr.strip()})")
+    time.sleep(0.2)
+    a = count()
+    time.sleep(0.5)
+    check(count() == a, "nothing runs while paused")
+    r = rt("resume", "pz")
+    check(r.returncode == 0 and rt.state("pz")["status"] == "running", f"resume: state running ({r.stderr.strip()})")
+    check(wait_for(lambda: count() > a, 3), "it runs again after resume")
+    rt("pause", "pz")
+    r = rt("delete", "--force", "pz")
+    check(r.returncode == 0 and rt.state("pz") is None, "delete --force of a paused container")
+
+
 def bad_input(rt, work):
     bundle = os.path.join(work, "bad")
     make_bundle(rt.exe, bundle, ["true"])
@@ -301,8 +328,8 @@ def bad_input(rt, work):
     check(r.returncode != 0 and rt.state("nb") is None, "a bundle without config.json is refused, leaving nothing")
     r = rt("--no-such-flag", "list")
     check(r.returncode != 0 and "not defined" in r.stderr, "an unknown option is refused by name")
-    r = rt("pause", "x")
-    check(r.returncode != 0 and "not served" in r.stderr, "pause says it is not served yet")
+    r = rt("update", "x")
+    check(r.returncode != 0 and "not served" in r.stderr, "update says it is not served yet")
     r = rt("exec", "no-such", "true")
     check(r.returncode != 0 and "does not exist" in r.stderr, "exec into no container is refused")
     spec = json.load(open(os.path.join(bundle, "config.json")))
@@ -385,6 +412,7 @@ def main():
             config_served(rt, work)
             exec_into(rt, work)
             console(rt, work)
+            pause_resume(rt, work)
             bad_input(rt, work)
             time.sleep(0.2)
             reap_adopted()

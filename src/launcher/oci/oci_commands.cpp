@@ -63,6 +63,7 @@ bool write_file_atomically(const std::string& path, const std::string& text, std
 void remove_state(const std::string& dir) {
   unlink(oci_exec_fifo(dir).c_str());
   unlink((dir + "/ctl.sock").c_str());
+  unlink(oci_paused_marker(dir).c_str());
   unlink((dir + "/state.json").c_str());
   rmdir(dir.c_str());
 }
@@ -395,6 +396,7 @@ int oci_command(const OciContext& ctx, const std::string& command, std::map<std:
   }
   if (command == "run") return run(ctx, opts, id);
   if (command == "start") return start(ctx, id);
+  if (command == "pause" || command == "resume") return oci_freeze(ctx, id, command == "pause");
   if (command == "state") return state(ctx, id);
   if (command == "delete") return delete_container(ctx, id, opts.count("force") != 0);
   if (command == "ps") return ps(ctx, id, opts.count("format") ? opts["format"] : "table");

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "kernel/cgroup/cgroup.h"
 #include "kernel/task/process.h"
 #include "launcher/oci/oci_console.h"
 #include "launcher/oci/oci_spec.h"
@@ -29,8 +30,10 @@ namespace {
 // string NUL-terminated. The same binary is at both ends.
 constexpr uint32_t kMagic = 0x43455846;  // "FXEC"
 constexpr uint32_t kMaxRequest = 1 << 20;
+enum RequestKind : uint32_t { kExec = 1, kFreeze = 2, kThaw = 3 };
 struct Header {
   uint32_t magic;
+  uint32_t kind;    // RequestKind; only kExec has a payload and descriptors
   uint32_t length;
 };
 enum ReplyKind : uint32_t { kStarted = 1, kEnded = 2 };
@@ -136,8 +139,8 @@ bool receive_header(int conn, Header* h, int fds[3]) {
       }
       got_fds = got_fds || count == 3;
     }
-  return n == (ssize_t)sizeof *h && got_fds && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && h->magic == kMagic &&
-         h->length <= kMaxRequest;
+  return n == (ssize_t)sizeof *h && (got_fds || h->kind != kExec) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+         h->magic == kMagic && h->length <= kMaxRequest;
 }
 
 void reply(int conn, ReplyKind kind, int32_t value) {
@@ -170,6 +173,18 @@ void OciExecServer::serve(flatux::Kernel& k, int conn) {
   std::string data;
   ExecRequest r;
   bool ok = receive_header(conn, &h, fds);
+  if (ok && (h.kind == kFreeze || h.kind == kThaw)) {
+    for (int fd : fds)
+      if (fd >= 0) close(fd);
+    {
+      Guard g(k.tasks_lock);
+      cgroup_set_freeze_locked(k, k.cgroups->root, h.kind == kFreeze);
+    }
+    reply(conn, kStarted, 0);
+    close(conn);
+    return;
+  }
+  ok = ok && h.kind == kExec;
   if (ok) {
     data.resize(h.length);
     ok = read_all(conn, data.data(), data.size()) && decode(data, &r);
@@ -272,8 +287,9 @@ bool build_request(const OciState& st, std::map<std::string, std::string>& opts,
   return true;
 }
 
-// Sends the request with our stdio and returns the connection, or -1.
-int send_request(const std::string& dir, const ExecRequest& r, std::string* error) {
+// Sends a request (an exec's with our stdio attached) and returns the
+// connection, or -1.
+int send_request(const std::string& dir, RequestKind kind, const std::string& data, std::string* error) {
   int d = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un a{};
@@ -281,8 +297,7 @@ int send_request(const std::string& dir, const ExecRequest& r, std::string* erro
   snprintf(a.sun_path, sizeof a.sun_path, "%s", oci_control_path(d).c_str());
   bool ok = d >= 0 && s >= 0 && connect(s, (sockaddr*)&a, sizeof a) == 0;
   if (d >= 0) close(d);
-  std::string data = encode(r);
-  Header h{kMagic, (uint32_t)data.size()};
+  Header h{kMagic, kind, (uint32_t)data.size()};
   if (ok) {
     int fds[3] = {0, 1, 2};
     char control[CMSG_SPACE(sizeof fds)] = {};
@@ -290,13 +305,15 @@ int send_request(const std::string& dir, const ExecRequest& r, std::string* erro
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof fds);
-    memcpy(CMSG_DATA(c), fds, sizeof fds);
+    if (kind == kExec) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof fds);
+      memcpy(CMSG_DATA(c), fds, sizeof fds);
+    }
     ok = sendmsg(s, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof h && write_all(s, data.data(), data.size());
   }
   if (!ok) {
@@ -337,7 +354,7 @@ int oci_exec(const OciContext& ctx, std::map<std::string, std::string>& opts, co
     for (int fd = 0; fd < 3; fd++) dup2(slave, fd);
     close(slave);
   }
-  int conn = send_request(dir, r, &error);
+  int conn = send_request(dir, kExec, encode(r), &error);
   if (conn < 0) return oci_fail(ctx, error);
   Reply started{};
   if (!read_all(conn, &started, sizeof started) || started.kind != kStarted)
@@ -360,6 +377,25 @@ int oci_exec(const OciContext& ctx, std::map<std::string, std::string>& opts, co
   Reply ended{};
   if (!read_all(conn, &ended, sizeof ended) || ended.kind != kEnded) _exit(255);  // the container ended first
   end_as(ended.value);
+}
+
+int oci_freeze(const OciContext& ctx, const std::string& id, bool freeze) {
+  OciState st;
+  std::string error, dir = oci_state_dir(ctx.root, id);
+  if (!oci_state_read(dir, &st, &error)) return oci_fail(ctx, error);
+  std::string status = oci_status(dir, st);
+  if (status != (freeze ? "running" : "paused"))
+    return oci_fail(ctx, "cannot " + std::string(freeze ? "pause" : "resume") + " a container that is " + status);
+  int conn = send_request(dir, freeze ? kFreeze : kThaw, "", &error);
+  if (conn < 0) return oci_fail(ctx, error);
+  Reply r{};
+  bool ok = read_all(conn, &r, sizeof r) && r.kind == kStarted && r.value == 0;
+  close(conn);
+  if (!ok) return oci_fail(ctx, "the container's kernel did not answer");
+  std::string marker = oci_paused_marker(dir);
+  if (freeze) close(open(marker.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+  else unlink(marker.c_str());
+  return 0;
 }
 
 }  // namespace flatux::launcher

@@ -38,6 +38,10 @@ class OciExecServer {
   std::vector<Session> sessions_;
 };
 
+// pause and resume: the guests' root cgroup frozen or thawed (cgroup.freeze)
+// through the same socket; the state says "paused" meanwhile.
+int oci_freeze(const OciContext& ctx, const std::string& id, bool freeze);
+
 // `exec [OPTIONS] ID [COMMAND ARGS...]`.
 int oci_exec(const OciContext& ctx, std::map<std::string, std::string>& opts, const std::vector<std::string>& args);
 

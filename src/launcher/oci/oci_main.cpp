@@ -47,6 +47,8 @@ const std::map<std::string, std::vector<OptionSpec>> kCommands = {
       {"no-new-privs", "", false}, {"preserve-fds", "", true}, {"process-label", "", true}, {"apparmor", "", true},
       {"additional-gids", "g", true}, {"ignore-paused", "", false}}},
     {"start", {}},
+    {"pause", {}},
+    {"resume", {}},
     {"state", {}},
     {"kill", {{"all", "a", false}}},
     {"delete", {{"force", "f", false}}},
@@ -116,7 +118,9 @@ const char* kUsage =
     "  exec [--process FILE | --env E --cwd D --user U] [--detach] [--pid-file FILE] ID [COMMAND...]\n"
     "                                               a new process in a running container\n"
     "\n"
-    "pause, resume, update, events, checkpoint and restore are not served yet; nor are terminals.\n"
+    "  pause ID / resume ID                         freeze and thaw the container's processes\n"
+    "\n"
+    "update, events, checkpoint and restore are not served yet.\n"
     "State is kept under --root (default /run/flatux-oci).\n";
 
 }  // namespace
@@ -141,7 +145,7 @@ int oci_main(int argc, char** argv) {
   std::string command = argv[i++];
   auto it = kCommands.find(command);
   if (it == kCommands.end()) {
-    static const char* const kLater[] = {"pause", "resume", "update", "events", "checkpoint", "restore"};
+    static const char* const kLater[] = {"update", "events", "checkpoint", "restore"};
     for (const char* c : kLater)
       if (command == c) return oci_fail(ctx, command + ": not served by flatux-oci yet");
     return oci_fail(ctx, "no such command: " + command);

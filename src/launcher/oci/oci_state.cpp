@@ -18,6 +18,7 @@ using json = nlohmann::json;
 
 std::string oci_state_dir(const std::string& root, const std::string& id) { return root + "/" + id; }
 std::string oci_exec_fifo(const std::string& dir) { return dir + "/exec.fifo"; }
+std::string oci_paused_marker(const std::string& dir) { return dir + "/paused"; }
 
 bool oci_state_write(const std::string& dir, const OciState& s, std::string* error) {
   json j = {{"id", s.id},           {"bundle", s.bundle},        {"rootfs", s.rootfs}, {"created", s.created},
@@ -83,7 +84,8 @@ std::string oci_status(const std::string& dir, const OciState& s) {
   uint64_t start = 0;
   if (!oci_process_alive(s.pid, &start) || start != s.pid_start) return "stopped";
   struct stat st;
-  return stat(oci_exec_fifo(dir).c_str(), &st) == 0 ? "created" : "running";
+  if (stat(oci_exec_fifo(dir).c_str(), &st) == 0) return "created";
+  return stat(oci_paused_marker(dir).c_str(), &st) == 0 ? "paused" : "running";
 }
 
 std::string oci_state_json(const OciState& s, const std::string& status) {

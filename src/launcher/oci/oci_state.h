@@ -18,11 +18,13 @@ struct OciState {
 
 std::string oci_state_dir(const std::string& root, const std::string& id);
 std::string oci_exec_fifo(const std::string& dir);
+std::string oci_paused_marker(const std::string& dir);  // there while paused
 
 bool oci_state_write(const std::string& dir, const OciState& s, std::string* error);
 bool oci_state_read(const std::string& dir, OciState* s, std::string* error);
 
-// "created", "running" or "stopped", as the runtime spec's lifecycle.
+// "created", "running", "paused" or "stopped", as the runtime spec's
+// lifecycle and runc's pause.
 std::string oci_status(const std::string& dir, const OciState& s);
 
 // The state the runtime spec defines (`state ID`), as runc prints it.
