@@ -319,6 +319,28 @@ def pause_resume(rt, work):
     check(r.returncode == 0 and rt.state("pz") is None, "delete --force of a paused container")
 
 
+def hooks(rt, work):
+    log = os.path.join(work, "hooks.log")
+    bundle = os.path.join(work, "hooks")
+
+    def hook(name, extra=""):
+        return {"path": "/bin/sh", "args": ["sh", "-c", f"read -r state; echo {name} \"$state\" >> {log}{extra}"]}
+    make_bundle(rt.exe, bundle, ["sh", "-c", "exit 0"], hooks={
+        "createRuntime": [hook("createRuntime")], "poststart": [hook("poststart")],
+        "poststop": [hook("poststop")]})
+    check(rt("run", "--bundle", bundle, "hk").returncode == 0, "run with hooks")
+    lines = open(log).read().splitlines() if os.path.exists(log) else []
+    names = [line.split()[0] for line in lines]
+    check(names == ["createRuntime", "poststart", "poststop"], f"hooks run in the spec's order ({names})")
+    states = [json.loads(line.split(" ", 1)[1]) for line in lines]
+    check([s["status"] for s in states] == ["created", "running", "stopped"] and states[0]["id"] == "hk",
+          f"each hook reads the container's state ({[s['status'] for s in states]})")
+    make_bundle(rt.exe, bundle, ["true"], hooks={"createRuntime": [hook("failing", "; exit 3")]})
+    r = rt("create", "--bundle", bundle, "hk2")
+    check(r.returncode != 0 and "createRuntime hook" in r.stderr and rt.state("hk2") is None,
+          f"a failing createRuntime hook fails create, leaving nothing ({r.stderr.strip()})")
+
+
 def bad_input(rt, work):
     bundle = os.path.join(work, "bad")
     make_bundle(rt.exe, bundle, ["true"])
@@ -413,6 +435,7 @@ def main():
             exec_into(rt, work)
             console(rt, work)
             pause_resume(rt, work)
+            hooks(rt, work)
             bad_input(rt, work)
             time.sleep(0.2)
             reap_adopted()

@@ -203,8 +203,9 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
     ignored->push_back("maskedPaths/readonlyPaths: not applied yet (/proc and /sys are flatux's own, none of the host's)");
   if (s.has_seccomp) ignored->push_back("linux.seccomp: not applied to the guest yet");
   if (!s.sysctl.empty()) ignored->push_back("linux.sysctl: not applied yet");
-  for (const auto& [when, hooks] : s.hooks)
-    if (!hooks.empty()) ignored->push_back("hooks." + when + ": not run yet");
+  for (const char* inside : {"createContainer", "startContainer"})
+    if (s.hooks.count(inside) && !s.hooks.at(inside).empty())
+      ignored->push_back(std::string("hooks.") + inside + ": hooks inside the container are not run yet");
   return true;
 }
 

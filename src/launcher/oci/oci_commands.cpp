@@ -18,6 +18,7 @@
 #include "launcher/oci/oci_bundle.h"
 #include "launcher/oci/oci_console.h"
 #include "launcher/oci/oci_exec.h"
+#include "launcher/oci/oci_hooks.h"
 #include "launcher/oci/oci_spec.h"
 #include "launcher/oci/oci_state.h"
 #include "launcher/run_mode.h"
@@ -181,9 +182,25 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
     remove_state(dir);
     return oci_fail(ctx, error);
   }
+  std::string state_json = oci_state_json(s, "created", false);
+  if (!oci_run_hooks(spec, "prestart", state_json, &error) || !oci_run_hooks(spec, "createRuntime", state_json, &error)) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    remove_state(dir);
+    return oci_fail(ctx, error);
+  }
   out->pid = pid;
   out->dir = dir;
   return 0;
+}
+
+// The bundle's hooks of `when` after create (the config as it is now,
+// as runc reads it again), failures logged.
+void run_later_hooks(const OciContext& ctx, const OciState& s, const std::string& when, const std::string& status) {
+  OciSpec spec;
+  std::string error;
+  if (!oci_read_spec(s.bundle + "/config.json", &spec, &error)) return;
+  if (!oci_run_hooks(spec, when, oci_state_json(s, status, false), &error)) oci_log(ctx, "warning", error);
 }
 
 bool load(const OciContext& ctx, const std::string& id, std::string* dir, OciState* s, std::string* error) {
@@ -206,7 +223,9 @@ int start(const OciContext& ctx, const std::string& id) {
   bool sent = write(fd, "s", 1) == 1;
   close(fd);
   unlink(oci_exec_fifo(dir).c_str());
-  return sent ? 0 : oci_fail(ctx, "cannot start the container: its process is gone");
+  if (!sent) return oci_fail(ctx, "cannot start the container: its process is gone");
+  run_later_hooks(ctx, s, "poststart", "running");
+  return 0;
 }
 
 int kill_container(const OciContext& ctx, const std::string& id, const std::string& signame) {
@@ -231,6 +250,7 @@ int delete_container(const OciContext& ctx, const std::string& id, bool force) {
     kill(s.pid, SIGKILL);  // the launcher's end takes the whole run (its pid namespace) with it
     if (!wait_stopped(dir, s, 10000)) return oci_fail(ctx, "container " + id + " did not end after SIGKILL");
   }
+  run_later_hooks(ctx, s, "poststop", "stopped");
   remove_state(dir);
   return 0;
 }
@@ -348,6 +368,9 @@ int run(const OciContext& ctx, std::map<std::string, std::string>& opts, const s
   int st = 0;
   while (waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
   }
+  OciState s;
+  std::string error;
+  if (oci_state_read(c.dir, &s, &error)) run_later_hooks(ctx, s, "poststop", "stopped");
   remove_state(c.dir);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -88,7 +88,7 @@ std::string oci_status(const std::string& dir, const OciState& s) {
   return stat(oci_paused_marker(dir).c_str(), &st) == 0 ? "paused" : "running";
 }
 
-std::string oci_state_json(const OciState& s, const std::string& status) {
+std::string oci_state_json(const OciState& s, const std::string& status, bool indent) {
   json j = {{"ociVersion", "1.0.2-dev"},
             {"id", s.id},
             {"pid", status == "stopped" ? 0 : s.pid},
@@ -98,7 +98,7 @@ std::string oci_state_json(const OciState& s, const std::string& status) {
             {"created", s.created},
             {"owner", ""}};
   if (!s.annotations.empty()) j["annotations"] = s.annotations;
-  return j.dump(2) + "\n";
+  return (indent ? j.dump(2) : j.dump()) + "\n";
 }
 
 std::vector<std::string> oci_list(const std::string& root) {

@@ -27,8 +27,9 @@ bool oci_state_read(const std::string& dir, OciState* s, std::string* error);
 // lifecycle and runc's pause.
 std::string oci_status(const std::string& dir, const OciState& s);
 
-// The state the runtime spec defines (`state ID`), as runc prints it.
-std::string oci_state_json(const OciState& s, const std::string& status);
+// The state the runtime spec defines: indented as runc's `state ID`
+// prints it, or on one line (what hooks read).
+std::string oci_state_json(const OciState& s, const std::string& status, bool indent = true);
 
 // Whether pid is alive (not a zombie), and its start time.
 bool oci_process_alive(pid_t pid, uint64_t* start_time);
