@@ -336,6 +336,7 @@ int run_program(const RunOptions& o) {
   sb.grant.net_none = cfg.net_none;
   sb.grant.host_owners = o.hostfs_owners == "host";
   sb.grant.mem_bytes = cfg.boot.mem_bytes;
+  sb.grant.cgroup_path = o.host_cgroup;
   for (const UbdSpec& u : ubds) sb.grant.images.push_back({u.file, u.readonly});
   for (const GuestMount& m : o.guest_mounts)
     if (!m.host.empty()) {

@@ -127,7 +127,10 @@ def detached(pm):
     r = pm("inspect", "--format", "{{.State.ExitCode}}", "trapper")
     check(r.stdout.strip() == "5", f"its exit code ({r.stdout.strip()})")
     check(pm("rm", "trapper").returncode == 0, "rm")
-    pm("run", "-d", "--name", "execd", IMAGE, "sleep", "100")
+    r = pm("run", "-d", "--name", "execd", IMAGE, "sleep", "100")
+    cid = r.stdout.strip()
+    mine = [t for t in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup") if os.path.exists(f"{t}/libpod_parent/libpod-{cid}")]
+    check(len(cid) == 64 and mine != [], "the container's host cgroup is podman's cgroupsPath (libpod_parent/libpod-ID)")
     r = pm("exec", "execd", "sh", "-c", "echo in-exec; exit 3")
     check(r.returncode == 3 and r.stdout == "in-exec\n", f"exec: output and exit code ({r.returncode} {r.stderr.strip()})")
     r = pm("exec", "-e", "X=1", "-w", "/tmp", "--user", "1000", "execd", "sh", "-c", "echo $X; pwd; id -u")
@@ -137,6 +140,8 @@ def detached(pm):
     r = pm("exec", "-d", "execd", "sleep", "1")
     check(r.returncode == 0, f"exec -d ({r.stderr.strip()})")
     pm("rm", "-f", "-t", "0", "execd")
+    check(not any(os.path.exists(f"{t}/libpod_parent/libpod-{cid}") for t in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup")),
+          "rm removes the container's host cgroup")
     pm("run", "-d", "--name", "sleeper", IMAGE, "sleep", "100")
     time.sleep(0.5)
     started = time.time()

@@ -341,6 +341,37 @@ def hooks(rt, work):
           f"a failing createRuntime hook fails create, leaving nothing ({r.stderr.strip()})")
 
 
+def host_cgroup(rt, work):
+    """linux.cgroupsPath: the run's host cgroup is the one the engine names
+    (with --systemd-cgroup, where systemd would put it), gone after delete."""
+    tops = [t for t in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup") if os.path.exists(t + "/cgroup.procs")]
+    if not tops or os.geteuid() != 0:
+        print("skip host cgroup checks: no cgroup hierarchy this test may write", flush=True)
+        return
+    top = tops[0]
+    bundle = os.path.join(work, "cg")
+    for name, path, systemd, where in (
+            ("cg1", "/flatux-test/ctr-cg1", False, "/flatux-test/ctr-cg1"),
+            ("cg2", "flatux-test.slice:flatux:cg2", True, "/flatux.slice/flatux-test.slice/flatux-cg2.scope")):
+        make_bundle(rt.exe, bundle, ["sleep", "100"], **{"linux.cgroupsPath": path})
+        pid_file = os.path.join(work, name + ".pid")
+        args = (["--systemd-cgroup"] if systemd else []) + ["create", "--bundle", bundle, "--pid-file", pid_file, name]
+        r = rt(*args)
+        check(r.returncode == 0, f"create {name} with cgroupsPath {path} ({r.stderr.strip()})")
+        procs = top + where + "/cgroup.procs"
+        inside = open(procs).read().split() if os.path.exists(procs) else []
+        check(len(inside) >= 2, f"the run's host processes are in {where} ({len(inside)})")
+        rt("delete", "--force", name)
+        wait_status(int(open(pid_file).read()), 5)
+        check(not os.path.exists(top + where), f"delete removes {where}")
+    for leftover in ("/flatux-test", "/flatux.slice/flatux-test.slice", "/flatux.slice"):
+        for t in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup"):
+            try:
+                os.rmdir(t + leftover)
+            except OSError:
+                pass
+
+
 def bad_input(rt, work):
     bundle = os.path.join(work, "bad")
     make_bundle(rt.exe, bundle, ["true"])
@@ -436,6 +467,7 @@ def main():
             console(rt, work)
             pause_resume(rt, work)
             hooks(rt, work)
+            host_cgroup(rt, work)
             bad_input(rt, work)
             time.sleep(0.2)
             reap_adopted()

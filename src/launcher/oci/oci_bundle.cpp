@@ -160,8 +160,24 @@ void network(const OciSpec& s, RunOptions* o) {
 
 }  // namespace
 
+std::string oci_cgroup_path(const std::string& p, bool systemd_cgroup) {
+  if (p.empty()) return "";
+  if (!systemd_cgroup) return p[0] == '/' ? p : "/" + p;  // relative: below the hierarchy's root here
+  size_t c1 = p.find(':'), c2 = c1 == std::string::npos ? c1 : p.find(':', c1 + 1);
+  if (c2 == std::string::npos) return p[0] == '/' ? p : "/" + p;
+  std::string slice = p.substr(0, c1), prefix = p.substr(c1 + 1, c2 - c1 - 1), name = p.substr(c2 + 1);
+  if (slice.empty()) slice = "system.slice";
+  // systemd nests a slice in each of its dash-separated prefixes.
+  std::string path;
+  std::string stem = slice.substr(0, slice.size() - (slice.size() > 6 && slice.compare(slice.size() - 6, 6, ".slice") == 0 ? 6 : 0));
+  for (size_t dash = stem.find('-'); dash != std::string::npos; dash = stem.find('-', dash + 1))
+    path += "/" + stem.substr(0, dash) + ".slice";
+  path += "/" + stem + ".slice";
+  return path + "/" + (prefix.empty() ? name : prefix + "-" + name) + ".scope";
+}
+
 bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* o, std::vector<std::string>* ignored,
-                       std::string* error) {
+                       std::string* error, bool systemd_cgroup) {
   std::string root = s.root_path[0] == '/' ? s.root_path : bundle + "/" + s.root_path;
   char canon[PATH_MAX];
   if (!realpath(root.c_str(), canon)) {
@@ -187,6 +203,7 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
     o->mem = std::to_string(2 * limit + (256 << 20));
   }
   if (s.pids_limit > 0) o->cgroup_pids_max = s.pids_limit;
+  o->host_cgroup = oci_cgroup_path(s.cgroups_path, systemd_cgroup);
   network(s, o);
   int rootfd = open(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) {

@@ -14,6 +14,11 @@ namespace flatux::launcher {
 // makes them. What flatux leaves out of the spec, each with its reason,
 // is added to *ignored. False with *error set when the bundle cannot run.
 bool oci_bundle_to_run(const std::string& bundle, const OciSpec& spec, RunOptions* o,
-                       std::vector<std::string>* ignored, std::string* error);
+                       std::vector<std::string>* ignored, std::string* error, bool systemd_cgroup = false);
+
+// linux.cgroupsPath as a path in the cgroup hierarchy: a path as it is,
+// or with --systemd-cgroup "slice:prefix:name" as systemd would place it
+// ("machine-a.slice:libpod:ID" is /machine.slice/machine-a.slice/libpod-ID.scope).
+std::string oci_cgroup_path(const std::string& cgroups_path, bool systemd_cgroup);
 
 }  // namespace flatux::launcher

@@ -113,7 +113,7 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
     return oci_fail(ctx, errno == EEXIST ? "container with id exists: " + id : dir + ": " + strerror(errno));
   RunOptions run;
   std::vector<std::string> ignored;
-  if (!oci_bundle_to_run(bundle, spec, &run, &ignored, &error)) {
+  if (!oci_bundle_to_run(bundle, spec, &run, &ignored, &error, ctx.systemd_cgroup)) {
     remove_state(dir);
     return oci_fail(ctx, error);
   }
@@ -175,6 +175,7 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
   s.created = oci_now();
   s.pid = pid;
   s.annotations = spec.annotations;
+  s.cgroup = run.host_cgroup;
   oci_process_alive(pid, &s.pid_start);
   if (!oci_state_write(dir, s, &error) ||
       (opts.count("pid-file") && !write_file_atomically(opts["pid-file"], std::to_string(pid), &error))) {
@@ -251,6 +252,7 @@ int delete_container(const OciContext& ctx, const std::string& id, bool force) {
     if (!wait_stopped(dir, s, 10000)) return oci_fail(ctx, "container " + id + " did not end after SIGKILL");
   }
   run_later_hooks(ctx, s, "poststop", "stopped");
+  oci_remove_host_cgroup(s.cgroup);
   remove_state(dir);
   return 0;
 }
@@ -370,7 +372,10 @@ int run(const OciContext& ctx, std::map<std::string, std::string>& opts, const s
   }
   OciState s;
   std::string error;
-  if (oci_state_read(c.dir, &s, &error)) run_later_hooks(ctx, s, "poststop", "stopped");
+  if (oci_state_read(c.dir, &s, &error)) {
+    run_later_hooks(ctx, s, "poststop", "stopped");
+    oci_remove_host_cgroup(s.cgroup);
+  }
   remove_state(c.dir);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }

@@ -11,6 +11,7 @@ struct OciContext {
   std::string root = "/run/flatux-oci";  // --root: where containers' state is kept
   std::string log;                       // --log: where errors and warnings go besides stderr
   bool log_json = false;                 // --log-format json
+  bool systemd_cgroup = false;           // --systemd-cgroup: cgroupsPath is "slice:prefix:name"
 };
 
 // Logs `message` at `level` ("error", "warning") to --log (as runc, so an

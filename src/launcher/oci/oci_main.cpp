@@ -134,6 +134,7 @@ int oci_main(int argc, char** argv) {
   if (global.count("root")) ctx.root = global["root"];
   if (global.count("log")) ctx.log = global["log"];
   if (global.count("log-format")) ctx.log_json = global["log-format"] == "json";
+  ctx.systemd_cgroup = global.count("systemd-cgroup") != 0;
   if (global.count("help") || (i >= argc && !global.count("version"))) {
     fputs(kUsage, global.count("help") ? stdout : stderr);
     return global.count("help") ? 0 : 1;

@@ -22,7 +22,8 @@ std::string oci_paused_marker(const std::string& dir) { return dir + "/paused"; 
 
 bool oci_state_write(const std::string& dir, const OciState& s, std::string* error) {
   json j = {{"id", s.id},           {"bundle", s.bundle},        {"rootfs", s.rootfs}, {"created", s.created},
-            {"pid", s.pid},         {"pid_start", s.pid_start},  {"annotations", s.annotations}};
+            {"pid", s.pid},         {"pid_start", s.pid_start},  {"annotations", s.annotations},
+            {"cgroup", s.cgroup}};
   std::string tmp = dir + "/state.json.tmp", path = dir + "/state.json";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -54,6 +55,7 @@ bool oci_state_read(const std::string& dir, OciState* s, std::string* error) {
     s->pid = j.at("pid").get<pid_t>();
     s->pid_start = j.at("pid_start").get<uint64_t>();
     s->annotations = j.value("annotations", std::map<std::string, std::string>());
+    s->cgroup = j.value("cgroup", "");
   } catch (const std::exception& e) {
     *error = dir + "/state.json: " + e.what();
     return false;
@@ -113,6 +115,14 @@ std::vector<std::string> oci_list(const std::string& root) {
   }
   closedir(d);
   return ids;
+}
+
+void oci_remove_host_cgroup(const std::string& path) {
+  if (path.empty() || path.find("..") != std::string::npos) return;
+  for (const char* top : {"/sys/fs/cgroup", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"}) {
+    std::string dir = top + path;
+    for (int t = 0; t < 250 && rmdir(dir.c_str()) != 0 && errno == EBUSY; t++) usleep(20 * 1000);
+  }
 }
 
 std::string oci_now() {

@@ -14,7 +14,12 @@ struct OciState {
   pid_t pid = 0;            // the container's host process: flatux's launcher for it
   uint64_t pid_start = 0;   // its start time (/proc/PID/stat), so a pid used again is not taken for it
   std::map<std::string, std::string> annotations;
+  std::string cgroup;       // the host cgroup the engine named (removed by delete), or ""
 };
+
+// Removes the run's host cgroup named `path` in each hierarchy it is in
+// (its processes gone; the host may take a moment to let go of them).
+void oci_remove_host_cgroup(const std::string& path);
 
 std::string oci_state_dir(const std::string& root, const std::string& id);
 std::string oci_exec_fifo(const std::string& dir);

@@ -100,15 +100,57 @@ bool make_dir(const std::string& parent, const std::string& name,
   return true;
 }
 
+// `parent` below `top` and its parents, made where missing (an engine's
+// cgroupsPath names folders nobody made yet).
+bool make_parents(const std::string& top, const std::string& parent, std::string* why) {
+  std::string at = top;
+  size_t pos = 1;
+  while (pos <= parent.size()) {
+    size_t slash = parent.find('/', pos);
+    if (slash == std::string::npos) slash = parent.size();
+    std::string part = parent.substr(pos, slash - pos);
+    pos = slash + 1;
+    if (part.empty()) continue;
+    if (part == "." || part == "..") {
+      *why = "cgroup path " + parent + ": no . or .. allowed";
+      return false;
+    }
+    at += "/" + part;
+    if (mkdir(at.c_str(), 0755) != 0 && errno != EEXIST) {
+      *why = "making " + at + ": " + strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
-bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::string* why) {
+bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::string* why,
+                       const std::string& engine_path) {
   std::string table, path, controllers;
   if (!read_text("/proc/self/cgroup", &table)) {
     *why = "/proc/self/cgroup unreadable";
     return false;
   }
   std::string name = "flatux-run-" + std::to_string(getpid());
+  if (!engine_path.empty()) {
+    // The engine's path, wherever the launcher is: the parent made first.
+    size_t slash = engine_path.rfind('/');
+    name = engine_path.substr(slash + 1);
+    std::string parent = engine_path.substr(0, slash);
+    if (name.empty() || name == "." || name == "..") {
+      *why = "cgroup path " + engine_path + ": no name";
+      return false;
+    }
+    table = "0::" + parent + "\n";
+    for (const char* c : {"pids", "memory"}) table += std::string("1:") + c + ":" + parent + "\n";
+    struct stat st;
+    bool v2 = read_text("/sys/fs/cgroup/cgroup.controllers", &controllers);
+    for (const char* top : {"/sys/fs/cgroup", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"})
+      if ((v2 == (strcmp(top, "/sys/fs/cgroup") == 0)) && stat(top, &st) == 0 && !make_parents(top, parent, why))
+        return false;
+  }
   std::string tasks = std::to_string(max_tasks), memory = std::to_string(max_memory);
   // cgroup v2, where our cgroup may have children with these controllers.
   if (own_path(table, "", &path) && read_text("/sys/fs/cgroup" + path + "/cgroup.controllers", &controllers) &&

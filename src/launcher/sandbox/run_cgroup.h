@@ -23,7 +23,11 @@ struct RunCgroup {
 // pids.max = `max_tasks` and, when `max_memory` is not 0, that memory
 // limit. Needs the right to make cgroups there (root, or a delegated
 // subtree). True when at least one limit is in place.
-bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::string* why);
+// With `engine_path` (a container engine's cgroupsPath, absolute in the
+// hierarchy: "/libpod_parent/libpod-ID"), the cgroup is made there, its
+// parents as needed, instead of below the launcher's own.
+bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::string* why,
+                       const std::string& engine_path = "");
 
 // Moves process `pid` into them.
 bool run_cgroup_enter(const RunCgroup& cg, pid_t pid, std::string* why);

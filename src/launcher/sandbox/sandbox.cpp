@@ -291,7 +291,7 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   // Made while the launcher still may (before the user namespace).
   RunCgroup cg;
   uint64_t max_memory = g.mem_bytes ? g.mem_bytes + kKernelMemory : 0;
-  bool have_cg = pids && root && run_cgroup_create(kHostTasks, max_memory, &cg, &why);
+  bool have_cg = pids && root && run_cgroup_create(kHostTasks, max_memory, &cg, &why, g.cgroup_path);
   bool unshared = enter_identity(o, ns, s, &drop_to_file_server);
   if (o.without & kLayerProcesses) {
     s->missing.push_back(left_out("processes"));

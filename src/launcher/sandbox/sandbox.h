@@ -50,6 +50,7 @@ struct SandboxGrant {
   bool net_none = false;
   bool host_owners = false;      // --hostfs-owners=host: ownership and device nodes pass through
   uint64_t mem_bytes = 0;        // mem= / --mem: what guests may make the host hold; 0: no limit
+  std::string cgroup_path;       // a container engine's cgroup for the run ("": one below the launcher's)
 };
 
 // The layers above, each of which --sandbox-without=LAYER[,LAYER] can
