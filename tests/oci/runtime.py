@@ -372,6 +372,36 @@ def host_cgroup(rt, work):
                 pass
 
 
+def mount_point_escape(rt, work):
+    """A hostile image: links in its root that lead out of it. The mount
+    points create makes are made inside the root whatever the links say,
+    and a link that leads nowhere inside it is an error."""
+    bundle = os.path.join(work, "escape")
+    victim = os.path.join(work, "victim")
+    os.makedirs(victim, exist_ok=True)
+    for link, target in (("abs", victim), ("rel", "../../../../../../" + victim.lstrip("/"))):
+        make_bundle(rt.exe, bundle, ["true"], mounts=[
+            {"destination": f"/{link}/made-by-{link}", "type": "tmpfs", "source": "tmpfs"}])
+        os.symlink(target, os.path.join(bundle, "rootfs", link))
+        r = rt("run", "--bundle", bundle, "esc-" + link)
+        check(r.returncode != 0 and "leads nowhere" in r.stderr, f"a {link} link out of the root: create refuses ({r.stderr.strip()})")
+        check(os.listdir(victim) == [], f"nothing is made outside the root through the {link} link")
+    mounts = [{"destination": "/in/made-by-in", "type": "tmpfs", "source": "tmpfs"},
+              {"destination": "/top/made-by-top", "type": "tmpfs", "source": "tmpfs"}]
+    make_bundle(rt.exe, bundle, ["sh", "-c", "touch /in/made-by-in/f /top/made-by-top/g && echo mounted"],
+                mounts=mounts)
+    root = os.path.join(bundle, "rootfs")
+    os.makedirs(os.path.join(root, "inside"))
+    os.symlink("/inside", os.path.join(root, "in"))  # absolute, as the guest reads it: inside the root
+    os.symlink("/", os.path.join(root, "top"))
+    r = rt("run", "--bundle", bundle, "esc-in")
+    check(r.returncode == 0 and "mounted" in r.stdout, f"links that stay inside the root are followed ({r.stderr.strip()})")
+    check(os.path.isdir(os.path.join(root, "inside", "made-by-in")) and os.path.isdir(os.path.join(root, "made-by-top")),
+          "the mount points are where the links lead, inside the root")
+    check(not os.path.exists("/made-by-top") and not os.path.exists("/inside"), "never at the host's /")
+    check(not os.path.exists(os.path.join(root, "inside", "made-by-in", "f")), "the mount is on the resolved point")
+
+
 def bad_input(rt, work):
     bundle = os.path.join(work, "bad")
     make_bundle(rt.exe, bundle, ["true"])
@@ -468,6 +498,7 @@ def main():
             pause_resume(rt, work)
             hooks(rt, work)
             host_cgroup(rt, work)
+            mount_point_escape(rt, work)
             bad_input(rt, work)
             time.sleep(0.2)
             reap_adopted()

@@ -68,11 +68,15 @@ long open_in_root(int root, const std::string& rel, uint64_t flags) {
 
 // Makes `dest` (a clean guest path) in the root when it is missing: every
 // folder on the way, and the last as a folder or an empty file. Resolved
-// inside the root: a link in the bundle's root cannot lead out of it.
-bool make_mount_point(int root, const std::string& dest, bool file, std::string* error) {
+// inside the root: a link in the bundle's root cannot lead out of it (one
+// that leads nowhere is an error). *resolved is where it is, links
+// followed, as a guest path: what the kernel mounts on.
+bool make_mount_point(int root, const std::string& root_path, const std::string& dest, bool file,
+                      std::string* resolved, std::string* error) {
   std::string sofar;
   size_t pos = 1;
-  while (pos <= dest.size()) {
+  int err = 0;
+  while (pos <= dest.size() && !err) {
     size_t slash = dest.find('/', pos);
     if (slash == std::string::npos) slash = dest.size();
     std::string name = dest.substr(pos, slash - pos);
@@ -85,9 +89,15 @@ bool make_mount_point(int root, const std::string& dest, bool file, std::string*
       sofar = next;
       continue;
     }
-    if (errno != ENOENT) break;
+    if (errno != ENOENT) {
+      err = errno;
+      break;
+    }
     long parent = open_in_root(root, sofar, O_PATH | O_DIRECTORY);
-    if (parent < 0) break;
+    if (parent < 0) {
+      err = errno;
+      break;
+    }
     int r;
     if (last && file) {
       r = openat((int)parent, name.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -95,25 +105,33 @@ bool make_mount_point(int root, const std::string& dest, bool file, std::string*
     } else {
       r = mkdirat((int)parent, name.c_str(), 0755);
     }
-    int err = errno;
+    err = r < 0 ? errno : 0;  // EEXIST: a link that leads nowhere
     close((int)parent);
-    if (r < 0 && err != EEXIST) {
-      errno = err;
-      break;
-    }
     sofar = next;
   }
-  if (pos <= dest.size()) {
-    *error = "making the mount point " + dest + ": " + strerror(errno);
+  long fd = err ? -1 : open_in_root(root, sofar, O_PATH);
+  char host[PATH_MAX];
+  ssize_t n = -1;
+  if (fd >= 0) {
+    n = readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), host, sizeof host - 1);
+    close((int)fd);
+  }
+  if (err || n < 0) {
+    *error = "making the mount point " + dest + ": " + strerror(err ? err : errno) +
+             (err == EEXIST ? " (a link in the root that leads nowhere)" : "");
     return false;
   }
+  host[n] = 0;
+  std::string h = host;
+  *resolved = root_path == "/" ? h : h.size() == root_path.size() ? "/" : h.substr(root_path.size());
   return true;
 }
 
 // One mount of the bundle as the kernel serves it, or a reason it is
 // already served (or not at all).
-bool add_mount(int root, const OciMount& m, RunOptions* o, std::vector<std::string>* ignored, std::string* error) {
-  std::string dest = clean_path(m.destination);
+bool add_mount(int root, const std::string& root_path, const OciMount& m, RunOptions* o,
+               std::vector<std::string>* ignored, std::string* error) {
+  std::string dest = clean_path(m.destination), at;
   MountOptions opt = parse_options(m.options);
   std::string type = m.type;
   if (opt.bind || type == "bind") {
@@ -129,8 +147,8 @@ bool add_mount(int root, const OciMount& m, RunOptions* o, std::vector<std::stri
       *error = "bind mount source " + m.source + ": " + strerror(errno);
       return false;
     }
-    if (!make_mount_point(root, dest, !S_ISDIR(st.st_mode), error)) return false;
-    o->guest_mounts.push_back({"", canon, dest, opt.flags, ""});
+    if (!make_mount_point(root, root_path, dest, !S_ISDIR(st.st_mode), &at, error)) return false;
+    o->guest_mounts.push_back({"", canon, at, opt.flags, ""});
     return true;
   }
   // What the kernel mounts itself in every container.
@@ -146,8 +164,8 @@ bool add_mount(int root, const OciMount& m, RunOptions* o, std::vector<std::stri
     *error = "mount " + dest + ": type " + (type.empty() ? "(none)" : type) + " is not served";
     return false;
   }
-  if (!make_mount_point(root, dest, false, error)) return false;
-  o->guest_mounts.push_back({type, "", dest, opt.flags, opt.data});
+  if (!make_mount_point(root, root_path, dest, false, &at, error)) return false;
+  o->guest_mounts.push_back({type, "", at, opt.flags, opt.data});
   return true;
 }
 
@@ -212,8 +230,9 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
   }
   bool ok = true;
   for (const OciMount& m : s.mounts)
-    if (!(ok = add_mount(rootfd, m, o, ignored, error))) break;
-  if (ok && !make_mount_point(rootfd, o->cwd, false, error)) ok = false;
+    if (!(ok = add_mount(rootfd, canon, m, o, ignored, error))) break;
+  std::string cwd_at;
+  if (ok && !make_mount_point(rootfd, canon, o->cwd, false, &cwd_at, error)) ok = false;
   close(rootfd);
   if (!ok) return false;
   if (!s.masked_paths.empty() || !s.readonly_paths.empty())
