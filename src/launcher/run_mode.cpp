@@ -32,6 +32,7 @@
 #include "kernel/vfs/file.h"
 #include "launcher/host_terminal.h"
 #include "launcher/kernel_setup.h"
+#include "launcher/sandbox/run_init.h"
 
 extern char** environ;
 
@@ -141,19 +142,6 @@ bool open_console(flatux::Kernel& k, flatux::File** out) {
   return true;
 }
 
-// Ends this process as a signal ended the program, without a core file of
-// flatux's own.
-[[noreturn]] void end_by_signal(int sig) {
-  rlimit none{0, 0};
-  setrlimit(RLIMIT_CORE, &none);
-  signal(sig, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  raise(sig);
-  _exit(128 + sig);
-}
 
 // PROG without a slash is looked up in the guest's PATH, inside the root.
 std::string find_program(const RunOptions& o) {
@@ -373,7 +361,7 @@ int run_program(const RunOptions& o) {
 
   install_forwarding(o.terminal);
   if (o.before_program && !o.before_program()) {
-    if (int sig = g_host_signal) end_by_signal(sig);  // killed while it waited: as the program would have been
+    if (int sig = g_host_signal) end_as(sig);  // killed while it waited: as the program would have been (a wait status)
     return 125;
   }
   std::vector<const char*> argv, envp;
@@ -412,7 +400,7 @@ int run_program(const RunOptions& o) {
   flatux::ext4_poweroff(*k);  // write-back caches reach the images
   flatux::site_survey_write(*k);
   int status = k->exit_wait_status;
-  if (WIFSIGNALED(status) && o.container) end_by_signal(WTERMSIG(status));
+  if (WIFSIGNALED(status) && o.container) end_as(status);
   if (WIFSIGNALED(status)) {
     if (const char* what = signal_report(WTERMSIG(status)))
       fprintf(stderr, "%s%s\n", what, WCOREDUMP(status) ? " (core dumped)" : "");

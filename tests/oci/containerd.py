@@ -18,16 +18,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from oci_common import have_busybox, make_rootfs  # noqa: E402
+from oci_common import check, engine_missing, failures, make_rootfs  # noqa: E402
 
-failures = []
 IMAGE = "localhost/flatux-busybox:1"
 
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def blob(out, data):
@@ -71,11 +65,9 @@ def main():
     ap.add_argument("--runtime", required=True)
     args = ap.parse_args()
     runtime = os.path.abspath(args.runtime)
-    if not shutil.which("containerd") or not shutil.which("ctr") or not have_busybox():
-        print("SKIP: containerd, ctr or /usr/bin/busybox (busybox-static) is not installed")
-        return 77
-    if os.geteuid() != 0:
-        print("SKIP: containerd is run as root here")
+    skip = engine_missing(["containerd", "ctr"], "containerd is run as root here")
+    if skip:
+        print("SKIP: " + skip)
         return 77
     work = tempfile.mkdtemp(prefix="flatux-ctrd-", dir="/tmp")
     sock = os.path.join(work, "containerd.sock")

@@ -86,3 +86,26 @@ def processes_running(exe):
             except OSError:
                 pass
     return pids
+
+
+failures = []
+
+
+def check(ok, what):
+    """One check's line; failures are kept for the test's verdict."""
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def engine_missing(tools, root_why):
+    """Why an engine test cannot run here (to skip with), or None: each of
+    `tools` and busybox-static installed, and root."""
+    for tool in tools:
+        if not shutil.which(tool):
+            return f"{tool} is not installed"
+    if not have_busybox():
+        return "/usr/bin/busybox (busybox-static) is not installed"
+    if os.geteuid() != 0:
+        return root_why
+    return None

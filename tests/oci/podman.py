@@ -19,16 +19,10 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from oci_common import have_busybox, make_rootfs  # noqa: E402
+from oci_common import check, engine_missing, failures, make_rootfs  # noqa: E402
 
-failures = []
 IMAGE = "localhost/flatux-oci-busybox:1"
 
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 class Podman:
@@ -229,11 +223,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runtime", required=True)
     args = ap.parse_args()
-    if not shutil.which("podman") or not have_busybox():
-        print("SKIP: podman or /usr/bin/busybox (busybox-static) is not installed")
-        return 77
-    if os.geteuid() != 0:
-        print("SKIP: podman is run as root here (rootless podman needs subordinate ids)")
+    skip = engine_missing(["podman"], "podman is run as root here (rootless podman needs subordinate ids)")
+    if skip:
+        print("SKIP: " + skip)
         return 77
     work = tempfile.mkdtemp(prefix="flatux-podman-", dir="/tmp")
     try:

@@ -19,16 +19,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from oci_common import descendants, have_busybox, make_bundle  # noqa: E402
+from oci_common import check, descendants, failures, have_busybox, make_bundle  # noqa: E402
 
 PR_SET_CHILD_SUBREAPER = 36
-failures = []
 
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 class Runtime:

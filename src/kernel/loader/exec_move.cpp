@@ -141,12 +141,18 @@ long exec_move_load(Task& t, Mm& mm, const char* path, const char* const* argv,
   return 0;
 }
 
-void exec_move_start(Task& t, ExecMove* m) {
+namespace {
+
+// The task is the new thread's from here on (its host process, kernel
+// stack and tid), and that thread goes on; the old host process loses it.
+// With `retire`, the old kernel stack, which no thread ever ran on, goes
+// under the same lock.
+void hand_over(Task& t, ExecMove* m, bool retire) {
   Kernel& k = *t.kernel;
   HostProc* old_hp = t.hproc;
   {
     Guard g(k.tasks_lock);
-    retire_kstack_locked(k, t.kstack, old_hp, 0);  // no thread ever ran on it
+    if (retire) retire_kstack_locked(k, t.kstack, old_hp, 0);
     t.hproc = m->hp;
     t.kstack = m->kstack;
     t.host_tid.store(m->new_tid.load());
@@ -155,6 +161,10 @@ void exec_move_start(Task& t, ExecMove* m) {
   futex_wake(&m->go, 1);
   hostproc_task_left(k, old_hp);
 }
+
+}  // namespace
+
+void exec_move_start(Task& t, ExecMove* m) { hand_over(t, m, true); }
 
 void exec_move_commit(Task& t, ExecMove* m) {
   Kernel& k = *t.kernel;
@@ -168,15 +178,7 @@ void exec_move_commit(Task& t, ExecMove* m) {
     my_word = retire_kstack_locked(k, t.kstack, old_hp, my_tid);
   }
   host::sys(SYS_set_tid_address, my_word);
-  {
-    Guard g(k.tasks_lock);
-    t.hproc = m->hp;
-    t.kstack = m->kstack;
-    t.host_tid.store(m->new_tid.load());
-  }
-  m->go.store(kGo);
-  futex_wake(&m->go, 1);
-  hostproc_task_left(k, old_hp);
+  hand_over(t, m, false);
   flatux_exit_thread();
 }
 

@@ -19,6 +19,7 @@
 #include "kernel/task/process.h"
 #include "launcher/oci/oci_console.h"
 #include "launcher/oci/oci_spec.h"
+#include "launcher/sandbox/run_init.h"
 #include "launcher/oci/oci_state.h"
 
 namespace flatux::launcher {
@@ -324,16 +325,6 @@ int send_request(const std::string& dir, RequestKind kind, const std::string& da
   return s;
 }
 
-// Ends this process as the guest process ended.
-[[noreturn]] void end_as(int status) {
-  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-  int sig = WTERMSIG(status);
-  rlimit none{0, 0};
-  setrlimit(RLIMIT_CORE, &none);
-  signal(sig, SIG_DFL);
-  raise(sig);
-  _exit(128 + sig);
-}
 
 }  // namespace
 

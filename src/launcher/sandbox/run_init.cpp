@@ -89,22 +89,6 @@ signalfd_siginfo next_signal(int fd) {
   }
 }
 
-// Ends this process as the kernel's process ended: the same exit status,
-// or killed by the same signal (without a core file of the launcher's).
-[[noreturn]] void end_as(int st) {
-  if (WIFEXITED(st)) _exit(WEXITSTATUS(st));
-  int sig = WTERMSIG(st);
-  rlimit none{0, 0};
-  setrlimit(RLIMIT_CORE, &none);
-  signal(sig, SIG_DFL);
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, sig);
-  sigprocmask(SIG_UNBLOCK, &set, nullptr);
-  raise(sig);
-  _exit(128 + sig);
-}
-
 // The launcher's part: relay what is sent to it until the run's init ends.
 [[noreturn]] void launcher_wait(pid_t init, int status_fd, RunCgroup* cg) {
   int sfd = take_signals();
@@ -128,6 +112,20 @@ signalfd_siginfo next_signal(int fd) {
 }
 
 }  // namespace
+
+[[noreturn]] void end_as(int st) {
+  if (WIFEXITED(st)) _exit(WEXITSTATUS(st));
+  int sig = WTERMSIG(st);
+  rlimit none{0, 0};
+  setrlimit(RLIMIT_CORE, &none);
+  signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  raise(sig);
+  _exit(128 + sig);
+}
 
 bool become_run_process(RunCgroup* cg, bool* in_cgroup, std::string* why) {
   int status[2], go[2];

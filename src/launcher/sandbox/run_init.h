@@ -17,4 +17,9 @@ namespace flatux::launcher {
 // False (with *why) when nothing was forked.
 bool become_run_process(RunCgroup* cg, bool* in_cgroup, std::string* why);
 
+// Ends this process as a process with wait status `st` ended: the same
+// exit status, or killed by the same signal (without a core file of its
+// own). What a launcher does that stands for a guest process on the host.
+[[noreturn]] void end_as(int st);
+
 }  // namespace flatux::launcher
