@@ -221,6 +221,12 @@ def exec_into(rt, work):
     r = rt("exec", "--process", proc, "ex")
     check(r.returncode == -signal.SIGTERM and "from-process-json" in r.stdout,
           f"exec --process; the exec command ends killed by the process's signal ({r.returncode})")
+    r = rt("ps", "ex")
+    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    check(r.returncode == 0 and ["1", "0", "0", "sh"] in rows, f"ps lists the guest processes, init as pid 1 ({rows})")
+    r = rt("ps", "--format", "json", "ex")
+    host_pids = json.loads(r.stdout) if r.returncode == 0 else []
+    check(host_pids[:1] == [int(open(pid_file).read())], f"ps --format json: the host processes, the container's first ({host_pids})")
     r = rt("exec", "ex", "/bin/no-such")
     check(r.returncode == 127, f"exec of a missing program: 127 ({r.returncode})")
     detached_pid = os.path.join(work, "detached.pid")

@@ -321,12 +321,15 @@ int ps(const OciContext& ctx, const std::string& id, const std::string& format) 
   if (!load(ctx, id, &dir, &s, &error)) return oci_fail(ctx, error);
   std::vector<pid_t> pids;
   if (oci_status(dir, s) != "stopped") pids = host_processes(s.pid);
+  // json: the host processes (what a shim looks up in the host's /proc);
+  // the table: the guest processes, as the container's kernel sees them.
   if (format == "json") {
     printf("%s\n", json(pids).dump().c_str());
     return 0;
   }
-  printf("PID\n");
-  for (pid_t p : pids) printf("%d\n", p);
+  std::string text;
+  if (!pids.empty() && !oci_list_processes(dir, &text, &error)) return oci_fail(ctx, error);
+  printf("PID PPID UID COMMAND\n%s", text.c_str());
   return 0;
 }
 

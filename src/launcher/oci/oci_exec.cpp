@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "kernel/cgroup/cgroup.h"
+#include "kernel/kernel.h"
 #include "kernel/task/process.h"
 #include "launcher/oci/oci_console.h"
 #include "launcher/oci/oci_spec.h"
@@ -31,13 +32,13 @@ namespace {
 // string NUL-terminated. The same binary is at both ends.
 constexpr uint32_t kMagic = 0x43455846;  // "FXEC"
 constexpr uint32_t kMaxRequest = 1 << 20;
-enum RequestKind : uint32_t { kExec = 1, kFreeze = 2, kThaw = 3 };
+enum RequestKind : uint32_t { kExec = 1, kFreeze = 2, kThaw = 3, kList = 4 };
 struct Header {
   uint32_t magic;
   uint32_t kind;    // RequestKind; only kExec has a payload and descriptors
   uint32_t length;
 };
-enum ReplyKind : uint32_t { kStarted = 1, kEnded = 2 };
+enum ReplyKind : uint32_t { kStarted = 1, kEnded = 2, kListed = 3 };  // kListed: value bytes of text follow
 struct Reply {
   uint32_t kind;
   int32_t value;  // kStarted: the pid or -errno; kEnded: the wait status
@@ -149,6 +150,20 @@ void reply(int conn, ReplyKind kind, int32_t value) {
   (void)!write_all(conn, &r, sizeof r);
 }
 
+// "PID PPID UID COMMAND" of each guest process, the kernel's own view.
+std::string guest_processes(flatux::Kernel& k) {
+  std::string out;
+  Guard g(k.tasks_lock);
+  for (Task* t : k.live_tasks()) {
+    if (!t || !first_thread_of_process(*t)) continue;
+    Process& p = *t->proc;
+    char line[96];
+    snprintf(line, sizeof line, "%d %d %u %s\n", p.pid, p.parent ? p.parent->pid : 0, p.creds.uid, p.comm);
+    out += line;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string oci_control_path(int dir_fd) { return "/proc/self/fd/" + std::to_string(dir_fd) + "/ctl.sock"; }
@@ -182,6 +197,15 @@ void OciExecServer::serve(flatux::Kernel& k, int conn) {
       cgroup_set_freeze_locked(k, k.cgroups->root, h.kind == kFreeze);
     }
     reply(conn, kStarted, 0);
+    close(conn);
+    return;
+  }
+  if (ok && h.kind == kList) {
+    for (int fd : fds)
+      if (fd >= 0) close(fd);
+    std::string text = guest_processes(k);
+    reply(conn, kListed, (int32_t)text.size());
+    (void)!write_all(conn, text.data(), text.size());
     close(conn);
     return;
   }
@@ -368,6 +392,20 @@ int oci_exec(const OciContext& ctx, std::map<std::string, std::string>& opts, co
   Reply ended{};
   if (!read_all(conn, &ended, sizeof ended) || ended.kind != kEnded) _exit(255);  // the container ended first
   end_as(ended.value);
+}
+
+bool oci_list_processes(const std::string& dir, std::string* text, std::string* error) {
+  int conn = send_request(dir, kList, "", error);
+  if (conn < 0) return false;
+  Reply r{};
+  bool ok = read_all(conn, &r, sizeof r) && r.kind == kListed && r.value >= 0 && r.value <= (int32_t)kMaxRequest;
+  if (ok) {
+    text->resize((size_t)r.value);
+    ok = read_all(conn, text->data(), text->size());
+  }
+  close(conn);
+  if (!ok) *error = "the container's kernel did not answer";
+  return ok;
 }
 
 int oci_freeze(const OciContext& ctx, const std::string& id, bool freeze) {

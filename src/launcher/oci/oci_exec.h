@@ -38,6 +38,10 @@ class OciExecServer {
   std::vector<Session> sessions_;
 };
 
+// The guest processes of a running container, one "PID PPID UID COMMAND"
+// line each, from its kernel.
+bool oci_list_processes(const std::string& dir, std::string* text, std::string* error);
+
 // pause and resume: the guests' root cgroup frozen or thawed (cgroup.freeze)
 // through the same socket; the state says "paused" meanwhile.
 int oci_freeze(const OciContext& ctx, const std::string& id, bool freeze);
