@@ -219,9 +219,26 @@ def network(pm):
     pm("rm", "-f", "-t", "0", "web")
 
 
+def debian(pm, work, tree):
+    """A Debian 12 root made with mmdebstrap (tools/build-debian-image's
+    tree), imported offline: bash, python3 and apt run in it."""
+    tar = os.path.join(work, "debian.tar")
+    subprocess.run(["tar", "-C", tree, "-cf", tar, "."], check=True)
+    r = pm("import", tar, "localhost/flatux-debian:12", timeout=300)
+    check(r.returncode == 0, f"podman import of the Debian root ({r.stderr.strip()[-200:]})")
+    os.unlink(tar)
+    r = pm("run", "--rm", "localhost/flatux-debian:12", "bash", "-c",
+           "cat /etc/debian_version; python3 -c 'import sys; print(sys.version_info[0])'; "
+           "apt-get --version | head -1; id -un", timeout=120)
+    lines = r.stdout.split("\n")
+    check(r.returncode == 0 and lines[0].startswith("12.") and lines[1] == "3" and lines[2].startswith("apt ")
+          and lines[3] == "root", f"bash, python3 and apt in a Debian container ({r.stdout!r} {r.stderr.strip()[-200:]})")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runtime", required=True)
+    ap.add_argument("--debian-root", help="a Debian root folder (tools/build-debian-image's tree): run that instead")
     args = ap.parse_args()
     skip = engine_missing(["podman"], "podman is run as root here (rootless podman needs subordinate ids)")
     if skip:
@@ -238,12 +255,18 @@ def main():
         if r is not None and r.returncode != 0:
             print(f"SKIP: podman cannot run containers here even with runc: {r.stderr.strip()}")
             return 77
-        basics(pm)
-        volumes(pm, work)
-        memory(pm)
-        detached(pm)
-        terminal(pm)
-        network(pm)
+        if args.debian_root:
+            if not os.path.isdir(args.debian_root):
+                print(f"SKIP: no Debian root at {args.debian_root}")
+                return 77
+            debian(pm, work, args.debian_root)
+        else:
+            basics(pm)
+            volumes(pm, work)
+            memory(pm)
+            detached(pm)
+            terminal(pm)
+            network(pm)
         r = pm("ps", "-a", "-q")
         check(r.stdout.strip() == "", f"no container is left ({r.stdout.strip()})")
     finally:
