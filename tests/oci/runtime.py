@@ -227,6 +227,15 @@ def exec_into(rt, work):
     r = rt("ps", "--format", "json", "ex")
     host_pids = json.loads(r.stdout) if r.returncode == 0 else []
     check(host_pids[:1] == [int(open(pid_file).read())], f"ps --format json: the host processes, the container's first ({host_pids})")
+    # A command found in PATH through an absolute link of the image: the
+    # link is the guest's, resolved in its root, not on the host.
+    only_here = os.path.join(bundle, "rootfs", "opt", "only-in-this-root")
+    os.makedirs(only_here)
+    os.symlink("/bin/busybox", os.path.join(only_here, "printf"))
+    os.symlink("/opt/only-in-this-root/printf", os.path.join(bundle, "rootfs", "bin", "printf"))
+    r = rt("exec", "ex", "printf", "found-in-root\\n")
+    check(r.returncode == 0 and r.stdout == "found-in-root\n",
+          f"exec finds a command through the image's own links ({r.returncode} {r.stderr.strip()})")
     r = rt("exec", "ex", "/bin/no-such")
     check(r.returncode == 127, f"exec of a missing program: 127 ({r.returncode})")
     detached_pid = os.path.join(work, "detached.pid")

@@ -59,13 +59,6 @@ std::string clean_path(const std::string& p) {
   return out.empty() ? "/" : out;
 }
 
-long open_in_root(int root, const std::string& rel, uint64_t flags) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  return syscall(SYS_openat2, root, rel.empty() ? "." : rel.c_str(), &how, sizeof how);
-}
-
 // Makes `dest` (a clean guest path) in the root when it is missing: every
 // folder on the way, and the last as a folder or an empty file. Resolved
 // inside the root: a link in the bundle's root cannot lead out of it (one
@@ -83,7 +76,7 @@ bool make_mount_point(int root, const std::string& root_path, const std::string&
     bool last = slash == dest.size();
     std::string next = sofar.empty() ? name : sofar + "/" + name;
     pos = slash + 1;
-    long fd = open_in_root(root, next, O_PATH);
+    long fd = oci_open_in_root(root, next, O_PATH);
     if (fd >= 0) {
       close((int)fd);
       sofar = next;
@@ -93,7 +86,7 @@ bool make_mount_point(int root, const std::string& root_path, const std::string&
       err = errno;
       break;
     }
-    long parent = open_in_root(root, sofar, O_PATH | O_DIRECTORY);
+    long parent = oci_open_in_root(root, sofar, O_PATH | O_DIRECTORY);
     if (parent < 0) {
       err = errno;
       break;
@@ -109,7 +102,7 @@ bool make_mount_point(int root, const std::string& root_path, const std::string&
     close((int)parent);
     sofar = next;
   }
-  long fd = err ? -1 : open_in_root(root, sofar, O_PATH);
+  long fd = err ? -1 : oci_open_in_root(root, sofar, O_PATH);
   char host[PATH_MAX];
   ssize_t n = -1;
   if (fd >= 0) {
@@ -177,6 +170,13 @@ void network(const OciSpec& s, RunOptions* o) {
 }
 
 }  // namespace
+
+long oci_open_in_root(int root, const std::string& rel, uint64_t flags) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  return syscall(SYS_openat2, root, rel.empty() ? "." : rel.c_str(), &how, sizeof how);
+}
 
 std::string oci_cgroup_path(const std::string& p, bool systemd_cgroup) {
   if (p.empty()) return "";

@@ -18,6 +18,7 @@
 #include "kernel/cgroup/cgroup.h"
 #include "kernel/kernel.h"
 #include "kernel/task/process.h"
+#include "launcher/oci/oci_bundle.h"
 #include "launcher/oci/oci_console.h"
 #include "launcher/oci/oci_spec.h"
 #include "launcher/sandbox/run_init.h"
@@ -260,8 +261,19 @@ namespace {
 
 // The program as the container's PATH finds it in its root (as `flatux
 // run` looks up its program).
+// A regular file someone may execute, `path` resolved inside the root as
+// the guest would resolve it (a link in the image cannot look outside).
+bool executable_in_root(int root, const std::string& path) {
+  long fd = root < 0 ? -1 : oci_open_in_root(root, path.substr(1), O_PATH);
+  struct stat st;
+  bool ok = fd >= 0 && fstat((int)fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+  if (fd >= 0) close((int)fd);
+  return ok;
+}
+
 std::string find_in_root(const std::string& rootfs, const std::vector<std::string>& env, const std::string& prog) {
   if (prog.find('/') != std::string::npos) return prog;
+  int root = open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   std::string path = "/usr/local/bin:/usr/bin:/bin";
   for (const std::string& e : env)
     if (e.compare(0, 5, "PATH=") == 0) path = e.substr(5);
@@ -270,8 +282,12 @@ std::string find_in_root(const std::string& rootfs, const std::vector<std::strin
     size_t colon = path.find(':', pos);
     std::string dir = path.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
     pos = colon == std::string::npos ? path.size() + 1 : colon + 1;
-    if (!dir.empty() && dir[0] == '/' && access((rootfs + dir + "/" + prog).c_str(), X_OK) == 0) return dir + "/" + prog;
+    if (!dir.empty() && dir[0] == '/' && executable_in_root(root, dir + "/" + prog)) {
+      close(root);
+      return dir + "/" + prog;
+    }
   }
+  if (root >= 0) close(root);
   return prog;
 }
 
