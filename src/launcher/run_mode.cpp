@@ -81,6 +81,14 @@ bool join_network_namespace(const std::string& path) {
     return false;
   }
   close(fd);
+  // Every port may be bound by the kernel's process there: whether a guest
+  // may bind one below 1024 is the kernel's own check (its
+  // CAP_NET_BIND_SERVICE), as the container's root has it natively; the
+  // kernel's process itself holds no capability in that namespace.
+  int sysctl = open("/proc/sys/net/ipv4/ip_unprivileged_port_start", O_WRONLY | O_CLOEXEC);
+  if (sysctl < 0 || write(sysctl, "0", 1) != 1)
+    fprintf(stderr, "flatux: network namespace %s: ports below 1024 stay closed: %s\n", path.c_str(), strerror(errno));
+  if (sysctl >= 0) close(sysctl);
   return true;
 }
 

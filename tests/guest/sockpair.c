@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <stdint.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -164,8 +165,28 @@ static void kernel_heap_pointers(void) {
   close(sv[1]);
 }
 
+// FIONBIO and FIOASYNC set the open file's status flags as F_SETFL does
+// (nginx's master sets FIOASYNC on each worker's channel and gives up on
+// the worker when it fails).
+static void status_flag_ioctls(void) {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+  int on = 1, off = 0;
+  CHECK_OK(ioctl(sv[0], FIOASYNC, &on));
+  CHECK(fcntl(sv[0], F_GETFL) & O_ASYNC, "FIOASYNC sets O_ASYNC");
+  CHECK_OK(ioctl(sv[0], FIONBIO, &on));
+  CHECK((fcntl(sv[0], F_GETFL) & (O_ASYNC | O_NONBLOCK)) == (O_ASYNC | O_NONBLOCK), "FIONBIO beside it");
+  CHECK_OK(ioctl(sv[0], FIOASYNC, &off));
+  CHECK(!(fcntl(sv[0], F_GETFL) & O_ASYNC), "FIOASYNC 0 clears it");
+  CHECK(fcntl(sv[0], F_GETFL) & O_NONBLOCK, "and leaves O_NONBLOCK");
+  CHECK_ERR(ioctl(sv[0], FIOASYNC, (int*)8), EFAULT);
+  close(sv[0]);
+  close(sv[1]);
+}
+
 int main(void) {
   guest_name = "sockpair";
+  status_flag_ioctls();
   stream_pair();
   message_pair(SOCK_DGRAM, "SOCK_DGRAM");
   message_pair(SOCK_SEQPACKET, "SOCK_SEQPACKET");

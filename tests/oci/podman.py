@@ -201,6 +201,18 @@ def terminal(pm):
     check("after-ctrl-c" in out and status == 4, f"run -it: ^C reaches the container, exit 4 ({status})")
 
 
+def low_ports(pm):
+    """Ports below 1024: the container's root binds them (it has
+    CAP_NET_BIND_SERVICE), an ordinary user of the container does not, as
+    with runc."""
+    r = pm("run", "--rm", IMAGE, "sh", "-c", "httpd -p 80 -h /tmp && echo bound")
+    check(r.stdout == "bound\n", f"root binds port 80 ({r.stderr.strip()})")
+    r = pm("run", "--rm", "--user", "1000:1000", IMAGE, "sh", "-c", "httpd -p 80 -h /tmp && echo bound")
+    check(r.stdout == "" and "Permission denied" in r.stderr, f"user 1000 cannot bind port 80 ({r.stdout!r})")
+    r = pm("run", "--rm", "--user", "1000:1000", IMAGE, "sh", "-c", "httpd -p 8080 -h /tmp && echo bound")
+    check(r.stdout == "bound\n", f"user 1000 binds port 8080 ({r.stderr.strip()})")
+
+
 def network(pm):
     r = pm("run", "--rm", "--network", "none", IMAGE, "sh", "-c", "ls /sys/class/net 2>/dev/null; cat /proc/net/dev 2>/dev/null | grep -c eth")
     check(r.returncode in (0, 1) and "eth" not in r.stdout.replace("0\n", ""), f"--network none has no eth ({r.stdout!r})")
@@ -266,6 +278,7 @@ def main():
             memory(pm)
             detached(pm)
             terminal(pm)
+            low_ports(pm)
             network(pm)
         r = pm("ps", "-a", "-q")
         check(r.stdout.strip() == "", f"no container is left ({r.stdout.strip()})")

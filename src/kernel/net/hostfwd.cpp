@@ -15,14 +15,14 @@
 #include "kernel/net/sock.h"
 
 namespace flatux {
-namespace {
 
-// The port field of an IPv4 or IPv6 address, or nullptr.
-uint16_t* port_of(sockaddr_storage& sa, socklen_t len) {
+uint16_t* inet_port_of(sockaddr_storage& sa, socklen_t len) {
   if (sa.ss_family == AF_INET && len >= sizeof(sockaddr_in)) return &reinterpret_cast<sockaddr_in&>(sa).sin_port;
   if (sa.ss_family == AF_INET6 && len >= sizeof(sockaddr_in6)) return &reinterpret_cast<sockaddr_in6&>(sa).sin6_port;
   return nullptr;
 }
+
+namespace {
 
 // 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104.
 bool is_loopback(const sockaddr_storage& sa) {
@@ -48,7 +48,7 @@ void net_set_forwards(NetState& ns, const PortForward* forwards, int n) {
 }
 
 long forward_to_host(NetState& ns, int host_fd, sockaddr_storage& sa, socklen_t len, AddrUse use) {
-  uint16_t* port = ns.nforwards ? port_of(sa, len) : nullptr;
+  uint16_t* port = ns.nforwards ? inet_port_of(sa, len) : nullptr;
   if (!port || (use != AddrUse::kBind && !is_loopback(sa))) return 0;
   int type = sock_type(host_fd);
   uint16_t p = ntohs(*port);
@@ -64,7 +64,7 @@ long forward_to_host(NetState& ns, int host_fd, sockaddr_storage& sa, socklen_t 
 }
 
 void forward_to_guest(NetState& ns, int host_fd, sockaddr_storage& sa, socklen_t len, bool local) {
-  uint16_t* port = ns.nforwards ? port_of(sa, len) : nullptr;
+  uint16_t* port = ns.nforwards ? inet_port_of(sa, len) : nullptr;
   if (!port || (!local && !is_loopback(sa))) return;
   int type = sock_type(host_fd);
   uint16_t p = ntohs(*port);

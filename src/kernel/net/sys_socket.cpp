@@ -10,6 +10,7 @@
 #include "kernel/task/isys.h"
 #include "host/raw_syscall.h"
 #include "kernel/mm/usercopy.h"
+#include "kernel/net/net.h"
 #include "kernel/net/sock.h"
 #include "kernel/syscalls.h"
 #include "kernel/vfs/fdref.h"
@@ -36,6 +37,16 @@ bool net_denied(Task& t, int domain) {
 // so a bad type or protocol gets Linux's own errno.
 bool needs_net_raw(int domain, int type) {
   return (type == SOCK_RAW || type == SOCK_PACKET) && (domain == AF_INET || domain == AF_INET6);
+}
+
+// A port below 1024 (Linux's ip_unprivileged_port_start): binding it
+// takes CAP_NET_BIND_SERVICE, the guest's own, checked here. The host may
+// allow the kernel's process more (a container's network namespace lets
+// every port be bound) or less (then it refuses on its own).
+bool privileged_port(HostAddr& ha) {
+  uint16_t* field = inet_port_of(ha.sa, ha.len);
+  uint16_t port = field ? (uint16_t)((*field >> 8) | (*field << 8)) : 0;  // network order
+  return port != 0 && port < 1024;
 }
 
 // Netlink: NETLINK_ROUTE, and NETLINK_KOBJECT_UEVENT that nothing is sent
@@ -192,6 +203,7 @@ long sys_bind(Task& t, SyscallArgs a) {
   if (r < 0) return r;
   if (ha.sa.ss_family == AF_UNIX && ha.len == kSunPathOff) return unix_autobind(t, s.host());
   if (SockPriv* p = sock_priv(*s.f); p && p->uevent) return uevent_bind(*p, s.host(), ha.sa, ha.len);
+  if (privileged_port(ha) && !capable(t.proc->creds, CAP_NET_BIND_SERVICE)) return -EACCES;
   r = host::sys(SYS_bind, s.host(), &ha.sa, ha.len);
   if (r < 0 || !ha.name) return r;
   SockPriv* p = sock_priv(*s.f);
