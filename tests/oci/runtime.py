@@ -128,7 +128,10 @@ def killed_and_forced(rt, work):
     check(rt("create", "--bundle", bundle, "--pid-file", pid_file, "k2").returncode == 0, "create k2")
     pid = int(open(pid_file).read())
     check(rt("start", "k2").returncode == 0, "start k2")
+    run_cgroups = json.load(open(os.path.join(rt.root, "k2", "state.json"))).get("run_cgroups", [])
     r = rt("delete", "--force", "k2")
+    check(not any(os.path.exists(d) for d in run_cgroups),
+          f"delete --force removes the run's host cgroups, which its killed launcher could not ({run_cgroups})")
     check(r.returncode == 0 and rt.state("k2") is None, f"delete --force removes a running container ({r.stderr})")
     check(wait_status(pid, 5) is not None, "delete --force ended its process")
     # a created container killed before start
@@ -430,6 +433,19 @@ def bad_input(rt, work):
     r = rt("create", "--bundle", bundle, "tty")
     check(r.returncode != 0 and "console-socket" in r.stderr and rt.state("tty") is None,
           "a terminal without --console-socket is refused, clearly")
+    # A bundle whose path is not UTF-8 (the state names it): replaced in
+    # the JSON, never an abort that would leave the container running.
+    odd = os.path.join(work, "bundle-\udcff")  # the byte 0xff in a file name
+    make_bundle(rt.exe, odd, ["true"])
+    r = rt("run", "--bundle", odd, "utf")
+    check(r.returncode == 0 and rt.state("utf") is None, f"a bundle path that is not UTF-8 ({r.returncode} {r.stderr.strip()[-120:]})")
+    r = rt("spec", "--bundle", os.path.join(work, "nothing-here-either"))
+    check(r.returncode != 0 and "nothing-here-either" in r.stderr, "spec into a missing folder is an error message")
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        f.write('{"ociVersion": "1.0.2", "process": {"args": ["\\udc80"]}, "root": {"path": "rootfs"}}')
+    r = rt("create", "--bundle", bundle, "surrogate")
+    check(r.returncode != 0 and "config.json" in r.stderr and rt.state("surrogate") is None,
+          "a config.json string that is not Unicode is an error message")
     with open(os.path.join(bundle, "config.json"), "w") as f:
         f.write("{ not json")
     r = rt("create", "--bundle", bundle, "garbage")

@@ -20,6 +20,7 @@
 #include "launcher/oci/oci_exec.h"
 #include "launcher/oci/oci_hooks.h"
 #include "launcher/oci/oci_spec.h"
+#include "launcher/oci/oci_json.h"
 #include "launcher/oci/oci_state.h"
 #include "launcher/run_mode.h"
 
@@ -176,6 +177,7 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
   s.pid = pid;
   s.annotations = spec.annotations;
   s.cgroup = run.host_cgroup;
+  s.run_cgroups = oci_run_cgroups(pid, s.cgroup);
   oci_process_alive(pid, &s.pid_start);
   if (!oci_state_write(dir, s, &error) ||
       (opts.count("pid-file") && !write_file_atomically(opts["pid-file"], std::to_string(pid), &error))) {
@@ -252,7 +254,7 @@ int delete_container(const OciContext& ctx, const std::string& id, bool force) {
     if (!wait_stopped(dir, s, 10000)) return oci_fail(ctx, "container " + id + " did not end after SIGKILL");
   }
   run_later_hooks(ctx, s, "poststop", "stopped");
-  oci_remove_host_cgroup(s.cgroup);
+  oci_remove_run_cgroups(s.run_cgroups);
   remove_state(dir);
   return 0;
 }
@@ -286,32 +288,15 @@ int list(const OciContext& ctx, const std::string& format, bool quiet) {
       all.push_back({{"ociVersion", "1.0.2-dev"}, {"id", id}, {"pid", pid}, {"status", status}, {"bundle", s.bundle},
                      {"rootfs", s.rootfs}, {"created", s.created}, {"owner", "root"}});
   }
-  if (format != "table") printf("%s\n", all.dump().c_str());
+  if (format != "table") printf("%s\n", oci_json_text(all).c_str());
   return 0;
 }
 
 // The host processes of a container: its launcher and every descendant.
 std::vector<pid_t> host_processes(pid_t top) {
-  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid)
-  DIR* d = opendir("/proc");
-  while (d) {
-    dirent* e = readdir(d);
-    if (!e) break;
-    pid_t pid = atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t close = text.rfind(')');
-    if (close == std::string::npos) continue;
-    char state;
-    int ppid;
-    if (sscanf(text.c_str() + close + 1, " %c %d", &state, &ppid) == 2) parent_of.push_back({pid, ppid});
-  }
-  if (d) closedir(d);
   std::vector<pid_t> out{top};
   for (size_t i = 0; i < out.size(); i++)
-    for (auto [pid, ppid] : parent_of)
-      if (ppid == out[i]) out.push_back(pid);
+    for (pid_t child : oci_children(out[i])) out.push_back(child);
   return out;
 }
 
@@ -324,7 +309,7 @@ int ps(const OciContext& ctx, const std::string& id, const std::string& format) 
   // json: the host processes (what a shim looks up in the host's /proc);
   // the table: the guest processes, as the container's kernel sees them.
   if (format == "json") {
-    printf("%s\n", json(pids).dump().c_str());
+    printf("%s\n", oci_json_text(json(pids)).c_str());
     return 0;
   }
   std::string text;
@@ -359,7 +344,7 @@ int features() {
               {"apparmor", {{"enabled", false}}},
               {"selinux", {{"enabled", false}}}}},
             {"annotations", {{"org.flatux.runtime", "flatux"}}}};
-  printf("%s\n", f.dump(2).c_str());
+  printf("%s\n", oci_json_text(f, 2).c_str());
   return 0;
 }
 
@@ -377,7 +362,7 @@ int run(const OciContext& ctx, std::map<std::string, std::string>& opts, const s
   std::string error;
   if (oci_state_read(c.dir, &s, &error)) {
     run_later_hooks(ctx, s, "poststop", "stopped");
-    oci_remove_host_cgroup(s.cgroup);
+    oci_remove_run_cgroups(s.run_cgroups);
   }
   remove_state(c.dir);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -397,9 +382,9 @@ void oci_log(const OciContext& ctx, const char* level, const std::string& messag
   FILE* f = fopen(ctx.log.c_str(), "ae");
   if (!f) return;
   if (ctx.log_json)
-    fprintf(f, "%s\n", json({{"level", level}, {"msg", message}, {"time", oci_now()}}).dump().c_str());
+    fprintf(f, "%s\n", oci_json_text(json({{"level", level}, {"msg", message}, {"time", oci_now()}})).c_str());
   else
-    fprintf(f, "time=\"%s\" level=%s msg=%s\n", oci_now().c_str(), level, json(message).dump().c_str());
+    fprintf(f, "time=\"%s\" level=%s msg=%s\n", oci_now().c_str(), level, oci_json_text(json(message)).c_str());
   fclose(f);
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
+#include <exception>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -154,7 +155,11 @@ int oci_main(int argc, char** argv) {
   std::map<std::string, std::string> opts;
   if (!parse_options(&i, argc, argv, it->second, &opts, &error)) return oci_fail(ctx, error);
   std::vector<std::string> args(argv + i, argv + argc);
-  return oci_command(ctx, command, opts, args);
+  try {
+    return oci_command(ctx, command, opts, args);
+  } catch (const std::exception& e) {  // a library's surprise is an error message, never an abort
+    return oci_fail(ctx, command + ": " + e.what());
+  }
 }
 
 }  // namespace flatux::launcher

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <dirent.h>
@@ -11,6 +12,8 @@
 #include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "launcher/oci/oci_json.h"
 
 namespace flatux::launcher {
 
@@ -23,11 +26,11 @@ std::string oci_paused_marker(const std::string& dir) { return dir + "/paused"; 
 bool oci_state_write(const std::string& dir, const OciState& s, std::string* error) {
   json j = {{"id", s.id},           {"bundle", s.bundle},        {"rootfs", s.rootfs}, {"created", s.created},
             {"pid", s.pid},         {"pid_start", s.pid_start},  {"annotations", s.annotations},
-            {"cgroup", s.cgroup}};
+            {"cgroup", s.cgroup}, {"run_cgroups", s.run_cgroups}};
   std::string tmp = dir + "/state.json.tmp", path = dir + "/state.json";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump() << "\n";
+    out << oci_json_text(j) << "\n";
     if (!out.flush()) {
       *error = tmp + ": cannot be written";
       return false;
@@ -56,6 +59,7 @@ bool oci_state_read(const std::string& dir, OciState* s, std::string* error) {
     s->pid_start = j.at("pid_start").get<uint64_t>();
     s->annotations = j.value("annotations", std::map<std::string, std::string>());
     s->cgroup = j.value("cgroup", "");
+    s->run_cgroups = j.value("run_cgroups", std::vector<std::string>());
   } catch (const std::exception& e) {
     *error = dir + "/state.json: " + e.what();
     return false;
@@ -63,23 +67,46 @@ bool oci_state_read(const std::string& dir, OciState* s, std::string* error) {
   return true;
 }
 
-bool oci_process_alive(pid_t pid, uint64_t* start_time) {
+bool oci_proc_stat(pid_t pid, char* state, pid_t* ppid, uint64_t* start_time) {
   if (pid <= 0) return false;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t close = text.rfind(')');
-  if (close == std::string::npos) return false;
-  std::istringstream rest(text.substr(close + 2));
+  char path[64], text[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, text, sizeof text - 1) : -1;
+  if (fd >= 0) close(fd);
+  if (n <= 0) return false;
+  text[n] = 0;
+  const char* close_paren = strrchr(text, ')');
+  if (!close_paren) return false;
+  // Fields 3 (state), 4 (ppid) ... 22 (starttime).
+  std::istringstream rest(close_paren + 2);
   std::string field;
-  char state = 0;
-  uint64_t start = 0;
-  // Fields 3 (state) to 22 (starttime).
   for (int i = 3; i <= 22 && rest >> field; i++) {
-    if (i == 3) state = field[0];
-    if (i == 22) start = strtoull(field.c_str(), nullptr, 10);
+    if (i == 3) *state = field[0];
+    if (i == 4) *ppid = atoi(field.c_str());
+    if (i == 22) *start_time = strtoull(field.c_str(), nullptr, 10);
   }
-  *start_time = start;
-  return state != 'Z' && state != 'X' && state != 0;
+  return true;
+}
+
+bool oci_process_alive(pid_t pid, uint64_t* start_time) {
+  char state = 0;
+  pid_t ppid = 0;
+  *start_time = 0;
+  return oci_proc_stat(pid, &state, &ppid, start_time) && state != 'Z' && state != 'X';
+}
+
+std::vector<pid_t> oci_children(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  while (dirent* e = d ? readdir(d) : nullptr) {
+    pid_t pid = atoi(e->d_name), ppid = 0;
+    char state;
+    uint64_t start;
+    if (pid > 0 && oci_proc_stat(pid, &state, &ppid, &start) && ppid == parent) out.push_back(pid);
+  }
+  if (d) closedir(d);
+  return out;
 }
 
 std::string oci_status(const std::string& dir, const OciState& s) {
@@ -100,7 +127,7 @@ std::string oci_state_json(const OciState& s, const std::string& status, bool in
             {"created", s.created},
             {"owner", ""}};
   if (!s.annotations.empty()) j["annotations"] = s.annotations;
-  return (indent ? j.dump(2) : j.dump()) + "\n";
+  return oci_json_text(j, indent ? 2 : -1) + "\n";
 }
 
 std::vector<std::string> oci_list(const std::string& root) {
@@ -117,12 +144,32 @@ std::vector<std::string> oci_list(const std::string& root) {
   return ids;
 }
 
-void oci_remove_host_cgroup(const std::string& path) {
-  if (path.empty() || path.find("..") != std::string::npos) return;
-  for (const char* top : {"/sys/fs/cgroup", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"}) {
-    std::string dir = top + path;
-    for (int t = 0; t < 250 && rmdir(dir.c_str()) != 0 && errno == EBUSY; t++) usleep(20 * 1000);
+std::vector<std::string> oci_run_cgroups(pid_t launcher, const std::string& engine_path) {
+  // The launcher stays outside the run's cgroups; its one child, the run's
+  // init, is in them.
+  std::vector<pid_t> children = oci_children(launcher);
+  pid_t init = children.empty() ? 0 : children[0];
+  std::vector<std::string> dirs;
+  std::ifstream in("/proc/" + std::to_string(init) + "/cgroup");
+  std::string line;
+  while (init && std::getline(in, line)) {
+    size_t c1 = line.find(':'), c2 = line.find(':', c1 + 1);
+    if (c1 == std::string::npos || c2 == std::string::npos) continue;
+    std::string controllers = line.substr(c1 + 1, c2 - c1 - 1), path = line.substr(c2 + 1);
+    std::string top = controllers.empty() ? "/sys/fs/cgroup" : controllers == "pids" || controllers == "memory"
+                                                                   ? "/sys/fs/cgroup/" + controllers
+                                                                   : "";
+    // Only the run's own: made by the launcher, never a cgroup it was in.
+    std::string name = path.substr(path.rfind('/') + 1);
+    bool own = name.compare(0, 11, "flatux-run-") == 0 || (!engine_path.empty() && path == engine_path);
+    if (!top.empty() && own && path.find("..") == std::string::npos) dirs.push_back(top + path);
   }
+  return dirs;
+}
+
+void oci_remove_run_cgroups(const std::vector<std::string>& dirs) {
+  for (const std::string& dir : dirs)
+    for (int t = 0; t < 250 && rmdir(dir.c_str()) != 0 && errno == EBUSY; t++) usleep(20 * 1000);
 }
 
 std::string oci_now() {
