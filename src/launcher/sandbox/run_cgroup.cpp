@@ -14,7 +14,10 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -72,11 +75,31 @@ bool own_path(const std::string& table, const std::string& controller, std::stri
   return false;
 }
 
+// Folders of earlier runs whose launcher was killed (SIGKILL leaves no
+// chance to remove them) pile up below `parent`: each named for a pid no
+// process has any more is removed. rmdir takes only an empty cgroup, so
+// a live run's (its init is in it) stays whatever its pid says.
+void sweep_stale(int parent) {
+  int fd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = fd >= 0 ? fdopendir(fd) : nullptr;
+  if (!d) {
+    if (fd >= 0) close(fd);
+    return;
+  }
+  while (dirent* e = readdir(d)) {
+    if (strncmp(e->d_name, "flatux-run-", 11) != 0) continue;
+    long pid = strtol(e->d_name + 11, nullptr, 10);
+    if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH) unlinkat(parent, e->d_name, AT_REMOVEDIR);
+  }
+  closedir(d);
+}
+
 // Makes `name` below `parent` with `limits` written into it.
 bool make_dir(const std::string& parent, const std::string& name,
               std::initializer_list<std::pair<const char*, std::string>> limits, RunCgroup::Dir* out,
               std::string* why) {
   int fd = open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) sweep_stale(fd);
   // The name is this launcher's host pid, which no live launcher shares:
   // one that exists is an earlier run's left behind (its launcher killed
   // before it could remove it) whose pid came round again. rmdir succeeds
