@@ -129,6 +129,10 @@ def session(con, failures):
           "cat /proc/meminfo | head -3 (MemTotal is mem=)", failures)
     out = con.run("ps")
     check(b"PID" in out and b"init" in out and b"sh" in out, "ps", failures)
+    # init's descriptors are the console the kernel opened for it, by no
+    # path: /proc names it as Linux does.
+    out = con.run("readlink /proc/1/fd/0")
+    check(out.strip() == b"/dev/console", f"readlink /proc/1/fd/0 is /dev/console ({out!r})", failures)
     out = con.run("dmesg | tail -3")
     check(b"Run /sbin/init as init process" in out or b"devtmpfs" in out or b"init" in out,
           "dmesg | tail -3", failures)

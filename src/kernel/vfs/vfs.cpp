@@ -143,6 +143,27 @@ long Vfs::absolute(Task& t, int dirfd, const char* path, char* out, size_t n) {
   return normalize_path(j.c_str(), out, n, false);
 }
 
+namespace {
+
+// A terminal the kernel opened itself, by no path (init's /dev/console,
+// a console opened for a container's init): its /dev name, as Linux names
+// it in /proc/PID/fd. False for anything else.
+bool device_name(Task& t, File& f, char* out, size_t n) {
+  struct stat st;
+  if (!f.ops || !f.ops->stat || f.ops->stat(t, f, &st) != 0 || !S_ISCHR(st.st_mode)) return false;
+  unsigned major = (unsigned)((st.st_rdev >> 8) & 0xfff), minor = (unsigned)((st.st_rdev & 0xff) | ((st.st_rdev >> 12) & 0xfff00));
+  KFmt p(out, n);
+  if (major == 5 && minor == 1) p.str("/dev/console");
+  else if (major == 5 && minor == 0) p.str("/dev/tty");
+  else if (major == 4 && minor < 64) p.str("/dev/tty").dec(minor);
+  else if (major >= 136 && major <= 143) p.str("/dev/pts/").dec((major - 136) * 256 + minor);
+  else return false;
+  p.c_str();
+  return true;
+}
+
+}  // namespace
+
 long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n, bool* deleted) {
   if (deleted) *deleted = false;
   if (!f.mount && f.host_fd >= 0) {
@@ -156,6 +177,7 @@ long Vfs::file_guest_path(Task& t, File& f, char* out, size_t n, bool* deleted) 
     out[len] = 0;
     return 0;
   }
+  if (!f.mount && device_name(t, f, out, n)) return 0;
   if (!f.mount || !f.path) return -ENOTDIR;
   if (f.dentry) return guest_path_of(Path{f.mount, f.dentry}, out, n, deleted);
   Mount& m = *f.mount;
