@@ -239,6 +239,28 @@ def exec_into(rt, work):
     r = rt("exec", "ex", "printf", "found-in-root\\n")
     check(r.returncode == 0 and r.stdout == "found-in-root\n",
           f"exec finds a command through the image's own links ({r.returncode} {r.stderr.strip()})")
+    # A hostile client of the control socket: garbage, a header claiming a
+    # huge request, a request cut short, no descriptors. The kernel's
+    # process answers EINVAL or drops it, and the container lives on.
+    import socket
+    import struct
+    ctl = os.path.join(rt.root, "ex", "ctl.sock")
+    for junk in (b"\xff" * 64, struct.pack("III", 0x43455846, 1, 0xffffffff), struct.pack("III", 0x43455846, 1, 100),
+                 struct.pack("III", 0x43455846, 9, 0), b""):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(ctl)
+        if junk:
+            c.sendall(junk)
+        c.shutdown(socket.SHUT_WR)
+        c.settimeout(5)
+        try:
+            c.recv(64)
+        except OSError:
+            pass
+        c.close()
+    r = rt("exec", "ex", "echo", "still-here")
+    check(r.returncode == 0 and r.stdout == "still-here\n" and rt.state("ex")["status"] == "running",
+          f"garbage on the control socket leaves the container serving ({r.stderr.strip()})")
     r = rt("exec", "ex", "/bin/no-such")
     check(r.returncode == 127, f"exec of a missing program: 127 ({r.returncode})")
     detached_pid = os.path.join(work, "detached.pid")
