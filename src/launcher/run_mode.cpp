@@ -25,6 +25,7 @@
 #include "kernel/kernel.h"
 #include "kernel/mm/site_survey.h"
 #include "kernel/task/hostproc.h"
+#include "kernel/sys/sysctl.h"
 #include "kernel/task/process.h"
 #include "kernel/vfs/new_fs.h"
 #include "launcher/cmdline.h"
@@ -69,11 +70,23 @@ const char* env_value(const std::vector<std::string>& env, const char* name) {
   return nullptr;
 }
 
+// A /proc/sys file of the host's, as this process sees it (its network
+// namespace's, for net/...); false with errno set.
+bool write_host_sysctl(const std::string& name, const std::string& value) {
+  int fd = open(("/proc/sys/" + name).c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, value.data(), value.size()) == (ssize_t)value.size();
+  int err = errno;
+  close(fd);
+  errno = err;
+  return ok;
+}
+
 // The host network namespace at `path` (a container engine's, with its
 // interfaces and routes) becomes the one every host socket of the run is
 // made in: joined before the sandbox, whose layers then treat it as the
 // host's network.
-bool join_network_namespace(const std::string& path) {
+bool join_network_namespace(const std::string& path, const RunOptions& o) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
     fprintf(stderr, "flatux: network namespace %s: %s\n", path.c_str(), strerror(errno));
@@ -85,10 +98,15 @@ bool join_network_namespace(const std::string& path) {
   // may bind one below 1024 is the kernel's own check (its
   // CAP_NET_BIND_SERVICE), as the container's root has it natively; the
   // kernel's process itself holds no capability in that namespace.
-  int sysctl = open("/proc/sys/net/ipv4/ip_unprivileged_port_start", O_WRONLY | O_CLOEXEC);
-  if (sysctl < 0 || write(sysctl, "0", 1) != 1)
+  if (!write_host_sysctl("net/ipv4/ip_unprivileged_port_start", "0"))
     fprintf(stderr, "flatux: network namespace %s: ports below 1024 stay closed: %s\n", path.c_str(), strerror(errno));
-  if (sysctl >= 0) close(sysctl);
+  // The container's own network settings (linux.sysctl), as runc writes
+  // them in the namespace: each a host socket of the run obeys.
+  for (const auto& [name, value] : o.net_sysctls)
+    if (!write_host_sysctl(name, value)) {
+      fprintf(stderr, "flatux: sysctl %s=%s: %s\n", name.c_str(), value.c_str(), strerror(errno));
+      return false;
+    }
   return true;
 }
 
@@ -106,6 +124,29 @@ bool mount_guest_filesystems(flatux::Kernel& k, const RunOptions& o) {
     }
   }
   return true;
+}
+
+// What runc does in the container just before its program: the sysctls
+// the kernel itself serves, then the masked and read-only paths (after
+// the sysctls, which a read-only /proc/sys would refuse).
+long container_setup(flatux::Task& t, void* arg) {
+  const RunOptions& o = *static_cast<const RunOptions*>(arg);
+  for (const auto& [name, value] : o.sysctls)
+    if (long r = flatux::sysctl_set(t, name, value); r < 0) {
+      fprintf(stderr, "flatux: sysctl %s=%s: %s\n", name.c_str(), value.c_str(), strerror((int)-r));
+      return r;
+    }
+  for (const std::string& p : o.masked_paths)
+    if (long r = flatux::mount_mask_path(t, p.c_str()); r < 0) {
+      fprintf(stderr, "flatux: masking %s: %s\n", p.c_str(), strerror((int)-r));
+      return r;
+    }
+  for (const std::string& p : o.readonly_paths)
+    if (long r = flatux::mount_readonly_path(t, p.c_str()); r < 0) {
+      fprintf(stderr, "flatux: making %s read-only: %s\n", p.c_str(), strerror((int)-r));
+      return r;
+    }
+  return 0;
 }
 
 void name_the_host(flatux::Kernel& k, const RunOptions& o) {
@@ -320,7 +361,7 @@ int run_program(const RunOptions& o) {
     fprintf(stderr, "flatux: eventfd: %s\n", strerror(errno));
     return 125;
   }
-  if (!o.netns.empty() && !join_network_namespace(o.netns)) return 125;
+  if (!o.netns.empty() && !join_network_namespace(o.netns, o)) return 125;
   std::vector<UbdSpec> ubds;
   if (!parse_ubd_specs(o, &ubds)) return 125;
   std::vector<TmpfsSpec> tmpfs;
@@ -380,8 +421,16 @@ int run_program(const RunOptions& o) {
   const char* why = nullptr;
   flatux::File* console = nullptr;
   if (o.terminal && !open_console(*k, &console)) return 125;
-  long r = flatux::spawn_init(*k, prog.c_str(), argv.data(), o.env_given ? envp.data() : environ, &why, console,
-                              o.identity, console != nullptr);
+  flatux::SpawnSpec spec;
+  spec.path = prog.c_str();
+  spec.argv = argv.data();
+  spec.envp = o.env_given ? envp.data() : environ;
+  spec.console = console;
+  spec.console_ctty = console != nullptr;
+  spec.identity = o.identity;
+  spec.setup = container_setup;
+  spec.setup_arg = const_cast<RunOptions*>(&o);
+  long r = flatux::spawn_process(*k, spec, nullptr, &why);
   if (console) console->put();
   if (r < 0) {
     int err = (int)-r;

@@ -46,6 +46,13 @@ struct RunOptions {
   const InitIdentity* identity = nullptr;  // else root with every capability
   std::vector<GuestMount> guest_mounts;
   std::string netns;                  // a host network namespace to join: the guest's network is its
+  // linux.maskedPaths and readonlyPaths, applied as runc does in the guests'
+  // mount namespace just before the program starts.
+  std::vector<std::string> masked_paths, readonly_paths;
+  // linux.sysctl: the kernel's own tunables ("kernel/shmmax"), set just
+  // before the program starts, and the network namespace's ("net/..."),
+  // set in the host namespace joined (netns).
+  std::vector<std::pair<std::string, std::string>> sysctls, net_sysctls;
   // An OCI container: host signals reach the program as from an ancestor
   // pid namespace, and flatux ends killed by the program's signal
   // (silently) where `flatux run` exits 128+N.

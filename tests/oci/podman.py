@@ -217,7 +217,8 @@ def network(pm):
     r = pm("run", "--rm", "--network", "none", IMAGE, "sh", "-c", "ls /sys/class/net 2>/dev/null; cat /proc/net/dev 2>/dev/null | grep -c eth")
     check(r.returncode in (0, 1) and "eth" not in r.stdout.replace("0\n", ""), f"--network none has no eth ({r.stdout!r})")
     port = free_port()
-    r = pm("run", "-d", "--name", "web", "-p", f"{port}:8080", IMAGE, "sh", "-c",
+    r = pm("run", "-d", "--name", "web", "-p", f"{port}:8080", "--sysctl", "net.ipv4.tcp_keepalive_time=111",
+           "--sysctl", "kernel.shmmax=4096", IMAGE, "sh", "-c",
            "mkdir -p /www && echo served-by-flatux > /www/index.html && exec httpd -f -p 8080 -h /www")
     check(r.returncode == 0, f"run -d -p ({r.stderr.strip()})")
     body = ""
@@ -228,6 +229,12 @@ def network(pm):
         except OSError:
             time.sleep(0.2)
     check(body == "served-by-flatux\n", f"a server in the container answers through -p ({body!r})")
+    r = pm("exec", "web", "sh", "-c", "cat /proc/sys/kernel/shmmax; echo 1 > /proc/sys/kernel/shmmax || echo ro")
+    check(r.stdout.split() == ["4096", "ro"], f"--sysctl kernel.*: the kernel's, under a read-only /proc/sys ({r.stdout!r})")
+    pid = pm("inspect", "--format", "{{.State.Pid}}", "web").stdout.strip()
+    r = subprocess.run(["nsenter", f"--net=/proc/{pid}/ns/net", "cat", "/proc/sys/net/ipv4/tcp_keepalive_time"],
+                       capture_output=True, text=True)
+    check(r.stdout.strip() == "111", f"--sysctl net.*: set in the container's network namespace ({r.stdout.strip()!r})")
     pm("rm", "-f", "-t", "0", "web")
 
 

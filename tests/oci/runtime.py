@@ -198,6 +198,46 @@ def config_served(rt, work):
     check("refused" in r.stdout and not os.path.exists(os.path.join(bundle, "rootfs", "x")), "root.readonly")
 
 
+def masked_readonly_sysctl(rt, work):
+    """maskedPaths, readonlyPaths and linux.sysctl, as runc applies them."""
+    bundle = os.path.join(work, "mask")
+    script = ("cat /etc/secret; echo [; ls /sys/firmware; echo ]; echo x > /sys/firmware/f 2>/dev/null || echo fw-ro; "
+              "cat /data/f; echo y > /data/g 2>/dev/null || echo data-ro; "
+              "echo 1 > /proc/sys/kernel/shmmni 2>/dev/null || echo sys-ro; cat /proc/sys/kernel/shmmax")
+    spec = make_bundle(rt.exe, bundle, ["sh", "-c", script], **{
+        "linux.maskedPaths": ["/etc/secret", "/sys/firmware", "/no/such/path"],
+        "linux.readonlyPaths": ["/proc/sys", "/data", "/no/such/folder"],
+        "linux.sysctl": {"kernel.shmmax": "12345"}})
+    rootfs = os.path.join(bundle, "rootfs")
+    os.makedirs(os.path.join(rootfs, "data"), exist_ok=True)
+    open(os.path.join(rootfs, "etc", "secret"), "w").write("secret-content\n")
+    open(os.path.join(rootfs, "data", "f"), "w").write("data-content\n")
+    r = rt("run", "--bundle", bundle, "mask")
+    out = r.stdout
+    check(r.returncode == 0, f"run with masked and read-only paths exits 0 ({r.stderr.strip()})")
+    check("secret-content" not in out and out.startswith("["), f"a masked file reads as /dev/null ({out!r})")
+    check("[\n]\n" in out and "fw-ro" in out, "a masked folder is an empty read-only tmpfs")
+    check("data-content" in out and "data-ro" in out and not os.path.exists(os.path.join(rootfs, "data", "g")),
+          "a read-only path reads, refuses writes")
+    check("sys-ro" in out, "/proc/sys read-only")
+    check(out.rstrip().endswith("12345"), "linux.sysctl kernel.shmmax is set before the program")
+    # The host's network: runc refuses to change it from a container.
+    spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"] if n["type"] != "network"]
+    spec["linux"]["sysctl"] = {"net.ipv4.ip_forward": "1"}
+    spec["process"]["args"] = ["true"]
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(spec, f)
+    r = rt("run", "--bundle", bundle, "mask2")
+    check(r.returncode != 0 and rt.state("mask2") is None, "a net.* sysctl in the host's network namespace is refused")
+    rt("delete", "--force", "mask2")
+    spec["linux"]["sysctl"] = {"kernel.no_such_thing": "1"}
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(spec, f)
+    r = rt("run", "--bundle", bundle, "mask3")
+    check(r.returncode != 0, "a sysctl the kernel does not have is refused")
+    rt("delete", "--force", "mask3")
+
+
 def exec_into(rt, work):
     bundle = os.path.join(work, "exec")
     make_bundle(rt.exe, bundle, ["sh", "-c", "echo $$ > /tmp/init-pid; while true; do sleep 0.05; done"],
@@ -544,6 +584,7 @@ def main():
             killed_and_forced(rt, work)
             run_results(rt, work)
             config_served(rt, work)
+            masked_readonly_sysctl(rt, work)
             exec_into(rt, work)
             console(rt, work)
             pause_resume(rt, work)

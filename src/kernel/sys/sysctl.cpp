@@ -374,6 +374,13 @@ long sysctl_open(Task& t, int index, int flags, uint64_t, File** out) {
   return 0;
 }
 
+long sysctl_set(Task& t, std::string_view path, std::string_view value) {
+  int index;
+  if (sysctl_lookup(path, &index) != SysctlNode::kFile) return -ENOENT;
+  if (!kEntries[index].store || !(kEntries[index].mode & 0200)) return -EACCES;
+  return kEntries[index].store(t, value);
+}
+
 void sysctl_start(Sysctl& s) { random_uuid(s.boot_id); }
 
 }  // namespace flatux

@@ -48,6 +48,11 @@ uint32_t sysctl_mode(int index);
 // root included); reads show the current value, writes set it.
 long sysctl_open(Task& t, int index, int flags, uint64_t ino, File** out);
 
+// Sets file `path` ("kernel/shmmax") to `value` as a write by t would
+// (a container runtime's linux.sysctl): ENOENT for no such file, EACCES
+// for a read-only one, else what the write would return.
+long sysctl_set(Task& t, std::string_view path, std::string_view value);
+
 // Implementation detail of sysctl_list.
 int sysctl_count();
 std::string_view sysctl_path(int index);

@@ -309,6 +309,7 @@ long spawn_process(Kernel& k, const SpawnSpec& s, int* pid_out, const char** why
   if (s.console && s.console_ctty) console_become_ctty(*t);
   ExecResult* res = k.heap->make<ExecResult>();
   long r = res ? 0 : -ENOMEM;
+  if (r == 0 && s.setup) r = s.setup(*t, s.setup_arg);
   if (r == 0 && s.cwd) r = fs_chdir_path(*t, s.cwd);
   if (r == 0) r = exec_load(*t, *p->mm, s.path, s.argv, s.envp, res);
   ExecMove* move = nullptr;

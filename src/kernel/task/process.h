@@ -77,6 +77,10 @@ struct SpawnSpec {
   const InitIdentity* identity = nullptr;
   const char* cwd = nullptr;            // else the kernel's start folder
   bool entered = false;
+  // Run as the new process, before its program is looked up: a container's
+  // setup (its masked paths, sysctls). A negative return ends the spawn.
+  long (*setup)(Task& t, void* arg) = nullptr;
+  void* setup_arg = nullptr;
 };
 // Returns 0 and its pid in *pid, or -errno (EAGAIN: too many entered
 // processes at once) and, for ENOEXEC, *why.

@@ -29,4 +29,15 @@ struct MountNs;
 long mount_new_fs(Kernel& k, const char* type_name, const char* guest_path, const char* source,
                   unsigned long flags, const char* data, MountNs* ns = nullptr);
 
+struct Task;
+
+// A container's maskedPaths entry, as runc applies it in t's mount
+// namespace: a folder gets an empty read-only tmpfs over it, anything else
+// /dev/null bound over it; a path that does not exist is left alone.
+long mount_mask_path(Task& t, const char* path);
+
+// A readonlyPaths entry: the path (with the mounts below it) bound over
+// itself, the new mount read-only. A path that does not exist is left alone.
+long mount_readonly_path(Task& t, const char* path);
+
 }  // namespace flatux

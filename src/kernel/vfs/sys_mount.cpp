@@ -266,3 +266,33 @@ long mount_new_fs(Kernel& k, const char* type_name, const char* guest_path, cons
 }
 
 }  // namespace flatux
+
+namespace flatux {
+
+long mount_mask_path(Task& t, const char* path) {
+  Target at;
+  long r = resolve(t, path, true, &at);
+  if (r == -ENOENT || r == -ENOTDIR) return 0;  // nothing there to hide
+  if (r < 0) return r;
+  if (S_ISDIR(at.st.st_mode))
+    return mount_new_fs(*t.kernel, "tmpfs", at.guest, "tmpfs", MS_RDONLY, "", &mnt_ns_of(t));
+  Target null;
+  if ((r = resolve(t, "/dev/null", true, &null)) < 0) return r;
+  return t.kernel->vfs->bind(mnt_ns_of(t), at.guest, *null.mount, null.inner, null.guest, false);
+}
+
+long mount_readonly_path(Task& t, const char* path) {
+  Target at;
+  long r = resolve(t, path, true, &at);
+  if (r == -ENOENT || r == -ENOTDIR) return 0;
+  if (r < 0) return r;
+  if ((r = t.kernel->vfs->bind(mnt_ns_of(t), at.guest, *at.mount, at.inner, at.guest, true)) < 0) return r;
+  Target copy;
+  if ((r = resolve(t, at.guest, false, &copy)) < 0) return r;
+  if (!copy.is_mount_root()) return -EINVAL;
+  set_per_mount_flags(*copy.mount, (copy.mount->flags_now() & kPerMountFlags) | MS_RDONLY);
+  t.kernel->vfs->touch();
+  return 0;
+}
+
+}  // namespace flatux

@@ -169,6 +169,28 @@ void network(const OciSpec& s, RunOptions* o) {
   else o->netns = net->path, o->net = "host";   // the engine's, with its interfaces
 }
 
+// linux.sysctl: "net.*" belongs to the network namespace (the engine's,
+// which the run's host sockets live in; runc refuses them in the host's),
+// the rest to the kernel, which is the container's own: any it serves.
+bool sysctls(const OciSpec& s, RunOptions* o, std::vector<std::string>* ignored, std::string* error) {
+  for (const auto& [key, value] : s.sysctl) {
+    std::string path = key;
+    for (char& c : path)
+      if (c == '.') c = '/';
+    if (path.compare(0, 4, "net/") != 0) {
+      o->sysctls.emplace_back(path, value);
+    } else if (!o->netns.empty()) {
+      o->net_sysctls.emplace_back(path, value);
+    } else if (o->net == "none") {
+      ignored->push_back("sysctl " + key + ": not applied: the container has no network sockets (none) to tune");
+    } else {
+      *error = "sysctl " + key + " is not allowed in the host's network namespace";
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 long oci_open_in_root(int root, const std::string& rel, uint64_t flags) {
@@ -235,10 +257,10 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
   if (ok && !make_mount_point(rootfd, canon, o->cwd, false, &cwd_at, error)) ok = false;
   close(rootfd);
   if (!ok) return false;
-  if (!s.masked_paths.empty() || !s.readonly_paths.empty())
-    ignored->push_back("maskedPaths/readonlyPaths: not applied yet (/proc and /sys are flatux's own, none of the host's)");
+  o->masked_paths = s.masked_paths;
+  o->readonly_paths = s.readonly_paths;
+  if (!sysctls(s, o, ignored, error)) return false;
   if (s.has_seccomp) ignored->push_back("linux.seccomp: not applied to the guest yet");
-  if (!s.sysctl.empty()) ignored->push_back("linux.sysctl: not applied yet");
   for (const char* inside : {"createContainer", "startContainer"})
     if (s.hooks.count(inside) && !s.hooks.at(inside).empty())
       ignored->push_back(std::string("hooks.") + inside + ": hooks inside the container are not run yet");
