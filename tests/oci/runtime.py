@@ -340,7 +340,7 @@ def console(rt, work):
     master = fds[0]
     check(rt("start", "tty").returncode == 0, "start tty")
     os.set_blocking(master, False)
-    os.write(master, b"stty size; echo ok-$((2+3)); sleep 20\r")
+    os.write(master, b"stty size; tty; echo ok-$((2+3)); sleep 20\r")
     out = b""
 
     def drain(seconds):
@@ -361,6 +361,7 @@ def console(rt, work):
     text = out.decode(errors="replace")
     check("30 100" in text, f"consoleSize is the terminal's size ({text!r})")
     check("ok-5" in text, "the shell runs on the terminal")
+    check("not a tty" not in text and "\n/dev/" in text, "tty(1) names the terminal the shell is on")
     check(exit_code(wait_status(int(open(pid_file).read()))) == 6, "^C interrupts the foreground job; exit 6")
     os.close(master)
     rt("delete", "tty")

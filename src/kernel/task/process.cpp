@@ -24,6 +24,7 @@
 #include "kernel/time.h"
 #include "kernel/tty/console.h"
 #include "kernel/vfs/namei.h"
+#include "kernel/vfs/path_ops.h"
 
 namespace flatux {
 namespace {
@@ -236,11 +237,27 @@ void apply_init_identity(Process& p, const InitIdentity& id) {
 
 namespace {
 
+// The first process's console as Linux's console_on_rootfs gives it:
+// /dev/console opened by path, so that ttyname(3) finds the node its
+// descriptors are open on; nullptr where the root has no /dev/console that
+// is this console.
+File* console_by_path(Task& t, File& console) {
+  File* f = nullptr;
+  if (vfs_open(t, AT_FDCWD, "/dev/console", O_RDWR | O_NOCTTY, 0, &f) < 0) return nullptr;
+  if (f->ops == console.ops && f->priv == console.priv) return f;
+  f->put();
+  return nullptr;
+}
+
 // Descriptors 0-2 of a new process: `console`, host descriptors handed
 // over (taken over), or the host's own stdio streams.
-void install_spawn_stdio(Kernel& k, Process& p, const SpawnSpec& s) {
+void install_spawn_stdio(Task& t, const SpawnSpec& s) {
+  Kernel& k = *t.kernel;
+  Process& p = *t.proc;
   if (s.console) {
-    for (int fd = 0; fd < 3; fd++) p.files->install_at(fd, s.console, false);
+    File* f = s.entered ? nullptr : console_by_path(t, *s.console);
+    for (int fd = 0; fd < 3; fd++) p.files->install_at(fd, f ? f : s.console, false);
+    if (f) f->put();
     return;
   }
   if (!s.stdio_host_fds) {
@@ -303,13 +320,19 @@ long spawn_process(Kernel& k, const SpawnSpec& s, int* pid_out, const char** why
     } else {
       k.init = p;
     }
-    if (s.identity) apply_init_identity(*p, *s.identity);
+    // An entered process joins running guests: it is never theirs to see
+    // as root. The first one is set up as root, as Linux's kernel_init.
+    if (s.identity && s.entered) apply_init_identity(*p, *s.identity);
   }
-  install_spawn_stdio(k, *p, s);
+  install_spawn_stdio(*t, s);
   if (s.console && s.console_ctty) console_become_ctty(*t);
   ExecResult* res = k.heap->make<ExecResult>();
   long r = res ? 0 : -ENOMEM;
   if (r == 0 && s.setup) r = s.setup(*t, s.setup_arg);
+  if (s.identity && !s.entered) {
+    Guard g(k.tasks_lock);
+    apply_init_identity(*p, *s.identity);
+  }
   if (r == 0 && s.cwd) r = fs_chdir_path(*t, s.cwd);
   if (r == 0) r = exec_load(*t, *p->mm, s.path, s.argv, s.envp, res);
   ExecMove* move = nullptr;
