@@ -355,7 +355,8 @@ def compare(base, run):
                          short(run["stderr"], 400) if why else ""))
         elif not other["ok"]:
             text = f"'{key[0]}'" + ("" if other["text"] == key[0] else f" (reported as '{other['text']}')")
-            lost.append((text, "not ok", explain(other["diag"]) or short(run["stderr"], 400)))
+            lost.append((text, "not ok", explain(other["diag"]) or (
+                "(no diagnostic)" + (f" the test's stderr: {short(run['stderr'], 400)}" if run["stderr"].strip() else ""))))
     return lost
 
 
