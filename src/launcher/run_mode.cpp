@@ -159,9 +159,12 @@ void name_the_host(flatux::Kernel& k, const RunOptions& o) {
 // outside that ended, the first process's end (the kernel's event
 // descriptor too), terminal input for the console, or a signal.
 void wait_for_events(flatux::Kernel& k, const RunOptions& o, const timespec& tick, bool* input_open) {
-  pollfd fds[3] = {{k.cfg.launcher_event_fd, POLLIN, 0}, {o.control_fd, POLLIN, 0}, {-1, POLLIN, 0}};
+  constexpr int kMore = 16;
+  pollfd fds[3 + kMore] = {{k.cfg.launcher_event_fd, POLLIN, 0}, {o.control_fd, POLLIN, 0}, {-1, POLLIN, 0}};
   if (*input_open) fds[2].fd = 0;
-  if (ppoll(fds, 3, &tick, nullptr) <= 0) return;
+  int more = o.control_poll ? o.control_poll(fds + 3, kMore) : 0;
+  if (ppoll(fds, 3 + more, &tick, nullptr) <= 0) return;
+  if (more && o.control_polled) o.control_polled(k, fds + 3, more);
   if (fds[0].revents & POLLIN) {
     uint64_t n;
     (void)!read(k.cfg.launcher_event_fd, &n, sizeof n);

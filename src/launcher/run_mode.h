@@ -1,6 +1,7 @@
 // `flatux run`: one program under a kernel of its own, over a host folder
 // (or the whole host), as the command line or an OCI bundle describes it.
 #pragma once
+#include <poll.h>
 #include <functional>
 #include <string>
 #include <vector>
@@ -76,6 +77,11 @@ struct RunOptions {
   int control_fd = -1;
   std::function<void(flatux::Kernel&, int connection)> serve_control;
   std::function<void(flatux::Kernel&)> on_kernel_event;
+  // More host descriptors for that wait (an exec session's terminal):
+  // control_poll fills at most `max` and says how many; control_polled
+  // gets them back with their revents.
+  std::function<int(pollfd* fds, int max)> control_poll;
+  std::function<void(flatux::Kernel&, const pollfd* fds, int n)> control_polled;
 };
 
 // A signal sent to flatux to end the run, noted while before_program

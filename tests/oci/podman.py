@@ -2,7 +2,7 @@
 """podman with `--runtime build/flatux-oci`, as a user runs containers:
 an image imported offline from a busybox root, then run --rm (output and
 exit codes), -e, -w, --user, --hostname, -v (rw and :ro), --tmpfs,
---read-only, --memory (memory.max, the OOM killer), --pids-limit, -d with logs, exec (-i, -d, -e, -w, --user), run -it on a pty with ^C, kill -s, stop -t (SIGTERM, then
+--read-only, --memory (memory.max, the OOM killer), --pids-limit, -d with logs, exec (-i, -d, -e, -w, --user), run -it and exec -it on a pty with ^C, kill -s, stop -t (SIGTERM, then
 SIGKILL for an init without a handler), rm -f, --network none, and the
 default bridge network with -p (a server in the container answers the
 host through the port mapping). Skipped (77) where podman is missing or
@@ -199,6 +199,14 @@ def terminal(pm):
                                               (b"echo after-ctrl-c; exit 4\r", 1)])
     check("hello-42" in out, f"run -it: an interactive shell on a terminal ({out[-200:]!r})")
     check("after-ctrl-c" in out and status == 4, f"run -it: ^C reaches the container, exit 4 ({status})")
+    pm("run", "-d", "--name", "jobs", IMAGE, "sleep", "100")
+    argv = pm.base + ["--runtime", pm.runtime, "exec", "-it", "jobs", "sh"]
+    out, status = on_terminal(argv, pm.env, [(b"tty; echo hello-$((6*7)); sleep 30\r", 1.5), (b"\x03", 1),
+                                              (b"echo after-ctrl-c; exit 4\r", 1)])
+    check("\n/dev/pts/" in out and "hello-42" in out, f"exec -it: a shell on a pty of its own ({out[-300:]!r})")
+    check("after-ctrl-c" in out and status == 4,
+          f"exec -it: ^C interrupts the shell's foreground job, not the shell; exit 4 ({status})")
+    pm("rm", "-f", "-t", "0", "jobs")
 
 
 def low_ports(pm):

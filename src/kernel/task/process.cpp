@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <linux/errno.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -325,7 +326,10 @@ long spawn_process(Kernel& k, const SpawnSpec& s, int* pid_out, const char** why
     if (s.identity && s.entered) apply_init_identity(*p, *s.identity);
   }
   install_spawn_stdio(*t, s);
-  if (s.console && s.console_ctty) console_become_ctty(*t);
+  // An entered process's terminal (its own pty) becomes its session's
+  // controlling terminal as TIOCSCTTY makes one.
+  if (s.console && s.console_ctty && s.entered && s.console->ops->ioctl) s.console->ops->ioctl(*t, *s.console, TIOCSCTTY, 0);
+  else if (s.console && s.console_ctty) console_become_ctty(*t);
   ExecResult* res = k.heap->make<ExecResult>();
   long r = res ? 0 : -ENOMEM;
   if (r == 0 && s.setup) r = s.setup(*t, s.setup_arg);

@@ -27,6 +27,7 @@
 #include <sys/syscall.h>
 
 #include "kernel/task/isys.h"
+#include "host/raw_syscall.h"
 #include "kernel/mm/usercopy.h"
 #include "kernel/signal/signal.h"
 #include "kernel/time.h"
@@ -83,6 +84,9 @@ struct PtyPair {
   bool packet = false;
   uint8_t pktstatus = 0;
   PtyNode node;
+  // The master side is this host terminal (pty_host_open): the slave's
+  // output is written to it, closed with the pair.
+  int host_fd = -1;
 };
 
 struct PtyTable {
@@ -113,6 +117,7 @@ void pair_put(PtyPair& p) {
     Guard g(k.ptys->lock);
     k.ptys->pairs[p.index] = nullptr;
   }
+  if (p.host_fd >= 0) host::sys(SYS_close, p.host_fd);
   k.heap->destroy_obj(&p);
 }
 
@@ -138,11 +143,30 @@ void feed(PtyPair& p) {
 size_t slave_write_room(Tty& tty) {
   PtyPair& p = pair_of(tty);
   Guard g(p.lock);
-  return p.master_open ? p.to_master.room() : kUnlimited;  // after a hangup: discarded
+  // After a hangup: discarded. A host terminal takes everything (its
+  // write blocks while the terminal does).
+  return p.master_open && p.host_fd < 0 ? p.to_master.room() : kUnlimited;
+}
+
+// Output to a host terminal master, written through outside the lock (the
+// descriptor stays open while the slave file writing holds the pair).
+void host_master_write(PtyPair& p, const char* s, size_t n) {
+  {
+    Guard g(p.lock);
+    if (!p.master_open) return;
+  }
+  while (n) {
+    long r = host::sys(SYS_write, p.host_fd, s, n);
+    if (r == -EINTR) continue;
+    if (r <= 0) return;
+    s += r;
+    n -= (size_t)r;
+  }
 }
 
 void slave_device_write(Tty& tty, const char* s, size_t n) {
   PtyPair& p = pair_of(tty);
+  if (p.host_fd >= 0) return host_master_write(p, s, n);
   {
     Guard g(p.lock);
     if (p.master_open) p.to_master.put(s, n);
@@ -352,17 +376,19 @@ long master_stat(Task&, File& f, struct stat* st) {
   return 0;
 }
 
-void master_release(File& f) {
-  PtyPair& p = pair_of(f);
+// The master side has closed: the devpts node goes, the slave hangs up.
+void master_gone(PtyPair& p) {
   {
     Guard g(p.lock);
-    p.master_open = false;  // the devpts node goes
+    p.master_open = false;
   }
   tty_hangup(p.slave);
   bump(p.master_seq);
   bump(p.feed_seq);
   pair_put(p);
 }
+
+void master_release(File& f) { master_gone(pair_of(f)); }
 
 long put_int(uint64_t arg, int v) { return put_user((void*)arg, v) < 0 ? -EFAULT : 0; }
 
@@ -463,38 +489,98 @@ const FileOps kMasterOps = {
 
 PtyTable* pty_table_create(Heap* heap) { return heap->make<PtyTable>(); }
 
-long ptmx_open(Task& t, int flags, File** out) {
-  Kernel& k = *t.kernel;
+// A new pair with its devpts node, owned by uid:gid (the master's
+// reference held); nullptr with *err set.
+static PtyPair* pair_make(Kernel& k, uint32_t uid, uint32_t gid, uint32_t mode, long* err) {
   PtyPair* p = k.heap->make<PtyPair>();
-  if (!p) return -ENOMEM;
-  uint32_t keep = (uint32_t)flags & (O_ACCMODE | O_NONBLOCK | O_APPEND);
-  File* f = file_alloc(k.heap, &kMasterOps, keep, -1);
-  if (!f) {
-    k.heap->destroy_obj(p);
-    return -ENOMEM;
+  if (!p) {
+    *err = -ENOMEM;
+    return nullptr;
   }
   p->kernel = &k;
   tty_init(p->slave, k, &kPtySlaveDriver, p);
   p->slave.tio.c_cflag = B38400 | CS8 | CREAD;  // the pts driver's init_termios: no HUPCL
-  p->node = {t.proc->creds.fsuid, t.proc->creds.fsgid, 0600, realtime_now()};
-  {
-    Guard g(k.ptys->lock);
-    int i = 0;
-    while (i < kMaxPtys && k.ptys->pairs[i]) i++;
-    if (i == kMaxPtys) {
-      k.heap->destroy_obj(p);
-      f->ops = nullptr;
-      f->put();
-      return -ENOSPC;
-    }
-    p->index = i;
-    k.ptys->pairs[i] = p;
+  p->node = {uid, gid, mode, realtime_now()};
+  Guard g(k.ptys->lock);
+  int i = 0;
+  while (i < kMaxPtys && k.ptys->pairs[i]) i++;
+  if (i == kMaxPtys) {
+    k.heap->destroy_obj(p);
+    *err = -ENOSPC;
+    return nullptr;
+  }
+  p->index = i;
+  k.ptys->pairs[i] = p;
+  return p;
+}
+
+long ptmx_open(Task& t, int flags, File** out) {
+  Kernel& k = *t.kernel;
+  uint32_t keep = (uint32_t)flags & (O_ACCMODE | O_NONBLOCK | O_APPEND);
+  File* f = file_alloc(k.heap, &kMasterOps, keep, -1);
+  if (!f) return -ENOMEM;
+  long err = 0;
+  PtyPair* p = pair_make(k, t.proc->creds.fsuid, t.proc->creds.fsgid, 0600, &err);
+  if (!p) {
+    f->ops = nullptr;
+    f->put();
+    return err;
   }
   f->priv = p;
   f->priv_word = kPtmxRdev;
   *out = f;
   return 0;
 }
+
+long pty_host_open(Kernel& k, int host_fd, uint32_t uid, uint32_t gid, PtyPair** pair, File** slave) {
+  long err = 0;
+  PtyPair* p = pair_make(k, uid, gid, 0620, &err);
+  if (!p) return err;
+  {
+    Guard g(p->lock);
+    p->locked = false;
+    p->host_fd = host_fd;
+  }
+  struct winsize ws;
+  if (host::sys(SYS_ioctl, host_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) p->slave.ws = ws;
+  if ((err = new_slave_file(k, *p, O_RDWR, slave)) < 0) {
+    Guard g(p->lock);
+    p->host_fd = -1;  // still the caller's
+  }
+  if (err < 0) {
+    master_gone(*p);
+    return err;
+  }
+  set_devpts_origin(k, **slave, p->index);
+  *pair = p;
+  return 0;
+}
+
+size_t pty_host_room(PtyPair& p) {
+  Guard g(p.lock);
+  return p.to_slave.room();
+}
+
+void pty_host_input(PtyPair& p, const char* data, size_t n) {
+  {
+    Guard g(p.lock);
+    p.to_slave.put(data, n);
+  }
+  feed(p);
+}
+
+void pty_host_resized(PtyPair& p) {
+  struct winsize ws;
+  if (host::sys(SYS_ioctl, p.host_fd, TIOCGWINSZ, &ws) != 0 || !ws.ws_row || !ws.ws_col) return;
+  struct winsize now;
+  {
+    Guard g(p.slave.lock);
+    now = p.slave.ws;
+  }
+  if (now.ws_row != ws.ws_row || now.ws_col != ws.ws_col) tty_set_winsize(p.slave, ws);
+}
+
+void pty_host_close(PtyPair& p) { master_gone(p); }
 
 long pty_slave_open(Task& t, int index, int flags, File** out) {
   Kernel& k = *t.kernel;

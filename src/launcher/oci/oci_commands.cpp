@@ -152,6 +152,8 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
     run.control_fd = control;
     run.serve_control = [&](flatux::Kernel& k, int c) { server.serve(k, c); };
     run.on_kernel_event = [&](flatux::Kernel& k) { server.ended(k); };
+    run.control_poll = [&](pollfd* fds, int max) { return server.poll_fds(fds, max); };
+    run.control_polled = [&](flatux::Kernel& k, const pollfd* fds, int n) { server.polled(k, fds, n); };
     exit(run_program(run));
   }
   close(control);

@@ -13,11 +13,14 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "kernel/cgroup/cgroup.h"
 #include "kernel/kernel.h"
 #include "kernel/task/process.h"
+#include "kernel/tty/pty.h"
+#include "kernel/vfs/file.h"
 #include "launcher/oci/oci_bundle.h"
 #include "launcher/oci/oci_console.h"
 #include "launcher/oci/oci_spec.h"
@@ -33,10 +36,11 @@ namespace {
 // string NUL-terminated. The same binary is at both ends.
 constexpr uint32_t kMagic = 0x43455846;  // "FXEC"
 constexpr uint32_t kMaxRequest = 1 << 20;
-enum RequestKind : uint32_t { kExec = 1, kFreeze = 2, kThaw = 3, kList = 4 };
+// kExecTerminal: as kExec, the three descriptors one host terminal (raw).
+enum RequestKind : uint32_t { kExec = 1, kFreeze = 2, kThaw = 3, kList = 4, kExecTerminal = 5 };
 struct Header {
   uint32_t magic;
-  uint32_t kind;    // RequestKind; only kExec has a payload and descriptors
+  uint32_t kind;    // RequestKind; only kExec and kExecTerminal have a payload and descriptors
   uint32_t length;
 };
 enum ReplyKind : uint32_t { kStarted = 1, kEnded = 2, kListed = 3 };  // kListed: value bytes of text follow
@@ -142,7 +146,7 @@ bool receive_header(int conn, Header* h, int fds[3]) {
       }
       got_fds = got_fds || count == 3;
     }
-  return n == (ssize_t)sizeof *h && (got_fds || h->kind != kExec) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+  return n == (ssize_t)sizeof *h && (got_fds || (h->kind != kExec && h->kind != kExecTerminal)) && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
          h->magic == kMagic && h->length <= kMaxRequest;
 }
 
@@ -210,7 +214,7 @@ void OciExecServer::serve(flatux::Kernel& k, int conn) {
     close(conn);
     return;
   }
-  ok = ok && h.kind == kExec;
+  ok = ok && (h.kind == kExec || h.kind == kExecTerminal);
   if (ok) {
     data.resize(h.length);
     ok = read_all(conn, data.data(), data.size()) && decode(data, &r);
@@ -235,14 +239,64 @@ void OciExecServer::serve(flatux::Kernel& k, int conn) {
   s.identity = &r.identity;
   s.cwd = r.cwd.c_str();
   s.entered = true;
-  int pid = 0;
+  Session session{0, conn};
+  File* slave = nullptr;
+  if (h.kind == kExecTerminal) {
+    // The process's own pty in the kernel (job control, its line
+    // discipline), whose master side is the engine's terminal.
+    close(fds[1]);
+    close(fds[2]);
+    long e = pty_host_open(k, fds[0], r.identity.uid, r.identity.gid, &session.pty, &slave);
+    if (e < 0) {
+      close(fds[0]);
+      reply(conn, kStarted, (int32_t)e);
+      close(conn);
+      return;
+    }
+    session.terminal = fds[0];
+    s.stdio_host_fds = nullptr;
+    s.console = slave;
+    s.console_ctty = true;
+  }
   const char* why = nullptr;
-  long err = spawn_process(k, s, &pid, &why);
-  if (err == -EAGAIN || err == -ENOMEM)  // refused before the descriptors were taken over
+  long err = spawn_process(k, s, &session.pid, &why);
+  if (slave) slave->put();
+  if (!slave && (err == -EAGAIN || err == -ENOMEM))  // refused before the descriptors were taken over
     for (int fd : fds) close(fd);
-  reply(conn, kStarted, err < 0 ? (int32_t)err : pid);
-  if (err < 0) close(conn);
-  else sessions_.push_back({pid, conn});
+  reply(conn, kStarted, err < 0 ? (int32_t)err : session.pid);
+  if (err < 0) {
+    if (session.pty) pty_host_close(*session.pty);
+    close(conn);
+  } else {
+    sessions_.push_back(session);
+  }
+}
+
+int OciExecServer::poll_fds(pollfd* fds, int max) {
+  int n = 0;
+  for (const Session& s : sessions_)
+    if (s.pty && n < max && pty_host_room(*s.pty) > 0) fds[n++] = {s.terminal, POLLIN, 0};
+  return n;
+}
+
+void OciExecServer::polled(flatux::Kernel&, const pollfd* fds, int n) {
+  for (int i = 0; i < n; i++) {
+    if (!fds[i].revents) continue;
+    for (Session& s : sessions_) {
+      if (!s.pty || s.terminal != fds[i].fd) continue;
+      char buf[4096];
+      size_t room = pty_host_room(*s.pty);
+      ssize_t got = (fds[i].revents & POLLIN) ? read(s.terminal, buf, room < sizeof buf ? room : sizeof buf) : -1;
+      if (got > 0) {
+        pty_host_resized(*s.pty);  // (the engine resizes the terminal without telling: looked at as keys come)
+        pty_host_input(*s.pty, buf, (size_t)got);
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        pty_host_close(*s.pty);  // the engine's side has gone: the session hangs up
+        s.pty = nullptr;
+      }
+      break;
+    }
+  }
 }
 
 void OciExecServer::ended(flatux::Kernel& k) {
@@ -252,6 +306,9 @@ void OciExecServer::ended(flatux::Kernel& k) {
       if (sessions_[i].pid == pid) {
         reply(sessions_[i].connection, kEnded, status);
         close(sessions_[i].connection);
+        // As the engine closing the pty's master: what the session left
+        // running hangs up.
+        if (sessions_[i].pty) pty_host_close(*sessions_[i].pty);
         sessions_.erase(sessions_.begin() + (long)i);
         break;
       }
@@ -346,7 +403,7 @@ int send_request(const std::string& dir, RequestKind kind, const std::string& da
     msghdr msg{};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
-    if (kind == kExec) {
+    if (kind == kExec || kind == kExecTerminal) {
       msg.msg_control = control;
       msg.msg_controllen = sizeof control;
       cmsghdr* c = CMSG_FIRSTHDR(&msg);
@@ -382,10 +439,16 @@ int oci_exec(const OciContext& ctx, std::map<std::string, std::string>& opts, co
     int slave = -1;
     if (!opts.count("console-socket")) return oci_fail(ctx, "a terminal needs --console-socket");
     if (!oci_console_open(opts["console-socket"], 0, 0, &slave, &error)) return oci_fail(ctx, error);
+    // Raw: the line discipline is the kernel's pty's.
+    termios raw;
+    if (tcgetattr(slave, &raw) == 0) {
+      cfmakeraw(&raw);
+      tcsetattr(slave, TCSANOW, &raw);
+    }
     for (int fd = 0; fd < 3; fd++) dup2(slave, fd);
     close(slave);
   }
-  int conn = send_request(dir, kExec, encode(r), &error);
+  int conn = send_request(dir, terminal ? kExecTerminal : kExec, encode(r), &error);
   if (conn < 0) return oci_fail(ctx, error);
   Reply started{};
   if (!read_all(conn, &started, sizeof started) || started.kind != kStarted)

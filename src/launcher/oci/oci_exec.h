@@ -15,6 +15,10 @@
 #include "launcher/oci/oci_commands.h"
 #include "launcher/run_mode.h"
 
+namespace flatux {
+struct PtyPair;
+}
+
 namespace flatux::launcher {
 
 // The control socket's path (through an O_PATH descriptor of `dir`, so its
@@ -29,11 +33,17 @@ class OciExecServer {
  public:
   void serve(flatux::Kernel& k, int connection);
   void ended(flatux::Kernel& k);
+  // The host terminals of sessions with one (exec --tty): what they type
+  // goes to the session's pty in the kernel.
+  int poll_fds(pollfd* fds, int max);
+  void polled(flatux::Kernel& k, const pollfd* fds, int n);
 
  private:
   struct Session {
     int pid;
     int connection;
+    flatux::PtyPair* pty = nullptr;  // exec --tty: a pty whose master is the host terminal
+    int terminal = -1;               // that host terminal (the pair's)
   };
   std::vector<Session> sessions_;
 };
