@@ -20,6 +20,7 @@
 
 #include "kernel/block/ubd.h"
 #include "kernel/cgroup/cgroup.h"
+#include "kernel/fs/devfs/devfs.h"
 #include "kernel/fs/ext4/ext4_vfs.h"
 #include "kernel/fs/hostfs/hostfs.h"
 #include "kernel/kernel.h"
@@ -28,6 +29,7 @@
 #include "kernel/sys/sysctl.h"
 #include "kernel/task/process.h"
 #include "kernel/vfs/new_fs.h"
+#include "kernel/vfs/path_ops.h"
 #include "launcher/cmdline.h"
 #include "kernel/tty/console.h"
 #include "kernel/vfs/file.h"
@@ -114,9 +116,19 @@ bool join_network_namespace(const std::string& path, const RunOptions& o) {
 // /proc and /dev.
 bool mount_guest_filesystems(flatux::Kernel& k, const RunOptions& o) {
   for (const GuestMount& m : o.guest_mounts) {
-    long r = m.host.empty()
-                 ? flatux::mount_new_fs(k, m.type.c_str(), m.target.c_str(), m.type.c_str(), m.flags, m.data.c_str())
-                 : flatux::hostfs_mount_host_path(k, m.host.c_str(), m.target.c_str(), m.flags);
+    const std::string& source = m.source.empty() ? m.type : m.source;
+    long r = 0;
+    if (m.in_container_dev) {
+      struct stat st;
+      bool dir = m.host.empty() || (stat(m.host.c_str(), &st) == 0 && S_ISDIR(st.st_mode));
+      r = flatux::devfs_container_mount_point(k, m.target.c_str(), dir);
+    }
+    if (m.container_dev) r = flatux::devfs_drop_run_dev(k);
+    if (r == 0)
+      r = m.host.empty()
+              ? flatux::mount_new_fs(k, m.type.c_str(), m.target.c_str(), source.c_str(), m.flags, m.data.c_str())
+              : flatux::hostfs_mount_host_path(k, m.host.c_str(), m.target.c_str(), m.flags);
+    if (r == 0 && m.container_dev) r = flatux::devfs_populate_container(k, m.target.c_str(), o.terminal);
     if (r < 0) {
       fprintf(stderr, "flatux: mounting %s at %s: %s\n", m.host.empty() ? m.type.c_str() : m.host.c_str(),
               m.target.c_str(), strerror((int)-r));
@@ -124,6 +136,24 @@ bool mount_guest_filesystems(flatux::Kernel& k, const RunOptions& o) {
     }
   }
   return true;
+}
+
+// A linux.devices node, with the folders on the way, owned and moded as
+// the bundle says (whatever the umask).
+long make_device(flatux::Task& t, const RunOptions::Device& d) {
+  for (size_t slash = d.path.find('/', 1); slash != std::string::npos; slash = d.path.find('/', slash + 1))
+    if (long r = flatux::vfs_mkdir(t, AT_FDCWD, d.path.substr(0, slash).c_str(), 0755); r < 0 && r != -EEXIST) return r;
+  long r = flatux::vfs_mknod(t, AT_FDCWD, d.path.c_str(), (int)d.mode, d.rdev);
+  if (r == -EEXIST) {
+    if ((r = flatux::vfs_unlink(t, AT_FDCWD, d.path.c_str())) == 0) r = flatux::vfs_mknod(t, AT_FDCWD, d.path.c_str(), (int)d.mode, d.rdev);
+  }
+  if (r < 0) return r;
+  flatux::Attr a;
+  a.mask = flatux::kAttrMode | flatux::kAttrUid | flatux::kAttrGid;
+  a.mode = d.mode & 07777;
+  a.uid = d.uid;
+  a.gid = d.gid;
+  return flatux::vfs_setattr(t, AT_FDCWD, d.path.c_str(), false, a);
 }
 
 // What runc does in the container just before its program: the sysctls
@@ -134,6 +164,11 @@ long container_setup(flatux::Task& t, void* arg) {
   for (const auto& [name, value] : o.sysctls)
     if (long r = flatux::sysctl_set(t, name, value); r < 0) {
       fprintf(stderr, "flatux: sysctl %s=%s: %s\n", name.c_str(), value.c_str(), strerror((int)-r));
+      return r;
+    }
+  for (const RunOptions::Device& d : o.devices)
+    if (long r = make_device(t, d); r < 0) {
+      fprintf(stderr, "flatux: device %s: %s\n", d.path.c_str(), strerror((int)-r));
       return r;
     }
   for (const std::string& p : o.masked_paths)

@@ -20,6 +20,11 @@ struct GuestMount {
   std::string target;   // guest path; the folder or file must exist
   unsigned long flags = 0;  // MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC
   std::string data;     // mount(2)'s data: the filesystem's options
+  std::string source;   // what /proc/mounts names as its source ("" : the type)
+  // A container's /dev (a tmpfs the kernel fills with the default devices,
+  // devfs_populate_container), or a mount point the kernel makes in one.
+  bool container_dev = false;
+  bool in_container_dev = false;
 };
 
 struct RunOptions {
@@ -50,6 +55,15 @@ struct RunOptions {
   // linux.maskedPaths and readonlyPaths, applied as runc does in the guests'
   // mount namespace just before the program starts.
   std::vector<std::string> masked_paths, readonly_paths;
+  // linux.devices: nodes made (with the folders on the way) just before the
+  // program starts, as runc makes them.
+  struct Device {
+    std::string path;
+    uint32_t mode;
+    uint64_t rdev;
+    uint32_t uid, gid;
+  };
+  std::vector<Device> devices;
   // linux.sysctl: the kernel's own tunables ("kernel/shmmax"), set just
   // before the program starts, and the network namespace's ("net/..."),
   // set in the host namespace joined (netns).

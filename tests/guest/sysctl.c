@@ -39,7 +39,7 @@ static const struct {
     {"/proc/sys/kernel/msgmnb", 0644},       {"/proc/sys/kernel/msgmni", 0644},
     {"/proc/sys/kernel/osrelease", 0444},    {"/proc/sys/kernel/hostname", 0644},
     {"/proc/sys/vm/max_map_count", 0644},    {"/proc/sys/kernel/random/boot_id", 0444},
-    {"/proc/sys/kernel/random/uuid", 0444},
+    {"/proc/sys/kernel/random/uuid", 0444}, {"/proc/sys/kernel/cap_last_cap", 0444},
 };
 
 static int root;
@@ -104,6 +104,9 @@ static void test_files(void) {
     CHECK(read_value("/proc/sys/kernel/pid_max") == want, "pid_max %ld, want %ld", read_value("/proc/sys/kernel/pid_max"), want);
   }
   CHECK(read_value("/proc/sys/fs/pipe-max-size") >= 4096);
+  // CAP_CHECKPOINT_RESTORE (40) or later: capget's sets cover it.
+  long last = read_value("/proc/sys/kernel/cap_last_cap");
+  CHECK(last >= 40 && last < 64, "cap_last_cap %ld", last);
   CHECK(read_value("/proc/sys/fs/nr_open") >= 64);
   CHECK(read_value("/proc/sys/fs/lease-break-time") >= 0);
   CHECK(read_value("/proc/sys/kernel/tainted") >= 0);

@@ -147,6 +147,9 @@ def run_results(rt, work):
     bundle = os.path.join(work, "run")
     make_bundle(rt.exe, bundle, ["true"])
     check(rt("run", "--bundle", bundle, "r0").returncode == 0, "run of true exits 0")
+    deep = Runtime(rt.exe, os.path.join(work, "not", "yet", "there"))
+    r = deep("run", "--bundle", bundle, "r1")
+    check(r.returncode == 0, f"a --root whose folders are not there yet is made, as runc makes it ({r.stderr.strip()})")
     make_bundle(rt.exe, bundle, ["sh", "-c", "exit 7"])
     check(rt("run", "--bundle", bundle, "r7").returncode == 7, "run of exit 7 exits 7")
     check(rt.state("r7") is None, "run leaves no state behind")
@@ -236,6 +239,45 @@ def masked_readonly_sysctl(rt, work):
     r = rt("run", "--bundle", bundle, "mask3")
     check(r.returncode != 0, "a sysctl the kernel does not have is refused")
     rt("delete", "--force", "mask3")
+
+
+def container_dev(rt, work):
+    """The container's /dev as runc makes it: the bundle's tmpfs with the
+    default devices, /dev/ptmx a link into pts, linux.devices made; no
+    device of the kernel's beyond those."""
+    bundle = os.path.join(work, "dev")
+    script = ("grep ' /dev ' /proc/self/mountinfo; readlink /dev/ptmx; ls /dev/loop0 2>/dev/null || echo no-loop; "
+              "stat -c '%F %t:%T %a %u:%g' /dev/custom/node /dev/fifo; echo x > /dev/null && echo null-ok; "
+              "head -c 4 /dev/zero | wc -c")
+    spec = make_bundle(rt.exe, bundle, ["sh", "-c", script], **{
+        "linux.devices": [{"path": "/dev/custom/node", "type": "c", "major": 1, "minor": 5, "fileMode": 0o640,
+                           "uid": 1000, "gid": 2000},
+                          {"path": "/dev/fifo", "type": "p", "fileMode": 0o600}]})
+    r = rt("run", "--bundle", bundle, "dev")
+    out = r.stdout
+    check(r.returncode == 0, f"run with linux.devices ({r.stderr.strip()})")
+    check(" - tmpfs tmpfs " in out, f"/dev is the bundle's tmpfs ({out!r})")
+    check("\npts/ptmx\n" in out and "no-loop" in out, "/dev/ptmx links to pts/ptmx; no loop devices")
+    check("character special file 1:5 640 1000:2000" in out, "a linux.devices node: type, number, mode, owner")
+    check("fifo 0:0 600 0:0" in out, "a linux.devices FIFO")
+    check("null-ok" in out and out.rstrip().endswith("4"), "the default devices work")
+    # A namespace path of another type is an error (the spec's MUST).
+    spec["process"]["args"] = ["true"]
+    own = spec["linux"]["namespaces"]
+    spec["linux"]["namespaces"] = own + [{"type": "ipc", "path": "/proc/self/ns/uts"}]
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(spec, f)
+    r = rt("run", "--bundle", bundle, "dev2")
+    check(r.returncode != 0, "a namespace path of the wrong type is refused")
+    rt("delete", "--force", "dev2")
+    # The spec's MUST, which runc does not check.
+    spec["linux"]["namespaces"] = own
+    spec["ociVersion"] = "invalid"
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(spec, f)
+    r = rt("run", "--bundle", bundle, "dev3")
+    check(r.returncode != 0 and "ociVersion" in r.stderr, f"an ociVersion that is no SemVer 1.x is refused ({r.stderr.strip()})")
+    rt("delete", "--force", "dev3")
 
 
 def exec_into(rt, work):
@@ -586,6 +628,7 @@ def main():
             run_results(rt, work)
             config_served(rt, work)
             masked_readonly_sysctl(rt, work)
+            container_dev(rt, work)
             exec_into(rt, work)
             console(rt, work)
             pause_resume(rt, work)

@@ -152,6 +152,9 @@ void show_uuid(Kernel&, SynthText& o) {
 
 void show_osrelease(Kernel&, SynthText& o) { o.str("6.1.0-flatux\n"); }
 void show_ostype(Kernel&, SynthText& o) { o.str("Linux\n"); }
+// The highest capability the kernel knows (libcap and runtimes size their
+// capability sets by it).
+void show_cap_last_cap(Kernel&, SynthText& o) { o.dec(CAP_LAST_CAP).ch('\n'); }
 
 // Plain numbers: shown in decimal, written within [Min, Max].
 template <auto& (*Get)(Kernel&)>
@@ -256,6 +259,7 @@ constexpr Entry kEntries[] = {
     {"fs/file-nr", 0444, of_kernel<show_file_nr>, nullptr},
     num<nr_open, 64, 2147483584>("fs/nr_open"),  // sysctl_nr_open_min .. _max
     {"fs/pipe-max-size", 0644, of_kernel<show_num<pipe_max_size>>, store_pipe_max},
+    {"kernel/cap_last_cap", 0444, of_kernel<show_cap_last_cap>, nullptr},
     {"kernel/core_pattern", 0644, show_str<core_pattern>, store_str<core_pattern>},
     {"kernel/domainname", 0644, show_str<domainname>, store_uts<domainname>, true},
     {"kernel/hostname", 0644, show_str<hostname>, store_uts<hostname>, true},

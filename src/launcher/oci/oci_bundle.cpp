@@ -5,7 +5,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <linux/openat2.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <map>
 #include <sstream>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -122,14 +126,28 @@ bool make_mount_point(int root, const std::string& root_path, const std::string&
 
 // One mount of the bundle as the kernel serves it, or a reason it is
 // already served (or not at all).
+// Whether the bundle has given the container a /dev of its own (a tmpfs
+// the kernel fills) by now.
+bool own_dev(const RunOptions& o) {
+  for (const GuestMount& g : o.guest_mounts)
+    if (g.container_dev) return true;
+  return false;
+}
+
+bool under_dev(const std::string& dest) { return dest.compare(0, 5, "/dev/") == 0; }
+
 bool add_mount(int root, const std::string& root_path, const OciMount& m, RunOptions* o,
                std::vector<std::string>* ignored, std::string* error) {
   std::string dest = clean_path(m.destination), at;
   MountOptions opt = parse_options(m.options);
   std::string type = m.type;
+  bool in_dev = own_dev(*o) && under_dev(dest);
   if (opt.bind || type == "bind") {
-    // The kernel's own /dev/shm stands in for an engine's shm folder.
-    if (dest == "/dev/shm") return true;
+    // A tmpfs of the kernel's stands in for an engine's shm folder.
+    if (dest == "/dev/shm") {
+      if (in_dev) o->guest_mounts.push_back({"tmpfs", "", dest, MS_NOSUID | MS_NODEV, "mode=1777", "shm"});
+      return true;
+    }
     char canon[PATH_MAX];
     if (!realpath(m.source.c_str(), canon)) {
       *error = "bind mount source " + m.source + ": " + strerror(errno);
@@ -140,14 +158,19 @@ bool add_mount(int root, const std::string& root_path, const OciMount& m, RunOpt
       *error = "bind mount source " + m.source + ": " + strerror(errno);
       return false;
     }
-    if (!make_mount_point(root, root_path, dest, !S_ISDIR(st.st_mode), &at, error)) return false;
-    o->guest_mounts.push_back({"", canon, at, opt.flags, ""});
+    if (in_dev) at = dest;  // in the container's /dev, where the kernel makes it
+    else if (!make_mount_point(root, root_path, dest, !S_ISDIR(st.st_mode), &at, error)) return false;
+    o->guest_mounts.push_back({"", canon, at, opt.flags, "", "", false, in_dev});
     return true;
   }
-  // What the kernel mounts itself in every container.
-  if ((type == "proc" && dest == "/proc") || (type == "tmpfs" && dest == "/dev") ||
-      (type == "devpts" && dest == "/dev/pts") || (type == "tmpfs" && dest == "/dev/shm"))
+  // The kernel's own /proc; and its devtmpfs and devpts, unless the
+  // bundle gives the container a /dev of its own, as runc does.
+  if (type == "proc" && dest == "/proc") return true;
+  if (type == "tmpfs" && dest == "/dev") {
+    o->guest_mounts.push_back({"tmpfs", "", "/dev", opt.flags, opt.data, m.source, true});
     return true;
+  }
+  if (!in_dev && ((type == "devpts" && dest == "/dev/pts") || (type == "tmpfs" && dest == "/dev/shm"))) return true;
   if (type == "mqueue") {
     ignored->push_back("mount " + dest + " (mqueue): POSIX message queues are not served yet");
     return true;
@@ -157,8 +180,36 @@ bool add_mount(int root, const std::string& root_path, const OciMount& m, RunOpt
     *error = "mount " + dest + ": type " + (type.empty() ? "(none)" : type) + " is not served";
     return false;
   }
-  if (!make_mount_point(root, root_path, dest, false, &at, error)) return false;
-  o->guest_mounts.push_back({type, "", at, opt.flags, opt.data});
+  if (in_dev) at = dest;
+  else if (!make_mount_point(root, root_path, dest, false, &at, error)) return false;
+  o->guest_mounts.push_back({type, "", at, opt.flags, opt.data, m.source, false, in_dev});
+  return true;
+}
+
+// linux.namespaces: each type known, each path a namespace of its type
+// (the spec's MUST: an error otherwise). Only a network namespace is
+// joined; the other kinds are the kernel's own, one per container.
+bool namespaces(const OciSpec& s, std::vector<std::string>* ignored, std::string* error) {
+  static const std::map<std::string, int> kCloneFlag = {
+      {"pid", CLONE_NEWPID}, {"network", CLONE_NEWNET}, {"mount", CLONE_NEWNS},         {"ipc", CLONE_NEWIPC},
+      {"uts", CLONE_NEWUTS}, {"user", CLONE_NEWUSER},   {"cgroup", CLONE_NEWCGROUP}, {"time", CLONE_NEWTIME}};
+  for (const OciSpec::Namespace& n : s.namespaces) {
+    auto kind = kCloneFlag.find(n.type);
+    if (kind == kCloneFlag.end()) {
+      *error = "namespace type " + n.type + " is not known";
+      return false;
+    }
+    if (n.path.empty()) continue;
+    int fd = open(n.path.c_str(), O_RDONLY | O_CLOEXEC);
+    int type = fd < 0 ? -1 : ioctl(fd, NS_GET_NSTYPE);
+    if (fd >= 0) close(fd);
+    if (type != kind->second) {
+      *error = "namespace " + n.type + " path " + n.path + " is not a " + n.type + " namespace";
+      return false;
+    }
+    if (n.type != "network")
+      ignored->push_back("namespace " + n.type + " " + n.path + ": not joined; the container's kernel has its own");
+  }
   return true;
 }
 
@@ -244,6 +295,7 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
   }
   if (s.pids_limit > 0) o->cgroup_pids_max = s.pids_limit;
   o->host_cgroup = oci_cgroup_path(s.cgroups_path, systemd_cgroup);
+  if (!namespaces(s, ignored, error)) return false;
   network(s, o);
   int rootfd = open(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) {
@@ -257,6 +309,7 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
   if (ok && !make_mount_point(rootfd, canon, o->cwd, false, &cwd_at, error)) ok = false;
   close(rootfd);
   if (!ok) return false;
+  for (const OciDevice& d : s.devices) o->devices.push_back({clean_path(d.path), d.mode, d.rdev, d.uid, d.gid});
   o->masked_paths = s.masked_paths;
   o->readonly_paths = s.readonly_paths;
   if (!sysctls(s, o, ignored, error)) return false;

@@ -108,6 +108,10 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
   if (!oci_read_spec(std::string(bundle) + "/config.json", &spec, &error)) return oci_fail(ctx, error);
   if (spec.terminal && !opts.count("console-socket"))
     return oci_fail(ctx, "process.terminal needs --console-socket (where the terminal goes)");
+  // The root and the folders on its way, as runc makes them (an engine
+  // names one below its own state folder, which may not be there yet).
+  for (size_t slash = ctx.root.find('/', 1); slash != std::string::npos; slash = ctx.root.find('/', slash + 1))
+    mkdir(ctx.root.substr(0, slash).c_str(), 0711);
   mkdir(ctx.root.c_str(), 0711);
   std::string dir = oci_state_dir(ctx.root, id);
   if (mkdir(dir.c_str(), 0711) != 0)

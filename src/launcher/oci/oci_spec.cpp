@@ -1,3 +1,7 @@
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <regex>
+#include <stdexcept>
 #include "launcher/oci/oci_spec.h"
 
 #include <fstream>
@@ -102,6 +106,19 @@ void read_linux(const json& l, OciSpec* s) {
   const json sysctl = l.value("sysctl", json::object());
   for (auto& [k, v] : sysctl.items()) s->sysctl[k] = v.get<std::string>();
   s->has_seccomp = l.contains("seccomp") && !l["seccomp"].is_null();
+  for (const json& d : l.value("devices", json::array())) {
+    OciDevice dev;
+    dev.path = d.at("path").get<std::string>();
+    std::string type = d.at("type").get<std::string>();
+    uint32_t kind = type == "b" ? S_IFBLK : type == "p" ? S_IFIFO : (type == "c" || type == "u") ? S_IFCHR : 0;
+    if (!kind || dev.path.empty() || dev.path[0] != '/') throw std::invalid_argument("linux.devices: " + dev.path + " type " + type);
+    uint64_t major = d.value("major", 0ull), minor = d.value("minor", 0ull);
+    dev.rdev = kind == S_IFIFO ? 0 : makedev(major, minor);
+    dev.mode = kind | (d.value("fileMode", 0666u) & 07777);
+    dev.uid = d.value("uid", 0u);
+    dev.gid = d.value("gid", 0u);
+    s->devices.push_back(dev);
+  }
 }
 
 void read_hooks(const json& h, OciSpec* s) {
@@ -151,6 +168,12 @@ bool oci_read_process(const std::string& path, OciSpec* s, std::string* error) {
   return true;
 }
 
+// ociVersion is SemVer 2.0.0; this runtime serves the spec's major 1.
+static bool spec_version_served(const std::string& v) {
+  static const std::regex kSemVer(R"(1\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?)");
+  return std::regex_match(v, kSemVer);
+}
+
 bool oci_read_spec(const std::string& path, OciSpec* s, std::string* error) {
   std::ifstream in(path);
   if (!in) {
@@ -160,6 +183,8 @@ bool oci_read_spec(const std::string& path, OciSpec* s, std::string* error) {
   try {
     json j = json::parse(in);
     s->oci_version = j.at("ociVersion").get<std::string>();
+    if (!spec_version_served(s->oci_version))
+      throw std::runtime_error("ociVersion " + s->oci_version + " is not a version 1 of the runtime spec (SemVer 1.x.y)");
     if (!j.contains("process")) throw std::runtime_error("no process");
     read_process(j["process"], s);
     if (s->args.empty()) throw std::runtime_error("process.args is empty");

@@ -15,6 +15,13 @@ struct OciMount {
   std::vector<std::string> options;
 };
 
+struct OciDevice {  // linux.devices
+  std::string path;
+  uint32_t mode = 0;  // S_IFCHR, S_IFBLK or S_IFIFO with the permission bits (fileMode)
+  uint64_t rdev = 0;
+  uint32_t uid = 0, gid = 0;
+};
+
 struct OciHook {
   std::string path;
   std::vector<std::string> args, env;
@@ -43,6 +50,7 @@ struct OciSpec {
   int64_t pids_limit = -1;
   std::string cgroups_path;
   std::vector<std::string> masked_paths, readonly_paths;
+  std::vector<OciDevice> devices;
   std::map<std::string, std::string> sysctl, annotations;
   std::map<std::string, std::vector<OciHook>> hooks;  // "prestart", "createRuntime", ... "poststop"
   bool has_seccomp = false;

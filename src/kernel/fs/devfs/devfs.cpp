@@ -163,6 +163,67 @@ long devfs_mount_shm(Kernel& k) {
   return mount_new_fs(k, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 }
 
+namespace {
+
+// What the runtime spec gives every container in /dev besides its mounts
+// (config-linux.md, "Default Devices" and "/dev symbolic links"), as runc
+// makes it: the kernel's devtmpfs nodes of those names.
+constexpr const char* kContainerDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+}  // namespace
+
+long devfs_drop_run_dev(Kernel& k) {
+  for (const char* at : {"/dev/shm", "/dev/pts", "/dev"}) {
+    Mount* m = k.vfs->find_exact(k.vfs->init_ns(), at);
+    if (!m) continue;
+    long r = k.vfs->umount(m, false);
+    m->put();
+    if (r < 0) return r;
+  }
+  return 0;
+}
+
+long devfs_populate_container(Kernel& k, const char* at, bool console) {
+  Mount* m = k.vfs->find_exact(k.vfs->init_ns(), at);
+  if (!m) return -ENOENT;
+  long r = m->type == &kTmpFsType ? 0 : -EINVAL;
+  Filesystem& fs = *m->fs;
+  for (const DevNode& n : kNodes) {
+    bool wanted = false;
+    for (const char* name : kContainerDevices) wanted |= strcmp(n.name, name) == 0;
+    if (console && strcmp(n.name, "console") == 0) wanted = true;  // the terminal's; runc binds its pty there
+    uint64_t rdev = wanted ? rdev_of(n) : 0;
+    if (r == 0 && rdev) r = tmpfs_kernel_node(fs, n.name, S_IFCHR | n.perm, rdev, nullptr);
+  }
+  static const struct {
+    const char* name;
+    const char* target;
+  } kLinks[] = {{"ptmx", "pts/ptmx"}, {"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"},
+                {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"}};
+  for (const auto& l : kLinks)
+    if (r == 0) r = tmpfs_kernel_node(fs, l.name, S_IFLNK | 0777, 0, l.target);
+  for (const char* dir : {"pts", "shm", "mqueue"})
+    if (r == 0) r = tmpfs_kernel_node(fs, dir, S_IFDIR | 0755, 0, nullptr);
+  m->put();
+  return r;
+}
+
+long devfs_container_mount_point(Kernel& k, const char* at, bool dir) {
+  const char* slash = strrchr(at, '/');
+  if (!slash || slash == at) return -EINVAL;
+  char parent[kPathMax];
+  size_t n = (size_t)(slash - at);
+  if (n >= sizeof parent) return -ENAMETOOLONG;
+  memcpy(parent, at, n);
+  parent[n] = 0;
+  Mount* m = k.vfs->find_exact(k.vfs->init_ns(), parent);
+  if (!m) return -ENOENT;
+  long r = m->type != &kTmpFsType ? -ENOENT
+                                  : tmpfs_kernel_node(*m->fs, slash + 1, dir ? S_IFDIR | 0755 : S_IFREG | 0644, 0, nullptr);
+  m->put();
+  return r == -EEXIST ? 0 : r;
+}
+
 // One instance for the whole kernel, as Linux's devtmpfs: every mount of
 // it shows the same nodes, and it stays when the last mount goes.
 const FsType kDevFsType = {

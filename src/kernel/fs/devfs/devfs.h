@@ -27,6 +27,20 @@ void devtmpfs_block_added(Kernel& k, const BlockDevice& d);
 // (shm_open, sem_open) live there.
 long devfs_mount_shm(Kernel& k);
 
+// Unmounts the /dev a run starts with (the devtmpfs, its pts and shm),
+// before a container's own goes there.
+long devfs_drop_run_dev(Kernel& k);
+// A container's /dev, as runc makes it (an OCI bundle's tmpfs mounted at
+// `at`, a mount root): the runtime spec's default devices (null, zero,
+// full, random, urandom, tty; console when `console`), /dev/ptmx a link
+// to pts/ptmx, the fd links, and the folders pts, shm and mqueue for the
+// mounts that follow. No block devices, no kmsg: not the devtmpfs.
+long devfs_populate_container(Kernel& k, const char* at, bool console);
+// A mount point made in a tmpfs mounted at at's folder (a container's
+// /dev): an empty file or folder; 0 when it is there already, ENOENT when
+// the folder is no tmpfs mount.
+long devfs_container_mount_point(Kernel& k, const char* at, bool dir);
+
 // Opens the character device numbered `rdev` (a device node on another
 // filesystem, such as tmpfs); ENXIO for a number with no driver here.
 long devfs_open_rdev(Task& t, uint64_t rdev, int flags, File** out);
