@@ -412,6 +412,9 @@ int run_program(const RunOptions& o) {
   sb.grant.host_owners = o.hostfs_owners == "host";
   sb.grant.mem_bytes = cfg.boot.mem_bytes;
   sb.grant.cgroup_path = o.host_cgroup;
+  sb.grant.cgroup_settings = o.host_cgroup_settings;
+  sb.grant.uid_map = o.uid_map;
+  sb.grant.gid_map = o.gid_map;
   for (const UbdSpec& u : ubds) sb.grant.images.push_back({u.file, u.readonly});
   for (const GuestMount& m : o.guest_mounts)
     if (!m.host.empty()) {

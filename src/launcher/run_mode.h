@@ -75,7 +75,9 @@ struct RunOptions {
   // A container's cgroup limits (linux.resources), on the guests' root
   // cgroup, which stands for the container's own: 0 for none.
   int64_t cgroup_memory_max = 0, cgroup_pids_max = 0;
+  std::string uid_map, gid_map;  // the container's user namespace (linux.uidMappings), "" for the identity
   std::string host_cgroup;  // the host cgroup the engine names for the run (cgroupsPath), "" for flatux's own
+  CgroupSettings host_cgroup_settings;  // what the engine asks of that cgroup besides (CPU...)
   // In the kernel's host process once everything is ready, just before
   // the program is loaded: an OCI container's "created" state. False ends
   // the run (exit 125).

@@ -221,6 +221,31 @@ def low_ports(pm):
     check(r.stdout == "bound\n", f"user 1000 binds port 8080 ({r.stderr.strip()})")
 
 
+def cpu_settings(pm):
+    """--cpus, --cpu-shares, --cpuset-cpus and --memory-reservation land in
+    the container's host cgroup, as with runc (cgroup v1 here)."""
+    r = pm("run", "-d", "--name", "cpu", "--cpus", "1.5", "--cpu-shares", "512", "--cpuset-cpus", "0",
+           "--memory-reservation", "32m", IMAGE, "sleep", "100")
+    cid = r.stdout.strip()
+    want = {"cpu/cpu.cfs_quota_us": "150000", "cpu/cpu.cfs_period_us": "100000", "cpu/cpu.shares": "512",
+            "cpuset/cpuset.cpus": "0", "memory/memory.soft_limit_in_bytes": str(32 << 20)}
+    if not os.path.isdir("/sys/fs/cgroup/cpu"):
+        print("skip: no cgroup v1 cpu hierarchy here")
+        pm("rm", "-f", "-t", "0", "cpu")
+        return
+    got = {}
+    for f in want:
+        ctl, name = f.split("/")
+        try:
+            got[f] = open(f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}/{name}").read().strip()
+        except OSError as e:
+            got[f] = str(e)
+    check(got == want, f"CPU settings in the host cgroup ({got})")
+    usage = f"/sys/fs/cgroup/cpuacct/libpod_parent/libpod-{cid}/cpuacct.usage"
+    check(os.path.exists(usage) and int(open(usage).read()) > 0, "the container's CPU time is accounted (cpuacct)")
+    pm("rm", "-f", "-t", "0", "cpu")
+
+
 def network(pm):
     r = pm("run", "--rm", "--network", "none", IMAGE, "sh", "-c", "ls /sys/class/net 2>/dev/null; cat /proc/net/dev 2>/dev/null | grep -c eth")
     check(r.returncode in (0, 1) and "eth" not in r.stdout.replace("0\n", ""), f"--network none has no eth ({r.stdout!r})")
@@ -295,6 +320,7 @@ def main():
             terminal(pm)
             low_ports(pm)
             network(pm)
+            cpu_settings(pm)
         r = pm("ps", "-a", "-q")
         check(r.stdout.strip() == "", f"no container is left ({r.stdout.strip()})")
     finally:

@@ -295,8 +295,12 @@ bool oci_bundle_to_run(const std::string& bundle, const OciSpec& s, RunOptions* 
   }
   if (s.pids_limit > 0) o->cgroup_pids_max = s.pids_limit;
   o->host_cgroup = oci_cgroup_path(s.cgroups_path, systemd_cgroup);
+  o->host_cgroup_settings = s.cgroup_settings;
+  for (const std::string& r : s.resources_not_applied)
+    ignored->push_back("linux.resources." + r + ": not applied");
   if (!namespaces(s, ignored, error)) return false;
   network(s, o);
+  if (s.find_namespace("user") && !s.uid_map.empty() && !s.gid_map.empty()) o->uid_map = s.uid_map, o->gid_map = s.gid_map;
   int rootfd = open(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootfd < 0) {
     *error = std::string("root ") + canon + ": " + strerror(errno);

@@ -117,6 +117,14 @@ int create(const OciContext& ctx, std::map<std::string, std::string>& opts, cons
   if (mkdir(dir.c_str(), 0711) != 0)
     return oci_fail(ctx, errno == EEXIST ? "container with id exists: " + id : dir + ": " + strerror(errno));
   RunOptions run;
+  // The sandbox's warnings go to the log, opened now: the sandbox is made
+  // where the log's path may be out of reach.
+  int log_fd = ctx.log.empty() ? -1 : open(ctx.log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (log_fd >= 0)
+    run.sandbox.warn = [&ctx, log_fd](const std::string& m) {
+      std::string line = oci_log_line(ctx, "warning", m);
+      (void)!write(log_fd, line.data(), line.size());
+    };
   std::vector<std::string> ignored;
   if (!oci_bundle_to_run(bundle, spec, &run, &ignored, &error, ctx.systemd_cgroup)) {
     remove_state(dir);
@@ -382,16 +390,19 @@ bool want_args(const OciContext& ctx, const std::vector<std::string>& args, size
 
 }  // namespace
 
+std::string oci_log_line(const OciContext& ctx, const char* level, const std::string& message) {
+  if (ctx.log_json) return oci_json_text(json({{"level", level}, {"msg", message}, {"time", oci_now()}})) + "\n";
+  return "time=\"" + oci_now() + "\" level=" + level + " msg=" + oci_json_text(json(message)) + "\n";
+}
+
 void oci_log(const OciContext& ctx, const char* level, const std::string& message) {
   if (strcmp(level, "error") == 0) fprintf(stderr, "flatux-oci: %s\n", message.c_str());
   if (ctx.log.empty()) return;
-  FILE* f = fopen(ctx.log.c_str(), "ae");
-  if (!f) return;
-  if (ctx.log_json)
-    fprintf(f, "%s\n", oci_json_text(json({{"level", level}, {"msg", message}, {"time", oci_now()}})).c_str());
-  else
-    fprintf(f, "time=\"%s\" level=%s msg=%s\n", oci_now().c_str(), level, oci_json_text(json(message)).c_str());
-  fclose(f);
+  int fd = open(ctx.log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  std::string line = oci_log_line(ctx, level, message);
+  (void)!write(fd, line.data(), line.size());
+  close(fd);
 }
 
 int oci_fail(const OciContext& ctx, const std::string& message) {

@@ -17,6 +17,8 @@ struct OciContext {
 // Logs `message` at `level` ("error", "warning") to --log (as runc, so an
 // engine shows it) and, for errors, to stderr.
 void oci_log(const OciContext& ctx, const char* level, const std::string& message);
+// One line of the log as oci_log writes it (runc's text or JSON form).
+std::string oci_log_line(const OciContext& ctx, const char* level, const std::string& message);
 
 // Logs an error and returns runc's failure status (1).
 int oci_fail(const OciContext& ctx, const std::string& message);

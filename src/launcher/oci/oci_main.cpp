@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -124,6 +125,24 @@ const char* kUsage =
     "update, events, checkpoint and restore are not served yet.\n"
     "State is kept under --root (default /run/flatux-oci).\n";
 
+// runc's default --root: $XDG_RUNTIME_DIR/<runtime> for a rootless caller
+// (not root, or root of a user namespace other than the host's, unless
+// USER=root), /run/flatux-oci for the host's root.
+std::string default_root() {
+  const char* xdg = getenv("XDG_RUNTIME_DIR");
+  if (!xdg || !*xdg) return "/run/flatux-oci";
+  std::string mine = std::string(xdg) + "/flatux-oci";
+  if (geteuid() != 0) return mine;
+  FILE* f = fopen("/proc/self/uid_map", "re");
+  unsigned inner = 1, outer = 1, count = 0;
+  bool initial = !f || (fscanf(f, "%u %u %u", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 &&
+                        count == 4294967295u);
+  if (f) fclose(f);
+  if (initial) return "/run/flatux-oci";
+  const char* user = getenv("USER");
+  return !user || strcmp(user, "root") != 0 ? mine : "/run/flatux-oci";
+}
+
 }  // namespace
 
 int oci_main(int argc, char** argv) {
@@ -132,7 +151,7 @@ int oci_main(int argc, char** argv) {
   std::string error;
   int i = 1;
   if (!parse_options(&i, argc, argv, kGlobal, &global, &error)) return oci_fail(ctx, error);
-  if (global.count("root")) ctx.root = global["root"];
+  ctx.root = global.count("root") ? global["root"] : default_root();
   if (global.count("log")) ctx.log = global["log"];
   if (global.count("log-format")) ctx.log_json = global["log-format"] == "json";
   ctx.systemd_cgroup = global.count("systemd-cgroup") != 0;

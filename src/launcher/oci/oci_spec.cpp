@@ -90,6 +90,36 @@ void read_process(const json& p, OciSpec* s) {
   id.oom_score_adj = p.value("oomScoreAdj", 0);
 }
 
+int64_t number_or(const json& o, const char* key, int64_t fallback) {
+  return o.contains(key) && o[key].is_number() ? o[key].get<int64_t>() : fallback;
+}
+
+// linux.resources beyond the memory and pids limits: what the host
+// cgroup takes (CPU, the memory reservation and swappiness), and the
+// names of the rest, which are not applied.
+void read_resources(const json& r, OciSpec* s) {
+  CgroupSettings& c = s->cgroup_settings;
+  if (r.contains("cpu") && r["cpu"].is_object()) {
+    const json& cpu = r["cpu"];
+    c.cpu_shares = number_or(cpu, "shares", -1);
+    c.cpu_quota = number_or(cpu, "quota", -1);
+    c.cpu_period = number_or(cpu, "period", -1);
+    c.rt_runtime = number_or(cpu, "realtimeRuntime", -1);
+    c.rt_period = number_or(cpu, "realtimePeriod", -1);
+    c.cpus = string_or(cpu, "cpus");
+    c.mems = string_or(cpu, "mems");
+  }
+  if (r.contains("memory") && r["memory"].is_object()) {
+    const json& m = r["memory"];
+    c.memory_reservation = number_or(m, "reservation", -1);
+    c.swappiness = number_or(m, "swappiness", -1);
+    for (const char* k : {"swap", "kernel", "kernelTCP", "disableOOMKiller"})
+      if (m.contains(k) && !m[k].is_null()) s->resources_not_applied.push_back(std::string("memory.") + k);
+  }
+  for (const char* k : {"blockIO", "hugepageLimits", "network", "rdma", "unified"})
+    if (r.contains(k) && !r[k].is_null() && !r[k].empty()) s->resources_not_applied.push_back(k);
+}
+
 void read_linux(const json& l, OciSpec* s) {
   for (const json& n : l.value("namespaces", json::array()))
     s->namespaces.push_back({n.at("type").get<std::string>(), string_or(n, "path")});
@@ -99,6 +129,7 @@ void read_linux(const json& l, OciSpec* s) {
       s->memory_limit = r["memory"]["limit"].get<int64_t>();
     if (r.contains("pids") && r["pids"].contains("limit") && r["pids"]["limit"].is_number())
       s->pids_limit = r["pids"]["limit"].get<int64_t>();
+    read_resources(r, s);
   }
   s->cgroups_path = string_or(l, "cgroupsPath");
   s->masked_paths = strings(l, "maskedPaths");
@@ -106,6 +137,10 @@ void read_linux(const json& l, OciSpec* s) {
   const json sysctl = l.value("sysctl", json::object());
   for (auto& [k, v] : sysctl.items()) s->sysctl[k] = v.get<std::string>();
   s->has_seccomp = l.contains("seccomp") && !l["seccomp"].is_null();
+  for (auto [key, out] : {std::pair{"uidMappings", &s->uid_map}, std::pair{"gidMappings", &s->gid_map}})
+    for (const json& m : l.value(key, json::array()))
+      *out += std::to_string(m.at("containerID").get<uint32_t>()) + " " + std::to_string(m.at("hostID").get<uint32_t>()) +
+              " " + std::to_string(m.at("size").get<uint32_t>()) + "\n";
   for (const json& d : l.value("devices", json::array())) {
     OciDevice dev;
     dev.path = d.at("path").get<std::string>();

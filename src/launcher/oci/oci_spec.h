@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernel/task/process.h"
+#include "launcher/sandbox/run_cgroup.h"
 
 namespace flatux::launcher {
 
@@ -48,12 +49,15 @@ struct OciSpec {
   std::vector<Namespace> namespaces;
   int64_t memory_limit = -1;  // bytes; -1: none
   int64_t pids_limit = -1;
+  CgroupSettings cgroup_settings;           // linux.resources.cpu, memory.reservation and swappiness
+  std::vector<std::string> resources_not_applied;  // what else linux.resources asks, by name
   std::string cgroups_path;
   std::vector<std::string> masked_paths, readonly_paths;
   std::vector<OciDevice> devices;
   std::map<std::string, std::string> sysctl, annotations;
   std::map<std::string, std::vector<OciHook>> hooks;  // "prestart", "createRuntime", ... "poststop"
   bool has_seccomp = false;
+  std::string uid_map, gid_map;  // linux.uidMappings/gidMappings as /proc/PID/uid_map text
 
   const Namespace* find_namespace(const std::string& type) const;
 };

@@ -47,9 +47,23 @@ std::string id_map(unsigned inner, unsigned outer, unsigned count) {
   return buf;
 }
 
+// Every id this (the parent) namespace maps, each to itself, extent by
+// extent: the host's initial namespace maps them all ("0 0 4294967295");
+// a rootless engine's namespace only its ranges (0 -> the user, 1.. -> the
+// subordinate ids), and an extent may not span two of the parent's.
+std::string identity_of(const char* map) {
+  FILE* f = fopen(map, "re");
+  std::string out;
+  unsigned inner, outer, count;
+  while (f && fscanf(f, "%u %u %u", &inner, &outer, &count) == 3) out += id_map(inner, inner, count);
+  if (f) fclose(f);
+  return out.empty() ? id_map(0, 0, 4294967295u) : out;
+}
+
 }  // namespace
 
-bool enter_identity_namespace(int extra_flags, std::string* why) {
+bool enter_identity_namespace(int extra_flags, std::string* why, const std::string& uid_map,
+                              const std::string& gid_map) {
   // Only a process of the parent namespace with CAP_SETUID may write a
   // map of more than its own id: a child does it once we have unshared.
   int go[2], done[2];
@@ -69,9 +83,9 @@ bool enter_identity_namespace(int extra_flags, std::string* why) {
     std::string err;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/uid_map", (int)parent);
-    bool ok = write_file(path, id_map(0, 0, 4294967295u).c_str(), &err);
+    bool ok = write_file(path, (uid_map.empty() ? identity_of("/proc/self/uid_map") : uid_map).c_str(), &err);
     snprintf(path, sizeof path, "/proc/%d/gid_map", (int)parent);
-    ok = ok && write_file(path, id_map(0, 0, 4294967295u).c_str(), &err);
+    ok = ok && write_file(path, (gid_map.empty() ? identity_of("/proc/self/gid_map") : gid_map).c_str(), &err);
     if (!ok) (void)!write(done[1], err.c_str(), err.size());
     _exit(ok ? 0 : 1);
   }

@@ -8,7 +8,8 @@ namespace flatux::launcher {
 // Started by root: a new user namespace (plus `extra_flags`, e.g.
 // CLONE_NEWNS) in which every host uid and gid maps to itself. Must be
 // called while the process has one thread.
-bool enter_identity_namespace(int extra_flags, std::string* why);
+bool enter_identity_namespace(int extra_flags, std::string* why, const std::string& uid_map = "",
+                              const std::string& gid_map = "");
 
 // Started by another user: a new user namespace mapping only that user.
 bool enter_own_id_namespace(int extra_flags, std::string* why);

@@ -22,6 +22,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace flatux::launcher {
 namespace {
 
@@ -95,8 +98,9 @@ void sweep_stale(int parent) {
 }
 
 // Makes `name` below `parent` with `limits` written into it.
-bool make_dir(const std::string& parent, const std::string& name,
-              std::initializer_list<std::pair<const char*, std::string>> limits, RunCgroup::Dir* out,
+using Limits = std::vector<std::pair<std::string, std::string>>;
+
+bool make_dir(const std::string& parent, const std::string& name, const Limits& limits, RunCgroup::Dir* out,
               std::string* why) {
   int fd = open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) sweep_stale(fd);
@@ -123,6 +127,19 @@ bool make_dir(const std::string& parent, const std::string& name,
   return true;
 }
 
+// A v1 cpuset cgroup starts with no CPUs and no memory nodes, and takes
+// no task so: an empty one gets its parent's (a folder of another
+// hierarchy is left alone).
+bool inherit_cpuset(const std::string& parent, const std::string& dir, std::string* why) {
+  for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
+    std::string mine, theirs;
+    if (!read_text(dir + "/" + file, &mine)) continue;
+    if (mine != "\n" && !mine.empty()) continue;
+    if (!read_text(parent + "/" + file, &theirs) || !write_text(AT_FDCWD, dir + "/" + file, theirs, why)) return false;
+  }
+  return true;
+}
+
 // `parent` below `top` and its parents, made where missing (an engine's
 // cgroupsPath names folders nobody made yet).
 bool make_parents(const std::string& top, const std::string& parent, std::string* why) {
@@ -138,11 +155,60 @@ bool make_parents(const std::string& top, const std::string& parent, std::string
       *why = "cgroup path " + parent + ": no . or .. allowed";
       return false;
     }
+    std::string up = at;
     at += "/" + part;
     if (mkdir(at.c_str(), 0755) != 0 && errno != EEXIST) {
       *why = "making " + at + ": " + strerror(errno);
       return false;
     }
+    if (!inherit_cpuset(up, at, why)) return false;
+  }
+  return true;
+}
+
+// cgroup v2's forms of the CPU settings, for the controllers enabled.
+void add_v2_settings(const std::string& controllers, const CgroupSettings& c, Limits* limits) {
+  if (has_word(controllers, "cpu", ' ')) {
+    // runc's conversion of shares [2, 262144] to weight [1, 10000].
+    if (c.cpu_shares > 0) limits->push_back({"cpu.weight", std::to_string(1 + ((c.cpu_shares - 2) * 9999) / 262142)});
+    if (c.cpu_quota != -1 || c.cpu_period > 0)
+      limits->push_back({"cpu.max", (c.cpu_quota > 0 ? std::to_string(c.cpu_quota) : std::string("max")) + " " +
+                                        std::to_string(c.cpu_period > 0 ? c.cpu_period : 100000)});
+  }
+  if (has_word(controllers, "cpuset", ' ')) {
+    if (!c.cpus.empty()) limits->push_back({"cpuset.cpus", c.cpus});
+    if (!c.mems.empty()) limits->push_back({"cpuset.mems", c.mems});
+  }
+}
+
+// cgroup v1: the run's cgroup in the cpu, cpuacct and cpuset hierarchies
+// (one folder where two share a hierarchy), with the CPU settings.
+bool add_v1_cpu(const std::string& table, const std::string& name, const CgroupSettings& c, RunCgroup* cg,
+                std::string* why) {
+  Limits cpu;
+  if (c.cpu_shares >= 0) cpu.push_back({"cpu.shares", std::to_string(c.cpu_shares)});
+  if (c.cpu_period > 0) cpu.push_back({"cpu.cfs_period_us", std::to_string(c.cpu_period)});
+  if (c.cpu_quota != -1) cpu.push_back({"cpu.cfs_quota_us", std::to_string(c.cpu_quota)});
+  if (c.rt_period > 0) cpu.push_back({"cpu.rt_period_us", std::to_string(c.rt_period)});
+  if (c.rt_runtime >= 0) cpu.push_back({"cpu.rt_runtime_us", std::to_string(c.rt_runtime)});
+  std::vector<std::string> seen;
+  for (const char* controller : {"cpu", "cpuacct", "cpuset"}) {
+    std::string path, top = std::string("/sys/fs/cgroup/") + controller;
+    char real[4096];
+    if (!own_path(table, controller, &path) || !realpath(top.c_str(), real)) continue;
+    if (std::find(seen.begin(), seen.end(), real) != seen.end()) continue;
+    seen.push_back(real);
+    Limits limits = strcmp(controller, "cpu") == 0 ? cpu : Limits{};
+    bool cpuset = strcmp(controller, "cpuset") == 0;
+    if (cpuset && !c.cpus.empty()) limits.push_back({"cpuset.cpus", c.cpus});
+    if (cpuset && !c.mems.empty()) limits.push_back({"cpuset.mems", c.mems});
+    if (cg->ndirs == (int)(sizeof cg->dirs / sizeof cg->dirs[0])) return false;
+    RunCgroup::Dir* d = &cg->dirs[cg->ndirs];
+    if (!make_dir(top + path, name, cpuset ? Limits{} : limits, d, why)) return false;
+    cg->ndirs++;
+    if (cpuset && !inherit_cpuset(top + path, top + path + "/" + name, why)) return false;
+    for (const auto& [file, value] : cpuset ? limits : Limits{})
+      if (!write_text(d->parent, name + "/" + file, value, why)) return false;
   }
   return true;
 }
@@ -150,7 +216,7 @@ bool make_parents(const std::string& top, const std::string& parent, std::string
 }  // namespace
 
 bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::string* why,
-                       const std::string& engine_path) {
+                       const std::string& engine_path, const CgroupSettings& settings) {
   std::string table, path, controllers;
   if (!read_text("/proc/self/cgroup", &table)) {
     *why = "/proc/self/cgroup unreadable";
@@ -167,10 +233,11 @@ bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::
       return false;
     }
     table = "0::" + parent + "\n";
-    for (const char* c : {"pids", "memory"}) table += std::string("1:") + c + ":" + parent + "\n";
+    for (const char* c : {"pids", "memory", "cpu", "cpuacct", "cpuset"}) table += std::string("1:") + c + ":" + parent + "\n";
     struct stat st;
     bool v2 = read_text("/sys/fs/cgroup/cgroup.controllers", &controllers);
-    for (const char* top : {"/sys/fs/cgroup", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory"})
+    for (const char* top : {"/sys/fs/cgroup", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/cpu",
+                            "/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/cpuset"})
       if ((v2 == (strcmp(top, "/sys/fs/cgroup") == 0)) && stat(top, &st) == 0 && !make_parents(top, parent, why))
         return false;
   }
@@ -178,11 +245,12 @@ bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::
   // cgroup v2, where our cgroup may have children with these controllers.
   if (own_path(table, "", &path) && read_text("/sys/fs/cgroup" + path + "/cgroup.controllers", &controllers) &&
       has_word(controllers.substr(0, controllers.find('\n')), "pids", ' ')) {
-    bool mem = max_memory && has_word(controllers.substr(0, controllers.find('\n')), "memory", ' ');
-    bool ok = mem ? make_dir("/sys/fs/cgroup" + path, name, {{"pids.max", tasks}, {"memory.max", memory}},
-                             &cg->dirs[0], why)
-                  : make_dir("/sys/fs/cgroup" + path, name, {{"pids.max", tasks}}, &cg->dirs[0], why);
-    if (!ok) return false;
+    std::string list = controllers.substr(0, controllers.find('\n'));
+    bool mem = max_memory && has_word(list, "memory", ' ');
+    Limits limits = {{"pids.max", tasks}};
+    if (mem) limits.push_back({"memory.max", memory});
+    if (!engine_path.empty() || settings.any()) add_v2_settings(list, settings, &limits);
+    if (!make_dir("/sys/fs/cgroup" + path, name, limits, &cg->dirs[0], why)) return false;
     cg->ndirs = 1;
     cg->pids = true;
     cg->memory = mem;
@@ -194,11 +262,18 @@ bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::
     cg->ndirs++;
     cg->pids = true;
   }
+  Limits memory_limits = {{"memory.limit_in_bytes", memory}};
+  if (settings.memory_reservation >= 0)
+    memory_limits.push_back({"memory.soft_limit_in_bytes", std::to_string(settings.memory_reservation)});
+  if (settings.swappiness >= 0) memory_limits.push_back({"memory.swappiness", std::to_string(settings.swappiness)});
   if (max_memory && own_path(table, "memory", &path) &&
-      make_dir("/sys/fs/cgroup/memory" + path, name, {{"memory.limit_in_bytes", memory}}, &cg->dirs[cg->ndirs],
-               why)) {
+      make_dir("/sys/fs/cgroup/memory" + path, name, memory_limits, &cg->dirs[cg->ndirs], why)) {
     cg->ndirs++;
     cg->memory = true;
+  }
+  if ((!engine_path.empty() || settings.any()) && !add_v1_cpu(table, name, settings, cg, why)) {
+    run_cgroup_remove(*cg);
+    return false;
   }
   if (cg->ndirs == 0 && why->empty()) *why = "no pids or memory controller found";
   return cg->ndirs > 0;

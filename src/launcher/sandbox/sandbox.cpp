@@ -172,7 +172,7 @@ std::string left_out(const char* layer) {
 // The user namespace (and the namespaces in `ns`, which need one when
 // the process is not root) this configuration calls for. Reports the
 // identity line; true when `ns` was unshared.
-bool enter_identity(const SandboxOptions& o, int ns, SandboxState* s, bool* drop_to_file_server) {
+bool enter_identity(const SandboxGrant& g, const SandboxOptions& o, int ns, SandboxState* s, bool* drop_to_file_server) {
   std::string why;
   bool root = geteuid() == 0;
   if (o.without & kLayerIdentity) {
@@ -180,7 +180,7 @@ bool enter_identity(const SandboxOptions& o, int ns, SandboxState* s, bool* drop
     return ns && unshare(ns) == 0;
   }
   if (root && !o.keep_root) {
-    if (enter_identity_namespace(ns, &why)) {
+    if (enter_identity_namespace(ns, &why, g.uid_map, g.gid_map)) {
       s->in_user_namespace = true;
       s->applied.push_back(
           "identity: a user namespace mapping every host id to itself; capabilities there only "
@@ -255,9 +255,9 @@ void limit_host_tasks(SandboxState& s) {
                         " host processes and threads in the run (a pids cgroup of its own)");
     return;
   }
-  if (!s.in_user_namespace || geteuid() == 0) {
+  if (!s.in_user_namespace || s.host_root) {
     s.missing.push_back("a bound on host processes (no pids cgroup could be made, and RLIMIT_NPROC does not hold " +
-                        std::string(geteuid() == 0 ? "root" : "a user outside a namespace of its own") + ")");
+                        std::string(s.host_root ? "root" : "a user outside a namespace of its own") + ")");
     return;
   }
   rlimit r{(rlim_t)kHostTasks, (rlim_t)kHostTasks};
@@ -281,6 +281,13 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
     return false;
   }
   bool root = geteuid() == 0;
+  if (root) {  // the host exempts only its own uid 0 from RLIMIT_NPROC, not a user namespace's
+    FILE* f = fopen("/proc/self/uid_map", "re");
+    unsigned inner = 1, outer = 1, count = 0;
+    s->host_root = !f || (fscanf(f, "%u %u %u", &inner, &outer, &count) == 3 && inner == 0 && outer == 0 &&
+                          count == 4294967295u);
+    if (f) fclose(f);
+  }
   bool jail = g.root != "/";
   bool mounts = !(o.without & kLayerMounts);
   bool pids = !(o.without & kLayerProcesses);
@@ -291,8 +298,8 @@ bool sandbox_enter(const SandboxGrant& g, const SandboxOptions& o, SandboxState*
   // Made while the launcher still may (before the user namespace).
   RunCgroup cg;
   uint64_t max_memory = g.mem_bytes ? g.mem_bytes + kKernelMemory : 0;
-  bool have_cg = pids && root && run_cgroup_create(kHostTasks, max_memory, &cg, &why, g.cgroup_path);
-  bool unshared = enter_identity(o, ns, s, &drop_to_file_server);
+  bool have_cg = pids && root && run_cgroup_create(kHostTasks, max_memory, &cg, &why, g.cgroup_path, g.cgroup_settings);
+  bool unshared = enter_identity(g, o, ns, s, &drop_to_file_server);
   if (o.without & kLayerProcesses) {
     s->missing.push_back(left_out("processes"));
   } else if (!unshared) {
@@ -404,7 +411,9 @@ bool sandbox_seal(const SandboxGrant& g, const SandboxOptions& o, const TextRang
     s->missing.push_back(left_out("allowlist"));
   }
   s->applied.push_back("no_new_privs");
-  for (const std::string& m : s->missing) fprintf(stderr, "flatux: sandbox: missing %s\n", m.c_str());
+  for (const std::string& m : s->missing)
+    if (o.warn) o.warn("sandbox: missing " + m);
+    else fprintf(stderr, "flatux: sandbox: missing %s\n", m.c_str());
   if (o.require && !s->missing.empty()) {
     fprintf(stderr, "flatux: sandbox: refusing to run (--require-sandbox)\n");
     return false;

@@ -25,10 +25,12 @@
 //   no_new_privs
 #pragma once
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "kernel/kernel.h"
+#include "launcher/sandbox/run_cgroup.h"
 
 namespace flatux::launcher {
 
@@ -50,7 +52,9 @@ struct SandboxGrant {
   bool net_none = false;
   bool host_owners = false;      // --hostfs-owners=host: ownership and device nodes pass through
   uint64_t mem_bytes = 0;        // mem= / --mem: what guests may make the host hold; 0: no limit
+  std::string uid_map, gid_map;  // an OCI bundle's user namespace mappings ("": every id to itself)
   std::string cgroup_path;       // a container engine's cgroup for the run ("": one below the launcher's)
+  CgroupSettings cgroup_settings;  // and what the engine asks of it (CPU shares, quota, cpuset...)
 };
 
 // The layers above, each of which --sandbox-without=LAYER[,LAYER] can
@@ -70,6 +74,9 @@ struct SandboxOptions {
   bool require = false;          // --require-sandbox: refuse to run when a layer is missing
   bool keep_root = false;        // --keep-root: started by root, keep root's host identity
   bool report = false;           // --security: say what was applied
+  // Where "missing LAYER" warnings go (else stderr): an OCI runtime's log,
+  // as the container's stderr is the program's.
+  std::function<void(const std::string&)> warn;
 };
 
 // What was applied, layer by layer, for the report; `missing` lists the
@@ -78,6 +85,7 @@ struct SandboxState {
   std::vector<std::string> applied;
   std::vector<std::string> missing;
   bool in_user_namespace = false;
+  bool host_root = false;       // uid 0 of the host's initial user namespace (exempt from RLIMIT_NPROC)
   bool private_mounts = false;  // a folder root shown alone
   bool pid_namespace = false;
   bool tasks_cgroup = false;    // the run's tasks counted in a pids cgroup of its own
