@@ -360,6 +360,36 @@ def compare(base, run):
     return lost
 
 
+def read_known(path):
+    """The rows of the "Known differences" table in docs/COMPATIBILITY.md:
+    (test, item, why). A test of "*" is any test, one ending in "_" a
+    prefix; an item is the start of the item's text, "(any)" any item."""
+    rows, inside = [], False
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return rows
+    for line in lines:
+        if line.startswith("### Known differences"):
+            inside = True
+            continue
+        if inside and line.startswith("#"):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if inside and line.startswith("|") else []
+        if len(cells) == 3 and cells[0] not in ("test", "---") and not set(cells[0]) <= {"-"}:
+            rows.append(tuple(cells))
+    return rows
+
+
+def known_why(known, test, text):
+    """Why a lost item is a known difference, or None."""
+    item = text.strip("'").split("' (reported as")[0]
+    for t, prefix, why in known:
+        if (t == "*" or t == test or (t.endswith("_") and test.startswith(t))) and (prefix == "(any)" or item.startswith(prefix)):
+            return why
+    return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--suite", required=True, help="folder of the built validation executables and runtimetest")
@@ -371,7 +401,11 @@ def main():
                     help="the runtimes on their default state roots, not private ones")
     ap.add_argument("--keep", help="a folder to keep each run's TAP and stderr in")
     ap.add_argument("--json", help="a file to write all results to")
+    ap.add_argument("--known", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                                                    "COMPATIBILITY.md"),
+                    help="the documented differences (a table under '### Known differences')")
     args = ap.parse_args()
+    known = read_known(args.known)
     suite = os.path.abspath(args.suite)
     if not os.path.isdir(suite):
         return skip_missing_suite(suite)
@@ -438,7 +472,14 @@ def main():
                    if i["ok"] and i["skip"] and keyed(b["items"]).get(k, {}).get("skip") is False]
         for text in skipped:
             print(f"note: {b['test']}: '{text}' passes under the baseline and is skipped under the runtime")
+        unknown = []
         for text, how, diag in lost:
+            why = known_why(known, b["test"], text)
+            if why:
+                print(f"known {b['test']}: {text}: {how}: {why}")
+            else:
+                unknown.append((text, how, diag))
+        for text, how, diag in unknown:
             check(False, f"{b['test']}: {text}: {how}" + ("\n    " + diag.replace("\n", "\n    ") if diag else ""))
         if not lost:
             check(True, f"{b['test']}: every item the baseline passes passes")
