@@ -32,6 +32,7 @@
 #include "kernel/vfs/lease.h"
 #include "kernel/vfs/locks.h"
 #include "kernel/vfs/vfs.h"
+#include "kernel/ipc/mqueue.h"
 
 namespace flatux {
 namespace {
@@ -128,7 +129,7 @@ Kernel* Kernel::create(const KernelConfig& cfg) {
   }
   for (const FsType* type :
        {&kHostFsType, &kProcFsType, &kDevFsType, &kDevPtsType, &kTmpFsType, &kExt4Type, &kExt3Type,
-        &kExt2Type, &kCgroup2Type, &kSysFsType})
+        &kExt2Type, &kCgroup2Type, &kSysFsType, &kMqueueFsType})
     k->vfs->register_type(type);
   k->log->console_loglevel = cfg.boot.loglevel;
   k->log->time = cfg.boot.printk_time;

@@ -40,6 +40,8 @@ static const struct {
     {"/proc/sys/kernel/osrelease", 0444},    {"/proc/sys/kernel/hostname", 0644},
     {"/proc/sys/vm/max_map_count", 0644},    {"/proc/sys/kernel/random/boot_id", 0444},
     {"/proc/sys/kernel/random/uuid", 0444}, {"/proc/sys/kernel/cap_last_cap", 0444},
+    {"/proc/sys/fs/mqueue/msg_max", 0644},   {"/proc/sys/fs/mqueue/queues_max", 0644},
+    {"/proc/sys/fs/mqueue/msgsize_max", 0644},
 };
 
 static int root;

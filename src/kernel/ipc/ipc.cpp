@@ -1,6 +1,7 @@
 // What the System V IPC families share: the id tables, permissions,
 // ipc_perm in and out, and sleeping on an object.
 #include "kernel/ipc/ipc.h"
+#include "kernel/ipc/mqueue.h"
 
 #include <cstring>
 #include <linux/futex.h>
@@ -16,7 +17,14 @@
 
 namespace flatux {
 
-IpcNamespace* ipc_namespace_create(Heap* heap) { return heap->make<IpcNamespace>(); }
+IpcNamespace* ipc_namespace_create(Heap* heap) {
+  IpcNamespace* ns = heap->make<IpcNamespace>();
+  if (ns && !(ns->mq = mq_table_create(heap))) {
+    heap->destroy_obj(ns);
+    return nullptr;
+  }
+  return ns;
+}
 
 bool IpcIds::grow(Heap* heap, int need) {
   if (need <= cap_) return true;

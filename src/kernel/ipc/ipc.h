@@ -103,8 +103,11 @@ struct ShmSegment;
 struct SemSet;
 struct MsgQueue;
 
+struct MqTable;
+
 struct IpcNamespace {
   IpcLimits limits;
+  MqTable* mq = nullptr;   // POSIX message queues (ipc/mqueue.h)
   IpcIds shm, sem, msg;
   uint64_t shm_pages = 0;  // shm_tot: pages of all segments (under shm.lock)
   int64_t sem_total = 0;   // semaphores in all sets (under sem.lock)

@@ -3,6 +3,7 @@
 // Linux's proc_dointvec family does (whitespace-separated numbers, EINVAL
 // out of range). Everything changed here is this kernel instance's.
 #include "kernel/sys/sysctl.h"
+#include "kernel/ipc/mqueue.h"
 
 #include <cstring>
 #include <type_traits>
@@ -189,6 +190,11 @@ auto& shm_rmid_forced(Kernel& k) { return k.ipc->limits.shm_rmid_forced; }
 auto& msgmax(Kernel& k) { return k.ipc->limits.msgmax; }
 auto& msgmnb(Kernel& k) { return k.ipc->limits.msgmnb; }
 auto& msgmni(Kernel& k) { return k.ipc->limits.msgmni; }
+auto& mq_queues_max(Kernel& k) { return k.ipc->mq->queues_max; }
+auto& mq_msg_max(Kernel& k) { return k.ipc->mq->msg_max; }
+auto& mq_msgsize_max(Kernel& k) { return k.ipc->mq->msgsize_max; }
+auto& mq_msg_default(Kernel& k) { return k.ipc->mq->msg_default; }
+auto& mq_msgsize_default(Kernel& k) { return k.ipc->mq->msgsize_default; }
 
 // fs/file-nr: the host descriptors held for guests (their open files that
 // have one), none free, and what they may hold in all (kernel/sys/host_share.h).
@@ -258,6 +264,13 @@ constexpr Entry kEntries[] = {
     {"fs/file-max", 0444, of_kernel<show_file_max>, nullptr},
     {"fs/file-nr", 0444, of_kernel<show_file_nr>, nullptr},
     num<nr_open, 64, 2147483584>("fs/nr_open"),  // sysctl_nr_open_min .. _max
+    // fs/mqueue: Linux's ranges (MIN_/HARD_ limits of ipc/mq_sysctl.c); the
+    // queues' table holds kMqQueuesMaxLimit.
+    num<mq_msg_default, 1, 65536>("fs/mqueue/msg_default"),
+    num<mq_msg_max, 1, 65536>("fs/mqueue/msg_max"),
+    num<mq_msgsize_default, 128, 16 * 1024 * 1024>("fs/mqueue/msgsize_default"),
+    num<mq_msgsize_max, 128, 16 * 1024 * 1024>("fs/mqueue/msgsize_max"),
+    num<mq_queues_max, 0, kMqQueuesMaxLimit>("fs/mqueue/queues_max"),
     {"fs/pipe-max-size", 0644, of_kernel<show_num<pipe_max_size>>, store_pipe_max},
     {"kernel/cap_last_cap", 0444, of_kernel<show_cap_last_cap>, nullptr},
     {"kernel/core_pattern", 0644, show_str<core_pattern>, store_str<core_pattern>},

@@ -15,6 +15,7 @@ class FdRef {
   explicit operator bool() const { return f_ != nullptr; }
   File* operator->() const { return f_; }
   File& operator*() const { return *f_; }
+  File* get() const { return f_; }
 
  private:
   File* f_;

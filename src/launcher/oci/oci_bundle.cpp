@@ -171,12 +171,9 @@ bool add_mount(int root, const std::string& root_path, const OciMount& m, RunOpt
     return true;
   }
   if (!in_dev && ((type == "devpts" && dest == "/dev/pts") || (type == "tmpfs" && dest == "/dev/shm"))) return true;
-  if (type == "mqueue") {
-    ignored->push_back("mount " + dest + " (mqueue): POSIX message queues are not served yet");
-    return true;
-  }
   if (type == "cgroup") type = "cgroup2";  // the one hierarchy flatux serves
-  if (type != "proc" && type != "tmpfs" && type != "sysfs" && type != "cgroup2" && type != "devpts") {
+  if (type != "proc" && type != "tmpfs" && type != "sysfs" && type != "cgroup2" && type != "devpts" &&
+      type != "mqueue") {
     *error = "mount " + dest + ": type " + (type.empty() ? "(none)" : type) + " is not served";
     return false;
   }
