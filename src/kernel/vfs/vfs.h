@@ -160,6 +160,11 @@ struct FsOps {
   // The filesystem's open applies may_open (perm.h) to the inode it opens,
   // under its own lock; otherwise the VFS does, to the open file's stat.
   bool open_checks_access = false;
+  // Where its root lies in the filesystem it shows (a hostfs of a host
+  // folder: that folder's host path), which /proc/PID/mountinfo's root
+  // field starts with, as Linux's shows a bind mount's source path.
+  // nullptr or "": its own root.
+  const char* (*shown_root)(Filesystem&) = nullptr;
 };
 
 struct Filesystem {

@@ -7,6 +7,7 @@
 // do (virtual_wait.h). Files that answer neither way cannot be watched
 // (EPERM, as Linux gives for files that do not support polling).
 #include <climits>
+#include <cstring>
 #include <ctime>
 #include <fcntl.h>
 #include <linux/errno.h>
@@ -39,12 +40,22 @@ struct VirtualMember {
   File* file;
   epoll_event ev;
   bool disarmed;    // EPOLLONESHOT, reported
-  bool was_ready;   // EPOLLET: report on a not-ready -> ready change only
+  // EPOLLET: what the last look found. An edge is an event that was not
+  // there then: a file becoming ready, or one that stays readable saying
+  // something new (/proc/self/mountinfo's POLLERR|POLLPRI after a mount),
+  // as Linux reports each wake-up of a file.
+  uint32_t last;
 };
 
 struct EpollPriv {
   KMutex lock;
   VirtualMember* members = nullptr;
+  // Events of virtual members an outer epoll's look at this instance took
+  // (epoll_poll): they are this instance's to return, first, as Linux's
+  // ready list keeps what its callbacks queued.
+  static constexpr int kPendingMax = 64;
+  epoll_event pending[kPendingMax];
+  int npending = 0;
 };
 
 long epoll_stat(Task&, File& f, struct stat* out) { return host::sys(SYS_fstat, f.host_fd, out); }
@@ -60,6 +71,8 @@ void epoll_release(File& f) {
   f.heap->destroy_obj(p);
 }
 
+short epoll_poll(Task& t, File& f, short events);
+
 const FileOps kEpollOps = {
     .read = nullptr,
     .write = nullptr,
@@ -71,6 +84,7 @@ const FileOps kEpollOps = {
     .ioctl = nullptr,
     .statfs = nullptr,
     .release = epoll_release,
+    .poll = epoll_poll,
 };
 
 long create(Task& t, bool cloexec) {
@@ -107,7 +121,7 @@ long ctl_virtual(Task& t, EpollPriv& ep, int op, File& target, const epoll_event
     m = static_cast<VirtualMember*>(t.kernel->heap->alloc(sizeof(VirtualMember)));
     if (!m) return -ENOMEM;
     target.get();
-    *m = {ep.members, &target, ev, false, false};
+    *m = {ep.members, &target, ev, false, 0};
     ep.members = m;
     return 0;
   }
@@ -122,33 +136,90 @@ long ctl_virtual(Task& t, EpollPriv& ep, int op, File& target, const epoll_event
   if ((ev.events | m->ev.events) & EPOLLEXCLUSIVE) return -EINVAL;
   m->ev = ev;
   m->disarmed = false;
-  m->was_ready = false;
+  m->last = 0;
   return 0;
 }
 
-// Appends the ready virtual members' events after the `n` already in the
-// guest array (at most `max` in all). Returns the new count.
-long collect_virtual(Task& t, EpollPriv& ep, uint64_t events, long n, long max) {
-  Guard g(ep.lock);
+// The ready virtual members' events (lock held), at most `max`, into out:
+// their count. EPOLLET reports a member on a not-ready -> ready change only;
+// EPOLLONESHOT disarms it once reported.
+long collect_locked(Task& t, EpollPriv& ep, epoll_event* out, long max) {
+  long n = 0;
   for (VirtualMember* m = ep.members; m && n < max; m = m->next) {
     if (m->disarmed) continue;
     short want = (short)(m->ev.events & ~kModeBits);
     uint32_t got = (uint32_t)m->file->ops->poll(t, *m->file, want) & (m->ev.events | EPOLLERR | EPOLLHUP);
-    bool edge = got && !m->was_ready;
-    m->was_ready = got != 0;
+    bool edge = (got & ~m->last) != 0;
+    m->last = got;
     if (!got || ((m->ev.events & EPOLLET) && !edge)) continue;
-    epoll_event out = {got, m->ev.data};
-    if (copy_to_user((char*)events + n * sizeof out, &out, sizeof out) < 0) return -EFAULT;
+    out[n++] = {got, m->ev.data};
     if (m->ev.events & EPOLLONESHOT) m->disarmed = true;
-    n++;
   }
   return n;
+}
+
+// The events an outer look queued first, then the ready virtual members',
+// copied to the guest array `events` (room for `max`): their count.
+long collect_virtual(Task& t, EpollPriv& ep, uint64_t events, long max) {
+  epoll_event got[EpollPriv::kPendingMax];
+  long n;
+  {
+    Guard g(ep.lock);
+    n = ep.npending < max ? ep.npending : max;
+    memcpy(got, ep.pending, sizeof(epoll_event) * (size_t)n);
+    memmove(ep.pending, ep.pending + n, sizeof(epoll_event) * (size_t)(ep.npending - n));
+    ep.npending -= (int)n;
+    // What an outer look took stands for this look (a member once in a
+    // wait's answer); the members are asked again next time.
+    long cap = max < EpollPriv::kPendingMax ? max : EpollPriv::kPendingMax;
+    if (n == 0) n = collect_locked(t, ep, got, cap);
+  }
+  if (n && copy_to_user((void*)events, got, sizeof(epoll_event) * (size_t)n) < 0) return -EFAULT;
+  return n;
+}
+
+// An epoll instance as a member of another (or of poll): readable when it
+// has events to return. What its virtual members have is taken now and
+// kept for its own epoll_wait; its host members are asked without waiting.
+short epoll_poll(Task& t, File& f, short events) {
+  auto* ep = static_cast<EpollPriv*>(f.priv);
+  bool ready;
+  {
+    Guard g(ep->lock);
+    if (!ep->npending) ep->npending = (int)collect_locked(t, *ep, ep->pending, EpollPriv::kPendingMax);
+    ready = ep->npending > 0;
+  }
+  if (!ready) {
+    pollfd p{f.host_fd, POLLIN, 0};
+    ready = host::sys(SYS_poll, &p, 1, 0) > 0 && (p.revents & POLLIN);
+  }
+  return (short)(ready ? (POLLIN | POLLRDNORM) & events : 0);
 }
 
 bool has_virtual(EpollPriv* ep) {
   if (!ep) return false;
   Guard g(ep->lock);
-  return ep->members != nullptr;
+  return ep->members != nullptr || ep->npending;
+}
+
+bool in_virtual_list(EpollPriv& ep, const File& f) {
+  Guard g(ep.lock);
+  for (VirtualMember* m = ep.members; m; m = m->next)
+    if (m->file == &f) return true;
+  return false;
+}
+
+// Whether `from` reaches the instance `to` through epoll instances that
+// are virtual members, within Linux's EPOLL_MAX_NESTS (4): a cycle, or a
+// nest too deep, either way ELOOP.
+bool reaches(EpollPriv& from, const EpollPriv& to, int depth) {
+  if (&from == &to || depth > 4) return true;
+  Guard g(from.lock);
+  for (VirtualMember* m = from.members; m; m = m->next) {
+    EpollPriv* inner = m->file->ops == &kEpollOps ? static_cast<EpollPriv*>(m->file->priv) : nullptr;
+    if (inner && reaches(*inner, to, depth + 1)) return true;
+  }
+  return false;
 }
 
 int ms_until(uint64_t until) {
@@ -198,7 +269,7 @@ long do_wait(Task& t, uint64_t epfd, uint64_t events, uint64_t maxevents, uint64
     bool virt = has_virtual(vp);
     if (virt) vw.arm();
     vw.drain();
-    long vn = virt ? collect_virtual(t, *vp, events, 0, (long)maxevents) : 0;
+    long vn = virt ? collect_virtual(t, *vp, events, (long)maxevents) : 0;
     if (vn < 0) return vn;
     uint64_t until = vn ? 0 : deadline;
     if (virt && !vn) {
@@ -259,9 +330,16 @@ long sys_epoll_ctl(Task& t, SyscallArgs a) {
   epoll_event ev{};
   if ((int)a[1] != EPOLL_CTL_DEL && copy_from_user(&ev, (const void*)a[3], sizeof ev) < 0)
     return -EFAULT;
-  if (f->host_fd < 0) {
-    EpollPriv* vp = epoll_priv(*ep);
+  EpollPriv* vp = epoll_priv(*ep);
+  EpollPriv* inner = epoll_priv(*f);
+  if (inner && inner == vp) return -EINVAL;
+  // An epoll instance with virtual members is one itself: the host's
+  // instance would never see what those have.
+  bool virt = f->host_fd < 0 ||
+              (vp && ((int)a[1] == EPOLL_CTL_ADD ? has_virtual(inner) : in_virtual_list(*vp, *f)));
+  if (virt) {
     if (!vp) return -EINVAL;
+    if (inner && (int)a[1] == EPOLL_CTL_ADD && reaches(*inner, *vp, 1)) return -ELOOP;
     return ctl_virtual(t, *vp, (int)a[1], *f, ev);
   }
   return host::sys(SYS_epoll_ctl, ep->host_fd, (int)a[1], f->host_fd, &ev);

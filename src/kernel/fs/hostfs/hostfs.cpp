@@ -613,6 +613,12 @@ long fs_xattr(Task&, Filesystem& fs, Lookup& lk, XattrOp& op) {
   return hostfs_fd_xattr(h.heap, (int)f.fd, op);
 }
 
+// mountinfo's root field: the host folder it shows (not for the host's /).
+const char* shown_root(Filesystem& fs) {
+  const HostFs& h = *static_cast<HostFs*>(fs.priv);
+  return h.root_is_slash ? nullptr : h.root;
+}
+
 const FsOps kHostFsOps = {
     .name = "hostfs",
     .open = fs_open,
@@ -635,6 +641,7 @@ const FsOps kHostFsOps = {
     .open_dentry = fs_open_dentry,
     .revalidate = hostfs_revalidate,
     .dir_perms = hostfs_dir_perms,
+    .shown_root = shown_root,
 };
 
 // A hostfs over host folder `fd` (taken over), whose host path is `path`.

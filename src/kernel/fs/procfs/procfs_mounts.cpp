@@ -59,7 +59,10 @@ void gen_mounts(SynthText& o, Kernel& k, const MountNs& ns, const char* root, bo
     if (mountinfo) {
       o.dec(m.id).ch(' ').dec(m.parent_id).ch(' ').udec(dev_major(m.fs->dev)).ch(':');
       o.udec(dev_minor(m.fs->dev)).ch(' ');
-      escaped(o, std::string_view(m.root, m.root_len));
+      const char* prefix = m.fs->ops->shown_root ? m.fs->ops->shown_root(*m.fs) : nullptr;
+      std::string_view inner(m.root, m.root_len);
+      if (prefix && *prefix) escaped(o, prefix);
+      if (!(prefix && *prefix) || inner != "/") escaped(o, inner);
       o.ch(' ');
       escaped(o, seen);
       o.ch(' ');
