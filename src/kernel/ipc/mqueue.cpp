@@ -63,7 +63,6 @@ namespace {
 
 constexpr int kHardMsgMax = 65536;              // HARD_MSGMAX
 constexpr long kHardMsgSizeMax = 16 * 1024 * 1024;  // HARD_MSGSIZEMAX
-constexpr uint64_t kMqueueDev = 0x1a;
 constexpr int kFilentSize = 80;                 // what stat says of a queue's size, as Linux's
 
 MqTable& table_of(Task& t) { return mq_table(*t.kernel); }
@@ -141,15 +140,15 @@ long mq_file_pread(Task& t, File& f, void* buf, size_t n, int64_t off) {
   return text.pread_to_user(buf, n, off);
 }
 
+MqNode node_of(const MQueue& q) { return MqNode{q.mode, q.uid, q.gid, q.ino, q.atime, q.mtime, q.ctime}; }
+
 long mq_file_stat(Task& t, File& f, struct stat* st) {
-  MQueue& q = queue_of(f);
-  Guard g(table_of(t).lock);
-  synth_stat(st, S_IFREG | q.mode, q.ino, kFilentSize, kMqueueDev);
-  st->st_uid = q.uid;
-  st->st_gid = q.gid;
-  st->st_atim = q.atime;
-  st->st_mtim = q.mtime;
-  st->st_ctim = q.ctime;
+  MqNode n;
+  {
+    Guard g(table_of(t).lock);
+    n = node_of(queue_of(f));
+  }
+  mq_stat_of(n, st);
   return 0;
 }
 
@@ -394,8 +393,17 @@ bool mq_node(Kernel& k, const char* name, MqNode* out) {
   Guard g(tab.lock);
   MQueue* q = find_locked(tab, name);
   if (!q) return false;
-  *out = MqNode{q->mode, q->uid, q->gid, q->ino, q->atime, q->mtime, q->ctime};
+  *out = node_of(*q);
   return true;
+}
+
+void mq_stat_of(const MqNode& n, struct stat* st) {
+  synth_stat(st, S_IFREG | n.mode, n.ino, kFilentSize, kMqueueDev);
+  st->st_uid = n.uid;
+  st->st_gid = n.gid;
+  st->st_atim = n.atime;
+  st->st_mtim = n.mtime;
+  st->st_ctim = n.ctime;
 }
 
 long mq_open_name(Task& t, const char* name, int flags, uint32_t mode, File** out) {

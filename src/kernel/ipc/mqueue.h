@@ -18,6 +18,7 @@
 #include "kernel/vfs/vfs.h"
 
 struct mq_attr;
+struct stat;
 
 namespace flatux {
 
@@ -47,6 +48,9 @@ struct MqNode {
   timespec atime, mtime, ctime;
 };
 bool mq_node(Kernel& k, const char* name, MqNode* out);
+// A queue's stat (a regular file of mqueuefs's device).
+void mq_stat_of(const MqNode& n, struct stat* st);
+constexpr uint64_t kMqueueDev = 0x1a;
 // fn(name, ino) for each queue, under the table's lock.
 template <typename F>
 void mq_for_each(Kernel& k, F&& fn);

@@ -6,6 +6,7 @@
 #include <linux/errno.h>
 #include <poll.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include "kernel/mm/usercopy.h"
 #include "kernel/heap.h"
@@ -198,6 +199,14 @@ void synth_stat(struct stat* st, uint32_t mode, uint64_t ino, uint64_t size, uin
   st->st_dev = dev;
   st->st_size = (off_t)size;
   st->st_blksize = 1024;
+}
+
+void synth_statfs(struct statfs* out, long magic) {
+  memset(out, 0, sizeof *out);
+  out->f_type = magic;
+  out->f_bsize = 4096;
+  out->f_namelen = 255;
+  out->f_frsize = 4096;
 }
 
 SynthText::~SynthText() { heap_->free(data_); }

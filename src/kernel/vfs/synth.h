@@ -11,6 +11,7 @@
 #include "kernel/vfs/file.h"
 
 struct stat;
+struct statfs;
 
 namespace flatux {
 
@@ -78,5 +79,8 @@ File* synth_dir_file(Heap* h, const SynthDirent* entries, int n, uint32_t mode, 
 
 // A stat for generated nodes.
 void synth_stat(struct stat* st, uint32_t mode, uint64_t ino, uint64_t size, uint64_t dev);
+// A statfs of a filesystem of generated nodes: its magic, 4 KiB blocks,
+// nothing used or free.
+void synth_statfs(struct statfs* out, long magic);
 
 }  // namespace flatux

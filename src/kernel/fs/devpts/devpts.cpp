@@ -113,11 +113,7 @@ long pts_access(Task& t, Filesystem& fs, Lookup& lk, int) {
 }
 
 long pts_statfs(Task&, Filesystem&, Lookup&, struct statfs* out) {
-  memset(out, 0, sizeof *out);
-  out->f_type = kDevPtsMagic;
-  out->f_bsize = 4096;
-  out->f_namelen = 255;
-  out->f_frsize = 4096;
+  synth_statfs(out, kDevPtsMagic);
   return 0;
 }
 

@@ -18,7 +18,6 @@
 namespace flatux {
 namespace {
 
-constexpr uint64_t kMqueueDev = 0x1a;
 constexpr long kMqueueMagic = 0x19800202;
 
 // "" for the folder, else the queue's name (one component), or nullptr.
@@ -52,12 +51,7 @@ long mqfs_stat(Task& t, Filesystem&, Lookup& lk, struct stat* out) {
   }
   MqNode n;
   if (!mq_node(*t.kernel, name, &n)) return -ENOENT;
-  synth_stat(out, S_IFREG | n.mode, n.ino, 80, kMqueueDev);
-  out->st_uid = n.uid;
-  out->st_gid = n.gid;
-  out->st_atim = n.atime;
-  out->st_mtim = n.mtime;
-  out->st_ctim = n.ctime;
+  mq_stat_of(n, out);
   return 0;
 }
 
@@ -102,11 +96,7 @@ long mqfs_access(Task& t, Filesystem& fs, Lookup& lk, int) {
 }
 
 long mqfs_statfs(Task&, Filesystem&, Lookup&, struct statfs* out) {
-  memset(out, 0, sizeof *out);
-  out->f_type = kMqueueMagic;
-  out->f_bsize = 4096;
-  out->f_namelen = 255;
-  out->f_frsize = 4096;
+  synth_statfs(out, kMqueueMagic);
   return 0;
 }
 
