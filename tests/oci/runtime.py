@@ -478,6 +478,9 @@ def host_cgroup(rt, work):
         procs = top + where + "/cgroup.procs"
         inside = open(procs).read().split() if os.path.exists(procs) else []
         check(len(inside) >= 2, f"the run's host processes are in {where} ({len(inside)})")
+        pid = open(pid_file).read().strip()
+        mine = open(f"/proc/{pid}/cgroup").read()
+        check(f":{where}\n" in mine, f"the container's pid is in {where} too, where engines look it up ({mine!r})")
         rt("delete", "--force", name)
         wait_status(int(open(pid_file).read()), 5)
         check(not os.path.exists(top + where), f"delete removes {where}")

@@ -241,6 +241,7 @@ bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::
       if ((v2 == (strcmp(top, "/sys/fs/cgroup") == 0)) && stat(top, &st) == 0 && !make_parents(top, parent, why))
         return false;
   }
+  cg->engine = !engine_path.empty();
   std::string tasks = std::to_string(max_tasks), memory = std::to_string(max_memory);
   // cgroup v2, where our cgroup may have children with these controllers.
   if (own_path(table, "", &path) && read_text("/sys/fs/cgroup" + path + "/cgroup.controllers", &controllers) &&
@@ -283,6 +284,11 @@ bool run_cgroup_enter(const RunCgroup& cg, pid_t pid, std::string* why) {
   for (int i = 0; i < cg.ndirs; i++)
     if (!write_text(cg.dirs[i].parent, cg.dirs[i].name + "/cgroup.procs", std::to_string(pid), why)) return false;
   return cg.ndirs > 0;
+}
+
+void run_cgroup_leave(const RunCgroup& cg, pid_t pid) {
+  std::string ignored;
+  for (int i = 0; i < cg.ndirs; i++) (void)write_text(cg.dirs[i].parent, "cgroup.procs", std::to_string(pid), &ignored);
 }
 
 void run_cgroup_remove(RunCgroup& cg) {

@@ -29,6 +29,7 @@ struct RunCgroup {
   int ndirs = 0;
   bool pids = false;   // pids.max set
   bool memory = false; // a memory limit set
+  bool engine = false; // at a container engine's cgroupsPath
 };
 
 // Makes children of this process's cgroups (cgroup v2 where its
@@ -46,6 +47,10 @@ bool run_cgroup_create(long max_tasks, uint64_t max_memory, RunCgroup* cg, std::
 
 // Moves process `pid` into them.
 bool run_cgroup_enter(const RunCgroup& cg, pid_t pid, std::string* why);
+
+// Moves process `pid` back to the cgroups they were made in (their
+// parents), so they can be removed.
+void run_cgroup_leave(const RunCgroup& cg, pid_t pid);
 
 // Removes them once nothing is in them, and closes the descriptors.
 void run_cgroup_remove(RunCgroup& cg);

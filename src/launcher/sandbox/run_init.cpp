@@ -102,6 +102,7 @@ signalfd_siginfo next_signal(int fd) {
     // The terminal's signals reach the kernel's process themselves.
     if (si.ssi_signo && si.ssi_signo != SIGCHLD && si.ssi_code != SI_KERNEL) kill(init, (int)si.ssi_signo);
   }
+  if (cg && cg->engine) run_cgroup_leave(*cg, getpid());
   if (cg) run_cgroup_remove(*cg);
   int kernel_status;
   if (read(status_fd, &kernel_status, sizeof kernel_status) == (ssize_t)sizeof kernel_status) end_as(kernel_status);
@@ -145,6 +146,9 @@ bool become_run_process(RunCgroup* cg, bool* in_cgroup, std::string* why) {
     std::string err;
     bool moved = cg && run_cgroup_enter(*cg, init, &err);
     if (cg && !moved) fprintf(stderr, "flatux: sandbox: %s\n", err.c_str());
+    // The container's host pid, which engines and tools look its cgroup up
+    // by, is in it too (it leaves before removing it).
+    if (moved && cg->engine) (void)run_cgroup_enter(*cg, getpid(), &err);
     (void)!write(go[1], moved ? "c" : "n", 1);
     close(go[1]);
     launcher_wait(init, status[0], cg);
