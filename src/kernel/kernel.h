@@ -155,6 +155,9 @@ struct Kernel {
   RetiredStack* retired_stacks = nullptr;  // kernel stacks of threads still ending (tasks_lock)
 
   KMutex log_lock;
+  // Serializes putting an epoll instance into another (fs/anon/epoll.cpp):
+  // the loop check and the add are one step, as Linux's epnested_mutex.
+  KMutex epoll_nest_lock;
   KMutex gate_lock;
   std::atomic<uintptr_t> gate_owner{0};  // who holds gate_lock (kernel/foreign_gate.cpp)
   // Foreign calls made in other host processes, run by a server thread in

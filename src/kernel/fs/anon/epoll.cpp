@@ -339,7 +339,11 @@ long sys_epoll_ctl(Task& t, SyscallArgs a) {
               (vp && ((int)a[1] == EPOLL_CTL_ADD ? has_virtual(inner) : in_virtual_list(*vp, *f)));
   if (virt) {
     if (!vp) return -EINVAL;
-    if (inner && (int)a[1] == EPOLL_CTL_ADD && reaches(*inner, *vp, 1)) return -ELOOP;
+    if (!inner || (int)a[1] != EPOLL_CTL_ADD) return ctl_virtual(t, *vp, (int)a[1], *f, ev);
+    // Two adds racing the other way round cannot make a cycle between
+    // their checks (epoll_poll would then wait on its own lock).
+    Guard g(t.kernel->epoll_nest_lock);
+    if (reaches(*inner, *vp, 1)) return -ELOOP;
     return ctl_virtual(t, *vp, (int)a[1], *f, ev);
   }
   return host::sys(SYS_epoll_ctl, ep->host_fd, (int)a[1], f->host_fd, &ev);
