@@ -58,10 +58,12 @@ static void test_mountinfo_inside(void) {
     printf("  (not root: no mount)\n");
     return;
   }
-  char dir[PATH_MAX];
-  mkdir("/tmp/guest-epoll-nested", 0700);
+  // A folder of its own: the four builds of this test run side by side
+  // (and under flatux each is pid 1 of its own run).
+  char dir[PATH_MAX], made[] = "/tmp/guest-epoll-nested-XXXXXX";
+  REQUIRE(mkdtemp(made));
   if (unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
-  REQUIRE(realpath("/tmp/guest-epoll-nested", dir));
+  REQUIRE(realpath(made, dir));
   int mi = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
   int inner = epoll_create1(EPOLL_CLOEXEC), outer = epoll_create1(EPOLL_CLOEXEC);
   REQUIRE(mi >= 0 && inner >= 0 && outer >= 0);

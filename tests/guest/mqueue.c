@@ -183,9 +183,10 @@ static void test_filesystem(void) {
     printf("  (not root: no mount)\n");
     return;
   }
-  char dir[PATH_MAX];
-  mkdir("/tmp/guest-mqueue", 0700);
-  REQUIRE(realpath("/tmp/guest-mqueue", dir));
+  // A folder of its own: the four builds of this test run side by side
+  // (and under flatux each is pid 1 of its own run).
+  char dir[PATH_MAX], folder[] = "/tmp/guest-mqueue-XXXXXX";
+  REQUIRE(mkdtemp(folder) && realpath(folder, dir));
   if (unshare(CLONE_NEWNS) == 0) REQUIRE(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0);
   REQUIRE(mount("mqueue", dir, "mqueue", 0, NULL) == 0, "mount: %s", strerror(errno));
   mqd_t q = make(4, 16, 0);
