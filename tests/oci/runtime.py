@@ -340,6 +340,28 @@ def exec_into(rt, work):
         except OSError:
             pass
         c.close()
+    # A terminal exec request (kind 5) without its descriptors, and one with
+    # descriptors that are no terminal and a payload that is no request.
+    for with_fds in (False, True):
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.connect(ctl)
+        header = struct.pack("III", 0x43455846, 5, 16)
+        r_fd, w_fd = os.pipe()
+        fds = struct.pack("iii", r_fd, w_fd, r_fd)
+        try:  # refused without its descriptors: the kernel's process may close first
+            c.sendmsg([header], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)] if with_fds else [])
+            c.sendall(b"\x01" * 16)
+            c.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        c.settimeout(5)
+        try:
+            c.recv(64)
+        except OSError:
+            pass
+        c.close()
+        os.close(r_fd)
+        os.close(w_fd)
     r = rt("exec", "ex", "echo", "still-here")
     check(r.returncode == 0 and r.stdout == "still-here\n" and rt.state("ex")["status"] == "running",
           f"garbage on the control socket leaves the container serving ({r.stderr.strip()})")
